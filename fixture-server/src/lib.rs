@@ -1,0 +1,67 @@
+//! A local HTTP server of generated images, with controllable latency and
+//! faults, that counts what happened to every request.
+//!
+//! thumbpipe's tests, demo and benchmarks load their thumbnails from it. Each
+//! image carries its id twice: in large digits for people, and in a ring of
+//! black and white cells that survives JPEG compression and downscaling to
+//! 32x32, read back by [`decode_id`]. That is how a test tells from the pixels
+//! alone which image a list row is showing.
+//!
+//! # Layout
+//!
+//! - [`config`]: what a server is asked to do ([`Config`], [`FaultKind`]).
+//! - [`picture`]: how an id becomes pixels, and back ([`decode_id`]).
+//! - `images`: encoded images, made once on the blocking pool and kept.
+//! - `faults`: the responses of the fault kinds.
+//! - `stats`: counters of started, completed, aborted and cut requests.
+//! - `server`: routes, the accept loop and the [`FixtureServer`] handle.
+//!
+//! # Endpoints
+//!
+//! ```text
+//! GET  /img/{id}.jpg | /img/{id}.png   ?w=&h=&latency_ms=&fault=KIND
+//! GET  /stats                          counters as JSON (StatsSnapshot)
+//! POST /stats/reset                    zero the counters
+//! ```
+//!
+//! Every image response waits its latency with an async sleep, so a thousand
+//! waiting requests cost a thousand small futures, not a thousand threads.
+//!
+//! # Example
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use fixture_server::{Config, FixtureServer};
+//! use std::time::Duration;
+//!
+//! let server = FixtureServer::start(Config {
+//!     latency: Duration::ZERO,
+//!     ..Config::default()
+//! })
+//! .await?;
+//! let url = format!("{}/img/42.png?w=64&h=64", server.base_url());
+//! // ... fetch `url` with any HTTP client, decode it to RGBA, then:
+//! // assert_eq!(fixture_server::decode_id(&rgba, 64, 64), Some(42));
+//! # let _ = url;
+//! server.shutdown().await;
+//! # Ok(())
+//! # }
+//! ```
+
+#![warn(missing_docs)]
+
+pub mod config;
+mod faults;
+mod images;
+pub mod picture;
+mod random;
+mod server;
+mod stats;
+
+pub use config::{Config, ConfigError, FaultKind, UnknownFault, parse_fault_spec};
+pub use faults::HUGE_BYTES;
+pub use images::BOMB_SIDE;
+pub use picture::{MAX_ID, decode_id};
+pub use server::{DEDICATED_BLOCKING, DEDICATED_WORKERS, FixtureServer, StartError, THREAD_PREFIX};
+pub use stats::StatsSnapshot;

@@ -1,0 +1,583 @@
+//! The HTTP side: routes, the image handler, the accept loop and the handle.
+//!
+//! Owns the listening socket and one task per connection. The accept loop
+//! runs on the runtime that called [`FixtureServer::start`] (or on the
+//! server's own runtime, from [`FixtureServer::start_dedicated`]) until the
+//! handle's [`FixtureServer::shutdown`] or drop: then it stops accepting,
+//! lets in-flight requests finish for [`Config::shutdown_grace`], and closes
+//! what is left.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{Path, Query, Request, State};
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::net::{TcpListener, TcpSocket, TcpStream};
+use tokio::runtime::Runtime;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+use tower::ServiceExt;
+
+use crate::config::{MAX_LATENCY, MAX_SIDE};
+use crate::faults::{self, ResetSwitch};
+use crate::images::{Format, ImageKey, ImageStore};
+use crate::picture::MAX_ID;
+use crate::random::Draws;
+use crate::stats::Stats;
+use crate::{Config, ConfigError, FaultKind, StatsSnapshot};
+
+/// State shared by every connection and the handle.
+struct Shared {
+    config: Config,
+    stats: Arc<Stats>,
+    images: ImageStore,
+    draws: Draws,
+}
+
+/// A running fixture server.
+///
+/// Start it on your runtime with [`FixtureServer::start`], or on a runtime of
+/// its own with [`FixtureServer::start_dedicated`]. It serves until
+/// [`FixtureServer::shutdown`] or until the handle is dropped.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), fixture_server::StartError> {
+/// use fixture_server::{Config, FixtureServer};
+/// use std::time::Duration;
+///
+/// let server = FixtureServer::start(Config {
+///     latency: Duration::from_millis(10),
+///     ..Config::default()
+/// })
+/// .await?;
+/// assert!(server.image_url(7).ends_with("/img/7.jpg"));
+/// assert_eq!(server.stats().requests_started, 0);
+/// server.shutdown().await;
+/// # Ok(())
+/// # }
+/// ```
+pub struct FixtureServer {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    stop: CancellationToken,
+    accept_loop: Option<JoinHandle<()>>,
+    /// Present when the server runs on its own runtime.
+    runtime: Option<Runtime>,
+}
+
+/// Why a server did not start.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StartError {
+    /// The configuration is invalid.
+    #[error("invalid fixture server configuration: {0}")]
+    Config(#[from] ConfigError),
+    /// The address could not be bound.
+    #[error("could not listen on {addr}: {source} (is the port in use? try port 0)")]
+    Bind {
+        /// The address asked for.
+        addr: SocketAddr,
+        /// What the OS said.
+        source: std::io::Error,
+    },
+    /// The dedicated runtime could not be built.
+    #[error("could not start the fixture server's runtime: {0}")]
+    Runtime(std::io::Error),
+}
+
+/// Worker threads of a dedicated runtime.
+pub const DEDICATED_WORKERS: usize = 2;
+/// Blocking threads (image encoding) of a dedicated runtime.
+pub const DEDICATED_BLOCKING: usize = 2;
+/// The prefix of the dedicated runtime's thread names.
+pub const THREAD_PREFIX: &str = "fixture-";
+/// Pending connections the kernel queues before `accept` (it may lower it).
+const LISTEN_BACKLOG: u32 = 8192;
+
+impl FixtureServer {
+    /// Binds and starts serving on the current tokio runtime.
+    pub async fn start(config: Config) -> Result<Self, StartError> {
+        config.validate()?;
+        let listener = bind(config.addr).map_err(|source| StartError::Bind {
+            addr: config.addr,
+            source,
+        })?;
+        let addr = listener.local_addr().map_err(|source| StartError::Bind {
+            addr: config.addr,
+            source,
+        })?;
+        let shared = Arc::new(Shared {
+            stats: Arc::new(Stats::default()),
+            images: ImageStore::new(config.jpeg_quality),
+            draws: Draws::new(config.seed),
+            config,
+        });
+        let stop = CancellationToken::new();
+        let accept_loop = tokio::spawn(accept_loop(listener, Arc::clone(&shared), stop.clone()));
+        Ok(Self {
+            addr,
+            shared,
+            stop,
+            accept_loop: Some(accept_loop),
+            runtime: None,
+        })
+    }
+
+    /// Starts on a runtime of its own: [`DEDICATED_WORKERS`] workers and at
+    /// most [`DEDICATED_BLOCKING`] encoding threads, all named `fixture-*`, so
+    /// a process that embeds the server can tell its threads from its own.
+    /// Call it from outside any async context (a GUI's `main`, a test thread).
+    ///
+    /// ```
+    /// use fixture_server::{Config, FixtureServer};
+    ///
+    /// let server = FixtureServer::start_dedicated(Config::default())?;
+    /// println!("serving on {}", server.base_url());
+    /// drop(server); // stops it and joins its threads
+    /// # Ok::<(), fixture_server::StartError>(())
+    /// ```
+    pub fn start_dedicated(config: Config) -> Result<Self, StartError> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(DEDICATED_WORKERS)
+            .max_blocking_threads(DEDICATED_BLOCKING)
+            .thread_name_fn(|| {
+                use std::sync::atomic::{AtomicUsize, Ordering};
+                static NEXT: AtomicUsize = AtomicUsize::new(0);
+                format!("{THREAD_PREFIX}{}", NEXT.fetch_add(1, Ordering::Relaxed))
+            })
+            .enable_all()
+            .build()
+            .map_err(StartError::Runtime)?;
+        let mut server = runtime.block_on(Self::start(config))?;
+        server.runtime = Some(runtime);
+        Ok(server)
+    }
+
+    /// The address the server listens on.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// `http://IP:PORT`, without a trailing slash.
+    pub fn base_url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// The URL of image `id` as a JPEG at the default size.
+    pub fn image_url(&self, id: u32) -> String {
+        format!("{}/img/{id}.jpg", self.base_url())
+    }
+
+    /// The counters, as `GET /stats` would return them.
+    pub fn stats(&self) -> StatsSnapshot {
+        self.shared.stats.snapshot()
+    }
+
+    /// Zeroes the counters, as `POST /stats/reset` does.
+    pub fn reset_stats(&self) {
+        self.shared.stats.reset();
+    }
+
+    /// Stops accepting, lets in-flight requests finish for
+    /// [`Config::shutdown_grace`], closes the rest and returns when every
+    /// connection is closed.
+    pub async fn shutdown(mut self) {
+        self.stop.cancel();
+        if let Some(accept_loop) = self.accept_loop.take() {
+            let _ = accept_loop.await;
+        }
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
+    }
+}
+
+impl Drop for FixtureServer {
+    /// Stops the server. A dedicated runtime is shut down too; outside an
+    /// async context this waits (up to the grace period and a second) for its
+    /// threads to end.
+    fn drop(&mut self) {
+        self.stop.cancel();
+        if let Some(runtime) = self.runtime.take() {
+            if tokio::runtime::Handle::try_current().is_ok() {
+                runtime.shutdown_background();
+            } else {
+                if let Some(accept_loop) = self.accept_loop.take() {
+                    let _ = runtime.block_on(accept_loop);
+                }
+                runtime.shutdown_timeout(Duration::from_secs(1));
+            }
+        }
+    }
+}
+
+fn bind(addr: SocketAddr) -> std::io::Result<TcpListener> {
+    let socket = if addr.is_ipv4() {
+        TcpSocket::new_v4()?
+    } else {
+        TcpSocket::new_v6()?
+    };
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    socket.listen(LISTEN_BACKLOG)
+}
+
+/// Accepts connections until `stop`, then drains them.
+async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, stop: CancellationToken) {
+    let router = router(Arc::clone(&shared));
+    let connections = TaskTracker::new();
+    loop {
+        let accepted = tokio::select! {
+            _ = stop.cancelled() => break,
+            accepted = listener.accept() => accepted,
+        };
+        let stream = match accepted {
+            Ok((stream, _peer)) => stream,
+            Err(error) => {
+                // Out of file descriptors or a connection that died in the
+                // queue: not fatal, but do not spin on it.
+                eprintln!("fixture-server: accept failed: {error}");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let _ = stream.set_nodelay(true);
+        connections.spawn(serve_connection(
+            stream,
+            router.clone(),
+            stop.clone(),
+            shared.config.shutdown_grace,
+        ));
+    }
+    drop(listener);
+    connections.close();
+    connections.wait().await;
+}
+
+/// Serves one connection until the client closes it or the server stops.
+async fn serve_connection(
+    stream: TcpStream,
+    router: Router,
+    stop: CancellationToken,
+    grace: Duration,
+) {
+    let switch = ResetSwitch::default();
+    let io = TokioIo::new(ResettableStream {
+        stream,
+        switch: switch.clone(),
+    });
+    let service = hyper::service::service_fn(move |mut request: Request<Incoming>| {
+        request.extensions_mut().insert(switch.clone());
+        router.clone().oneshot(request.map(Body::new))
+    });
+    let connection = hyper::server::conn::http1::Builder::new()
+        .timer(TokioTimer::new())
+        .serve_connection(io, service);
+    tokio::pin!(connection);
+    tokio::select! {
+        _ = connection.as_mut() => return,
+        _ = stop.cancelled() => {}
+    }
+    connection.as_mut().graceful_shutdown();
+    let _ = tokio::time::timeout(grace, connection).await;
+}
+
+/// A TCP stream that resets instead of closing when its switch is armed.
+struct ResettableStream {
+    stream: TcpStream,
+    switch: ResetSwitch,
+}
+
+impl Drop for ResettableStream {
+    fn drop(&mut self) {
+        if self.switch.is_armed() {
+            // Linger 0: close() sends RST and drops unsent data.
+            let _ = socket2::SockRef::from(&self.stream).set_linger(Some(Duration::ZERO));
+        }
+    }
+}
+
+impl tokio::io::AsyncRead for ResettableStream {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.stream).poll_read(cx, buf)
+    }
+}
+
+impl tokio::io::AsyncWrite for ResettableStream {
+    fn poll_write(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        std::pin::Pin::new(&mut self.stream).poll_write(cx, buf)
+    }
+
+    fn poll_flush(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.stream).poll_flush(cx)
+    }
+
+    fn poll_shutdown(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.stream).poll_shutdown(cx)
+    }
+}
+
+fn router(shared: Arc<Shared>) -> Router {
+    Router::new()
+        .route("/", get(help))
+        .route("/img/{file}", get(image))
+        .route("/stats", get(stats))
+        .route("/stats/reset", post(reset_stats))
+        .fallback(|| async { (StatusCode::NOT_FOUND, "no such path (GET / lists them)\n") })
+        .with_state(shared)
+}
+
+const HELP: &str = "\
+fixture-server: generated images with latency and faults
+
+GET  /img/{id}.jpg | /img/{id}.png   the image for id 0..=1048575
+       ?w=&h=          size, 1..=4096 (default 600x600)
+       ?latency_ms=    wait before answering (default: the server's)
+       ?fault=KIND     one of: none, 404, 500, 503, reset, truncate, garbage,
+                       wrong-type, slow, hang, bomb, huge, redirect-loop
+GET  /stats          counters as JSON
+POST /stats/reset    zero the counters
+";
+
+async fn help() -> &'static str {
+    HELP
+}
+
+async fn stats(State(shared): State<Arc<Shared>>) -> Response {
+    axum::Json(shared.stats.snapshot()).into_response()
+}
+
+async fn reset_stats(State(shared): State<Arc<Shared>>) -> StatusCode {
+    shared.stats.reset();
+    StatusCode::NO_CONTENT
+}
+
+/// What an image request asks for.
+#[derive(Debug)]
+struct ImageRequest {
+    key: ImageKey,
+    latency: Option<Duration>,
+    /// `None`: the server's random mix decides; `Some(None)`: `?fault=none`.
+    fault: Option<Option<FaultKind>>,
+    hop: u32,
+}
+
+/// A request the server cannot answer, with the message it gets back.
+#[derive(Debug)]
+struct BadRequest(String);
+
+impl ImageRequest {
+    fn parse(file: &str, query: &[(String, String)], config: &Config) -> Result<Self, BadRequest> {
+        let bad = |message: String| Err(BadRequest(message));
+        let Some((stem, extension)) = file.rsplit_once('.') else {
+            return bad(format!("'{file}' is not ID.jpg or ID.png"));
+        };
+        let Some(format) = Format::from_extension(extension) else {
+            return bad(format!(
+                "unknown image format '.{extension}' in '{file}' (use .jpg or .png)"
+            ));
+        };
+        let id = match stem.parse::<u32>() {
+            Ok(id) if stem.bytes().all(|b| b.is_ascii_digit()) && id <= MAX_ID => id,
+            _ => {
+                return bad(format!(
+                    "'{stem}' in '{file}' is not an image id (a number from 0 to {MAX_ID})"
+                ));
+            }
+        };
+        let (mut width, mut height) = config.default_size;
+        let mut request = ImageRequest {
+            key: ImageKey {
+                id,
+                width,
+                height,
+                format,
+            },
+            latency: None,
+            fault: None,
+            hop: 0,
+        };
+        for (name, value) in query {
+            match name.as_str() {
+                "w" => width = parse_side(name, value)?,
+                "h" => height = parse_side(name, value)?,
+                "latency_ms" => {
+                    let latency = value
+                        .parse::<u64>()
+                        .ok()
+                        .map(Duration::from_millis)
+                        .filter(|latency| *latency <= MAX_LATENCY);
+                    match latency {
+                        Some(latency) => request.latency = Some(latency),
+                        None => {
+                            return bad(format!(
+                                "latency_ms='{value}' is not a number of milliseconds up to {}",
+                                MAX_LATENCY.as_millis()
+                            ));
+                        }
+                    }
+                }
+                "fault" if value == "none" => request.fault = Some(None),
+                "fault" => match value.parse::<FaultKind>() {
+                    Ok(kind) => request.fault = Some(Some(kind)),
+                    Err(unknown) => return bad(unknown.to_string()),
+                },
+                "hop" => match value.parse::<u32>() {
+                    Ok(hop) => request.hop = hop,
+                    Err(_) => return bad(format!("hop='{value}' is not a number")),
+                },
+                _ => {
+                    return bad(format!(
+                        "unknown parameter '{name}' (known: w, h, latency_ms, fault, hop)"
+                    ));
+                }
+            }
+        }
+        request.key.width = width;
+        request.key.height = height;
+        Ok(request)
+    }
+
+    /// The same request, one redirect further.
+    fn next_hop(&self) -> String {
+        let extension = match self.key.format {
+            Format::Jpeg => "jpg",
+            Format::Png => "png",
+        };
+        let mut location = format!(
+            "/img/{}.{extension}?fault=redirect-loop&hop={}&w={}&h={}",
+            self.key.id,
+            self.hop.saturating_add(1),
+            self.key.width,
+            self.key.height,
+        );
+        if let Some(latency) = self.latency {
+            location.push_str(&format!("&latency_ms={}", latency.as_millis()));
+        }
+        location
+    }
+}
+
+fn parse_side(name: &str, value: &str) -> Result<u32, BadRequest> {
+    match value.parse::<u32>() {
+        Ok(side) if (1..=MAX_SIDE).contains(&side) => Ok(side),
+        _ => Err(BadRequest(format!(
+            "{name}='{value}' is not a size from 1 to {MAX_SIDE}"
+        ))),
+    }
+}
+
+/// `GET /img/{file}`: waits the latency, then answers with the image or the
+/// fault. Counted from its first line to the end of its body.
+async fn image(
+    State(shared): State<Arc<Shared>>,
+    Path(file): Path<String>,
+    query: Result<Query<Vec<(String, String)>>, axum::extract::rejection::QueryRejection>,
+    request: Request,
+) -> Response {
+    let guard = shared.stats.begin();
+    let parsed = match query {
+        Ok(Query(query)) => ImageRequest::parse(&file, &query, &shared.config),
+        Err(rejection) => Err(BadRequest(format!("malformed query string: {rejection}"))),
+    };
+    let parsed = match parsed {
+        Ok(parsed) => parsed,
+        Err(BadRequest(message)) => {
+            let response = (StatusCode::BAD_REQUEST, format!("{message}\n")).into_response();
+            return settle(response, guard);
+        }
+    };
+    let fault = match parsed.fault {
+        Some(chosen) => chosen,
+        None => pick_fault(&shared),
+    };
+    if let Some(kind) = fault {
+        shared.stats.count_fault(kind);
+    }
+
+    let config = &shared.config;
+    let mut latency = parsed.latency.unwrap_or(config.latency);
+    if !config.jitter.is_zero() {
+        latency += config.jitter.mul_f64(shared.draws.unit());
+    }
+    tokio::time::sleep(latency).await;
+
+    let id = parsed.key.id;
+    let content_type = parsed.key.format.content_type();
+    let response = match fault {
+        Some(kind @ (FaultKind::Status404 | FaultKind::Status500 | FaultKind::Status503)) => {
+            faults::status(kind, id)
+        }
+        Some(FaultKind::Garbage) => faults::garbage(id, config.seed),
+        Some(FaultKind::WrongType) => faults::wrong_type(id),
+        Some(FaultKind::Hang) => std::future::pending().await,
+        Some(FaultKind::Bomb) => faults::bomb(),
+        Some(FaultKind::RedirectLoop) => faults::redirect(&parsed.next_hop()),
+        Some(FaultKind::Reset | FaultKind::Truncate | FaultKind::Slow | FaultKind::Huge) | None => {
+            match shared.images.get(parsed.key).await {
+                Ok(bytes) => match fault {
+                    Some(FaultKind::Reset) => {
+                        let switch = request
+                            .extensions()
+                            .get::<ResetSwitch>()
+                            .cloned()
+                            .unwrap_or_default();
+                        faults::reset(bytes, content_type, switch)
+                    }
+                    Some(FaultKind::Truncate) => faults::truncate(bytes, content_type),
+                    Some(FaultKind::Slow) => faults::slow(bytes, content_type),
+                    Some(FaultKind::Huge) => faults::huge(bytes, content_type),
+                    _ => ([(header::CONTENT_TYPE, content_type)], bytes).into_response(),
+                },
+                Err(error) => {
+                    (StatusCode::INTERNAL_SERVER_ERROR, format!("{error}\n")).into_response()
+                }
+            }
+        }
+    };
+    settle(response, guard)
+}
+
+/// Moves the request's guard into the response body.
+fn settle(response: Response, guard: crate::stats::RequestGuard) -> Response {
+    let (parts, body) = response.into_parts();
+    Response::from_parts(parts, guard.into_body(body))
+}
+
+/// The server-wide fault mix's choice for one request.
+fn pick_fault(shared: &Shared) -> Option<FaultKind> {
+    if shared.config.faults.is_empty() {
+        return None;
+    }
+    let mut draw = shared.draws.unit();
+    for (kind, probability) in &shared.config.faults {
+        if draw < *probability {
+            return Some(*kind);
+        }
+        draw -= probability;
+    }
+    None
+}
