@@ -1,6 +1,9 @@
 //! The id ring survives what a loader does to an image: JPEG compression at
 //! the server's quality, decoding, and a downscale to a 32x32 thumbnail.
 
+// Test helpers outside #[test] functions unwrap too: a failure is a test failure.
+#![allow(clippy::unwrap_used)]
+
 use fixture_server::{Config, decode_id};
 use image::imageops::FilterType;
 
