@@ -1,0 +1,159 @@
+//! Shared parts of thumbpipe's report binaries: finding and starting the
+//! workspace's own programs as separate processes, and reading a process's
+//! threads and memory from `/proc`.
+//!
+//! Nothing here runs on its own. A [`ServerProcess`] is killed when dropped,
+//! so a report that fails half-way leaves no server behind.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+use anyhow::{Context as _, bail};
+
+/// The path of binary `bin` of workspace package `package`, built in the same
+/// profile as the running program. Builds it with cargo when it is missing.
+pub fn workspace_binary(package: &str, bin: &str) -> anyhow::Result<PathBuf> {
+    let exe = std::env::current_exe().context("cannot find the running program's path")?;
+    let dir = exe
+        .parent()
+        .context("the running program has no directory")?;
+    let path = dir.join(bin);
+    if path.exists() {
+        return Ok(path);
+    }
+    let release = dir.ends_with("release");
+    eprintln!(
+        "building {bin} ({})...",
+        if release { "release" } else { "debug" }
+    );
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut build = Command::new(cargo);
+    build.args(["build", "-p", package, "--bin", bin]);
+    if release {
+        build.arg("--release");
+    }
+    let status = build.status().context("could not run cargo")?;
+    if !status.success() || !path.exists() {
+        bail!(
+            "could not build {bin}: run `cargo build --release -p {package}` and look at its errors"
+        );
+    }
+    Ok(path)
+}
+
+/// A workspace server running as a child process, killed on drop.
+pub struct ServerProcess {
+    child: Child,
+    base_url: String,
+}
+
+impl ServerProcess {
+    /// Starts the `fixture-server` binary with `args` (on port 0 unless
+    /// given) and waits for its `listening on URL` line.
+    pub fn fixture_server(args: &[String]) -> anyhow::Result<Self> {
+        let path = workspace_binary("fixture-server", "fixture-server")?;
+        Self::start(&path, args)
+    }
+
+    fn start(path: &Path, args: &[String]) -> anyhow::Result<Self> {
+        let mut child = Command::new(path)
+            .args(args)
+            .stdout(Stdio::piped())
+            .stdin(Stdio::null())
+            .spawn()
+            .with_context(|| format!("could not start {}", path.display()))?;
+        let stdout = child.stdout.take().context("no stdout")?;
+        let mut first = String::new();
+        BufReader::new(stdout)
+            .read_line(&mut first)
+            .context("server printed nothing")?;
+        let Some(base_url) = first.trim().strip_prefix("listening on ") else {
+            let _ = child.kill();
+            bail!(
+                "{} printed {first:?} instead of its address",
+                path.display()
+            );
+        };
+        Ok(Self {
+            base_url: base_url.to_owned(),
+            child,
+        })
+    }
+
+    /// `http://IP:PORT`.
+    pub fn base_url(&self) -> &str {
+        &self.base_url
+    }
+
+    /// The process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+}
+
+impl Drop for ServerProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// How many threads process `pid` has now (`/proc/PID/task`), or `None`
+/// where there is no `/proc`.
+pub fn thread_count(pid: u32) -> Option<usize> {
+    Some(std::fs::read_dir(format!("/proc/{pid}/task")).ok()?.count())
+}
+
+/// Median and range of `values` (sorted in place).
+pub fn median_and_range(values: &mut [f64]) -> Option<(f64, f64, f64)> {
+    values.sort_by(f64::total_cmp);
+    let (first, last) = (values.first()?, values.last()?);
+    let mid = values.len() / 2;
+    let median = if values.len() % 2 == 0 {
+        (values[mid - 1] + values[mid]) / 2.0
+    } else {
+        values[mid]
+    };
+    Some((median, *first, *last))
+}
+
+/// The CPU model and core count, for the header of every report.
+pub fn machine() -> String {
+    let model = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|info| {
+            info.lines()
+                .find(|line| line.starts_with("model name"))
+                .and_then(|line| line.split(':').nth(1))
+                .map(|model| model.trim().to_owned())
+        })
+        .unwrap_or_else(|| "unknown CPU".to_owned());
+    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+    format!("{cores} cores, {model}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn median_and_range_of_odd_and_even_counts() {
+        assert_eq!(
+            median_and_range(&mut [3.0, 1.0, 2.0]),
+            Some((2.0, 1.0, 3.0))
+        );
+        assert_eq!(
+            median_and_range(&mut [4.0, 1.0, 2.0, 3.0]),
+            Some((2.5, 1.0, 4.0))
+        );
+        assert_eq!(median_and_range(&mut []), None);
+    }
+
+    #[test]
+    fn this_process_has_threads() {
+        if Path::new("/proc/self/task").exists() {
+            assert!(thread_count(std::process::id()).unwrap_or(0) >= 1);
+        }
+    }
+}
