@@ -110,7 +110,7 @@ pub fn median_and_range(values: &mut [f64]) -> Option<(f64, f64, f64)> {
     values.sort_by(f64::total_cmp);
     let (first, last) = (values.first()?, values.last()?);
     let mid = values.len() / 2;
-    let median = if values.len() % 2 == 0 {
+    let median = if values.len().is_multiple_of(2) {
         (values[mid - 1] + values[mid]) / 2.0
     } else {
         values[mid]
