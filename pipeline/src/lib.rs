@@ -1,7 +1,305 @@
 //! thumbpipe loads thumbnails for GUI lists: async HTTP fetch, decode and
-//! downscale on a bounded pool, an actor-owned memory cache, and
-//! cancellation tied to list-row identity.
+//! downscale on a bounded pool, an actor-owned memory cache with TTL and
+//! byte-cost eviction, and cancellation tied to list-row identity.
 //!
-//! The pipeline's stages are described in the workspace's `README.md`.
+//! The rule behind it: waiting (network, timers) never holds a thread, CPU
+//! work (decode, downscale) runs on a bounded pool, and the UI thread never
+//! blocks. A fast flick through hundreds of rows costs a few futures and a
+//! few decodes, never a thread per row, and a row can never show an image
+//! meant for its previous URL.
+//!
+//! # Layout
+//!
+//! In the order a request travels:
+//!
+//! - [`rows`]: the UI side; one live request per row, cancelled when the row
+//!   asks for something else or leaves the view.
+//! - `load`: the actor that owns the shared load tasks (coalescing), the fetch
+//!   queue and the cache.
+//! - [`cache`]: least-recently-used thumbnails under cost, count and TTL limits.
+//! - `queue`: the fetch queue, by priority and newest first.
+//! - [`fetch`]: the [`Fetch`] trait and its reqwest implementation.
+//! - [`decode`]: bytes to a [`Thumbnail`] on the `thumbpipe-decode-N` threads.
+//! - [`deliver`]: completions back to the UI thread, and its waker.
+//! - [`metrics`] and [`census`]: counters, and the process's threads.
+//!
+//! ```text
+//! UI thread                  io runtime (2 workers)            decode pool (<= cores)
+//! ---------                  ----------------------            ----------------------
+//! request(row, url, size) -> rows: one live request per row
+//!                            load actor: cache hit? ---------------------------+
+//!                            coalesce: same (url, size) joins one task         |
+//!                            fetch queue: priority, LIFO, per-host limit       |
+//!                            reqwest fetch (cancellable, body cap) -----> decode + downscale
+//!                                                                         (skip if cancelled)
+//!                            load actor: cache put (TTL, cost, LRU) <---------+
+//! drain() <----------------- delivered only for the row's current generation; wake UI
+//! ```
+//!
+//! # Example
+//!
+//! ```no_run
+//! use thumbpipe::{Config, Pipeline, Priority, TargetSize};
+//!
+//! let mut pipeline = Pipeline::<usize>::new(Config::default())?;
+//! pipeline.set_waker(|| { /* egui: ctx.request_repaint() */ });
+//! // Each frame:
+//! for row in 0..30 {
+//!     let url = format!("http://127.0.0.1:8080/img/{row}.jpg");
+//!     pipeline.request(row, &url, TargetSize::square(64), Priority::Visible);
+//! }
+//! for done in pipeline.drain() {
+//!     match done.result {
+//!         Ok(thumbnail) => { /* upload thumbnail.pixels for done.row */ }
+//!         Err(error) => eprintln!("row {}: {error}", done.row),
+//!     }
+//! }
+//! pipeline.end_frame();
+//! # Ok::<(), thumbpipe::BuildError>(())
+//! ```
+//!
+//! # Limits
+//!
+//! | limit | default | setting |
+//! |---|---|---|
+//! | fetches in flight per host | 6 | [`Config::max_concurrent_fetches`] |
+//! | connect timeout | 5 s | [`Config::connect_timeout`] |
+//! | whole-response timeout | 30 s | [`Config::total_timeout`] |
+//! | response body | 16 MiB, checked while streaming | [`Config::max_body_bytes`] |
+//! | redirects | 5 | [`Config::max_redirects`] |
+//! | image width or height | 16384 | [`Config::max_dimension`] |
+//! | decoder allocation | 256 MiB | [`Config::max_decode_alloc`] |
+//! | cache | 64 MiB, 4096 entries, 300 s | [`Config::cache_cost_limit`], [`Config::cache_count_limit`], [`Config::cache_ttl`] |
+//!
+//! Only `http` and `https` URLs are fetched.
 
 #![warn(missing_docs)]
+
+pub mod cache;
+pub mod census;
+mod config;
+pub mod decode;
+pub mod deliver;
+mod error;
+pub mod fetch;
+mod load;
+pub mod metrics;
+mod queue;
+pub mod rows;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::runtime::{Handle, Runtime};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+pub use cache::CacheStats;
+pub use census::{CensusError, ThreadCensus};
+pub use config::{Config, Priority, TargetSize};
+pub use decode::Thumbnail;
+pub use deliver::Completion;
+pub use error::{BuildError, Error};
+pub use fetch::{Fetch, HttpFetcher};
+pub use metrics::Stats;
+
+use cache::CacheLimits;
+use decode::DecodePool;
+use deliver::{Delivery, Outbox, SubscriptionId, Waker};
+use load::{LoadActor, Message, Parts};
+use metrics::Metrics;
+
+/// The thumbnail pipeline, keyed by row keys of type `K` (a row index, an
+/// item id: anything small, hashable and cloneable).
+///
+/// Owns an I/O runtime (`thumbpipe-io-N`, unless built
+/// [`with_runtime`](PipelineBuilder::runtime)), the decode threads
+/// (`thumbpipe-decode-N`) and the load actor. Dropping it cancels every
+/// request and joins its threads; no completion arrives after that.
+pub struct Pipeline<K> {
+    rows: HashMap<K, rows::Row>,
+    /// Which row owns each pending request.
+    owners: HashMap<SubscriptionId, K>,
+    /// Completions decided on the UI side (a bad URL), returned by the next
+    /// `drain`.
+    ready: Vec<Completion<K>>,
+    next_id: SubscriptionId,
+    default_ttl: Duration,
+    commands: mpsc::UnboundedSender<Message>,
+    deliveries: std::sync::mpsc::Receiver<Delivery>,
+    metrics: Arc<Metrics>,
+    cache_stats: Arc<Mutex<CacheStats>>,
+    waker: Arc<Mutex<Option<Waker>>>,
+    root: CancellationToken,
+    decoder: Arc<DecodePool>,
+    /// Present when the pipeline owns its runtime.
+    runtime: Option<Runtime>,
+}
+
+/// Builds a [`Pipeline`] with a runtime or fetcher of your own.
+///
+/// ```
+/// # #[tokio::main]
+/// # async fn main() -> Result<(), thumbpipe::BuildError> {
+/// let pipeline = thumbpipe::Pipeline::<u64>::builder()
+///     .config(thumbpipe::Config::default())
+///     .runtime(tokio::runtime::Handle::current())
+///     .build()?;
+/// # Ok(())
+/// # }
+/// ```
+#[must_use]
+pub struct PipelineBuilder {
+    config: Config,
+    runtime: Option<Handle>,
+    fetcher: Option<Arc<dyn Fetch>>,
+}
+
+impl PipelineBuilder {
+    /// Settings; default [`Config::default`].
+    pub fn config(mut self, config: Config) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// Runs the I/O side (the load actor and fetches) on this runtime instead
+    /// of the pipeline's own.
+    pub fn runtime(mut self, handle: Handle) -> Self {
+        self.runtime = Some(handle);
+        self
+    }
+
+    /// Fetches with `fetcher` instead of an [`HttpFetcher`].
+    pub fn fetcher(mut self, fetcher: impl Fetch) -> Self {
+        self.fetcher = Some(Arc::new(fetcher));
+        self
+    }
+
+    /// Starts the pipeline's threads and its load actor.
+    pub fn build<K>(self) -> Result<Pipeline<K>, BuildError> {
+        let config = self.config;
+        config.validate()?;
+        let (runtime, handle) = match self.runtime {
+            Some(handle) => (None, handle),
+            None => {
+                let runtime = io_runtime(config.io_threads)?;
+                let handle = runtime.handle().clone();
+                (Some(runtime), handle)
+            }
+        };
+        let fetcher: Arc<dyn Fetch> = match self.fetcher {
+            Some(fetcher) => fetcher,
+            None => {
+                // reqwest's client needs a runtime context to build.
+                let _entered = handle.enter();
+                Arc::new(HttpFetcher::new(&config)?)
+            }
+        };
+        let decoder = Arc::new(DecodePool::start(config.decode_threads, (&config).into())?);
+        let (commands, inbox) = mpsc::unbounded_channel();
+        let (outbox, deliveries) = std::sync::mpsc::channel();
+        let metrics = Arc::new(Metrics::default());
+        let cache_stats = Arc::new(Mutex::new(CacheStats::default()));
+        let waker = Arc::new(Mutex::new(None));
+        let root = CancellationToken::new();
+        let actor = LoadActor::new(Parts {
+            fetcher,
+            decoder: Arc::clone(&decoder),
+            outbox: Outbox::new(outbox, Arc::clone(&waker)),
+            metrics: Arc::clone(&metrics),
+            cache_stats: Arc::clone(&cache_stats),
+            cache_limits: CacheLimits {
+                cost: config.cache_cost_limit,
+                count: config.cache_count_limit,
+            },
+            max_per_host: config.max_concurrent_fetches,
+            max_body_bytes: config.max_body_bytes,
+            root: root.clone(),
+            jobs: TaskTracker::new(),
+            messages: commands.clone(),
+        });
+        handle.spawn(actor.run(inbox));
+        Ok(Pipeline {
+            rows: HashMap::new(),
+            owners: HashMap::new(),
+            ready: Vec::new(),
+            next_id: 0,
+            default_ttl: config.cache_ttl,
+            commands,
+            deliveries,
+            metrics,
+            cache_stats,
+            waker,
+            root,
+            decoder,
+            runtime,
+        })
+    }
+}
+
+fn io_runtime(threads: usize) -> std::io::Result<Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(threads)
+        // reqwest resolves host names on the blocking pool: one thread is
+        // enough, and bounds it.
+        .max_blocking_threads(1)
+        .thread_name_fn(|| {
+            use std::sync::atomic::{AtomicUsize, Ordering};
+            static NEXT: AtomicUsize = AtomicUsize::new(0);
+            format!("thumbpipe-io-{}", NEXT.fetch_add(1, Ordering::Relaxed))
+        })
+        .enable_all()
+        .build()
+}
+
+impl<K> Pipeline<K> {
+    /// A pipeline with `config`, its own I/O runtime and an [`HttpFetcher`].
+    pub fn new(config: Config) -> Result<Self, BuildError> {
+        Self::builder().config(config).build()
+    }
+
+    /// A pipeline whose I/O side runs on `handle`'s runtime.
+    pub fn with_runtime(handle: Handle, config: Config) -> Result<Self, BuildError> {
+        Self::builder().config(config).runtime(handle).build()
+    }
+
+    /// A builder, for a runtime or fetcher of your own.
+    pub fn builder() -> PipelineBuilder {
+        PipelineBuilder {
+            config: Config::default(),
+            runtime: None,
+            fetcher: None,
+        }
+    }
+
+    /// Sets the callback run (on a pipeline thread) when completions are
+    /// ready to drain; with egui, `move || ctx.request_repaint()`.
+    pub fn set_waker(&self, waker: impl Fn() + Send + Sync + 'static) {
+        if let Ok(mut slot) = self.waker.lock() {
+            *slot = Some(Arc::new(waker));
+        }
+    }
+
+    /// The pipeline's counters and gauges now.
+    pub fn stats(&self) -> Stats {
+        let cache = self.cache_stats.lock().map(|s| *s).unwrap_or_default();
+        self.metrics.snapshot(cache)
+    }
+}
+
+impl<K> Drop for Pipeline<K> {
+    /// Cancels everything and joins the pipeline's threads.
+    fn drop(&mut self) {
+        self.root.cancel();
+        self.decoder.shutdown();
+        if let Some(runtime) = self.runtime.take() {
+            if Handle::try_current().is_ok() {
+                runtime.shutdown_background();
+            } else {
+                runtime.shutdown_timeout(Duration::from_millis(100));
+            }
+        }
+    }
+}

@@ -1,0 +1,299 @@
+//! Cache: decoded thumbnails by (url, target size), with a byte budget, a
+//! count limit, a per-entry cap and a time to live.
+//!
+//! [`ThumbnailCache`] is plain data with no lock and no clock of its own
+//! (callers pass `now`), so it is tested directly. In the pipeline, the load
+//! actor (`crate::load`) owns the only instance: nothing else touches it, and
+//! it ends with the actor.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use lru::LruCache;
+
+use crate::{TargetSize, Thumbnail};
+
+/// A cache key: the URL and the box the thumbnail was made for.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct CacheKey {
+    pub(crate) url: Arc<str>,
+    pub(crate) target: TargetSize,
+}
+
+/// Limits of a [`ThumbnailCache`].
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct CacheLimits {
+    /// Sum of entries' costs (RGBA bytes).
+    pub(crate) cost: usize,
+    /// Number of entries.
+    pub(crate) count: usize,
+}
+
+impl CacheLimits {
+    /// An entry over a tenth of the budget is not cached: it would evict a
+    /// screenful of others.
+    pub(crate) fn entry_cap(&self) -> usize {
+        self.cost / 10
+    }
+}
+
+/// Counters of what the cache did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CacheStats {
+    /// Thumbnails held now.
+    pub entries: usize,
+    /// Their RGBA bytes.
+    pub cost: usize,
+    /// Lookups that found a live entry.
+    pub hits: u64,
+    /// Lookups that found nothing, or only an expired entry.
+    pub misses: u64,
+    /// Entries evicted to stay under the byte budget.
+    pub evicted_for_cost: u64,
+    /// Entries evicted to stay under the count limit.
+    pub evicted_for_count: u64,
+    /// Thumbnails not stored because they alone exceed a tenth of the budget.
+    pub refused_too_large: u64,
+    /// Entries dropped because their time to live ran out.
+    pub expired: u64,
+}
+
+struct Entry {
+    thumbnail: Thumbnail,
+    expires: Instant,
+}
+
+/// Least-recently-used thumbnails under a cost and count budget.
+pub(crate) struct ThumbnailCache {
+    entries: LruCache<CacheKey, Entry>,
+    limits: CacheLimits,
+    stats: CacheStats,
+}
+
+impl ThumbnailCache {
+    pub(crate) fn new(limits: CacheLimits) -> Self {
+        Self {
+            entries: LruCache::unbounded(),
+            limits,
+            stats: CacheStats::default(),
+        }
+    }
+
+    /// The live entry for `key`, marked most recently used. An expired entry
+    /// is removed and counts as a miss.
+    pub(crate) fn get(&mut self, key: &CacheKey, now: Instant) -> Option<Thumbnail> {
+        match self.entries.get(key) {
+            Some(entry) if entry.expires > now => {
+                self.stats.hits += 1;
+                Some(entry.thumbnail.clone())
+            }
+            Some(_) => {
+                self.remove_expired(key);
+                self.stats.misses += 1;
+                None
+            }
+            None => {
+                self.stats.misses += 1;
+                None
+            }
+        }
+    }
+
+    /// Stores `thumbnail` for `ttl`, evicting least recently used entries
+    /// until the limits hold. Returns whether it was stored.
+    pub(crate) fn put(
+        &mut self,
+        key: CacheKey,
+        thumbnail: Thumbnail,
+        ttl: Duration,
+        now: Instant,
+    ) -> bool {
+        let cost = thumbnail.cost();
+        if cost > self.limits.entry_cap() || ttl.is_zero() {
+            self.stats.refused_too_large += u64::from(cost > self.limits.entry_cap());
+            return false;
+        }
+        let entry = Entry {
+            thumbnail,
+            expires: now + ttl,
+        };
+        if let Some(old) = self.entries.put(key, entry) {
+            self.stats.cost -= old.thumbnail.cost();
+        }
+        self.stats.cost += cost;
+        while self.stats.cost > self.limits.cost || self.entries.len() > self.limits.count {
+            let over_cost = self.stats.cost > self.limits.cost;
+            let Some((_, evicted)) = self.entries.pop_lru() else {
+                break;
+            };
+            self.stats.cost -= evicted.thumbnail.cost();
+            if over_cost {
+                self.stats.evicted_for_cost += 1;
+            } else {
+                self.stats.evicted_for_count += 1;
+            }
+        }
+        self.stats.entries = self.entries.len();
+        true
+    }
+
+    /// Drops every expired entry.
+    pub(crate) fn sweep(&mut self, now: Instant) {
+        let expired: Vec<CacheKey> = self
+            .entries
+            .iter()
+            .filter(|(_, entry)| entry.expires <= now)
+            .map(|(key, _)| key.clone())
+            .collect();
+        for key in &expired {
+            self.remove_expired(key);
+        }
+    }
+
+    fn remove_expired(&mut self, key: &CacheKey) {
+        if let Some(entry) = self.entries.pop(key) {
+            self.stats.cost -= entry.thumbnail.cost();
+            self.stats.expired += 1;
+            self.stats.entries = self.entries.len();
+        }
+    }
+
+    pub(crate) fn stats(&self) -> CacheStats {
+        self.stats
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn thumb(cost: usize) -> Thumbnail {
+        Thumbnail {
+            url: "http://x/".into(),
+            width: 1,
+            height: 1,
+            pixels: vec![0; cost].into(),
+        }
+    }
+
+    fn key(name: &str) -> CacheKey {
+        CacheKey {
+            url: name.into(),
+            target: TargetSize::square(64),
+        }
+    }
+
+    const TTL: Duration = Duration::from_secs(60);
+
+    #[test]
+    fn an_entry_expires_after_its_ttl_and_is_never_returned_after() {
+        let mut cache = ThumbnailCache::new(CacheLimits {
+            cost: 1000,
+            count: 10,
+        });
+        let start = Instant::now();
+        assert!(cache.put(key("a"), thumb(10), Duration::from_secs(5), start));
+        assert!(
+            cache
+                .get(&key("a"), start + Duration::from_secs(4))
+                .is_some()
+        );
+        assert!(
+            cache
+                .get(&key("a"), start + Duration::from_secs(5))
+                .is_none()
+        );
+        assert_eq!(
+            (
+                cache.stats().expired,
+                cache.stats().cost,
+                cache.stats().entries
+            ),
+            (1, 0, 0)
+        );
+    }
+
+    #[test]
+    fn sweep_drops_expired_entries_only() {
+        let mut cache = ThumbnailCache::new(CacheLimits {
+            cost: 1000,
+            count: 10,
+        });
+        let start = Instant::now();
+        cache.put(key("short"), thumb(10), Duration::from_secs(1), start);
+        cache.put(key("long"), thumb(20), Duration::from_secs(100), start);
+        cache.sweep(start + Duration::from_secs(2));
+        let stats = cache.stats();
+        assert_eq!((stats.entries, stats.cost, stats.expired), (1, 20, 1));
+        assert!(
+            cache
+                .get(&key("long"), start + Duration::from_secs(2))
+                .is_some()
+        );
+    }
+
+    #[test]
+    fn the_cost_limit_evicts_least_recently_used_first() {
+        let mut cache = ThumbnailCache::new(CacheLimits {
+            cost: 300,
+            count: 100,
+        });
+        let now = Instant::now();
+        for name in ["a", "b", "c"] {
+            cache.put(key(name), thumb(30), TTL, now);
+        }
+        // Touch "a": "b" is now the least recently used.
+        assert!(cache.get(&key("a"), now).is_some());
+        for name in ["d", "e", "f", "g", "h", "i", "j"] {
+            cache.put(key(name), thumb(30), TTL, now);
+        }
+        assert_eq!(cache.stats().cost, 300);
+        cache.put(key("k"), thumb(30), TTL, now);
+        assert!(cache.get(&key("b"), now).is_none(), "b was least recent");
+        assert!(cache.get(&key("a"), now).is_some(), "a was touched");
+        assert!(cache.get(&key("c"), now).is_some());
+        assert_eq!(cache.stats().evicted_for_cost, 1);
+        assert!(cache.stats().cost <= 300);
+    }
+
+    #[test]
+    fn the_count_limit_holds() {
+        let mut cache = ThumbnailCache::new(CacheLimits {
+            cost: 10_000,
+            count: 3,
+        });
+        let now = Instant::now();
+        for name in ["a", "b", "c", "d", "e"] {
+            cache.put(key(name), thumb(1), TTL, now);
+        }
+        let stats = cache.stats();
+        assert_eq!((stats.entries, stats.evicted_for_count), (3, 2));
+        assert!(cache.get(&key("a"), now).is_none());
+        assert!(cache.get(&key("e"), now).is_some());
+    }
+
+    #[test]
+    fn an_entry_over_a_tenth_of_the_budget_is_not_cached() {
+        let mut cache = ThumbnailCache::new(CacheLimits {
+            cost: 1000,
+            count: 10,
+        });
+        let now = Instant::now();
+        assert!(!cache.put(key("big"), thumb(101), TTL, now));
+        assert!(cache.put(key("ok"), thumb(100), TTL, now));
+        let stats = cache.stats();
+        assert_eq!((stats.entries, stats.refused_too_large), (1, 1));
+    }
+
+    #[test]
+    fn replacing_an_entry_keeps_the_cost_right() {
+        let mut cache = ThumbnailCache::new(CacheLimits {
+            cost: 1000,
+            count: 10,
+        });
+        let now = Instant::now();
+        cache.put(key("a"), thumb(50), TTL, now);
+        cache.put(key("a"), thumb(70), TTL, now);
+        assert_eq!((cache.stats().entries, cache.stats().cost), (1, 70));
+    }
+}

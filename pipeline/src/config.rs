@@ -1,0 +1,130 @@
+//! What a [`crate::Pipeline`] is allowed to do: concurrency, timeouts,
+//! size limits and the cache's budget.
+//!
+//! Plain data, read once by [`crate::Pipeline::new`]. Every field documents
+//! its default.
+
+use std::time::Duration;
+
+use crate::BuildError;
+
+/// Settings of a [`crate::Pipeline`].
+///
+/// ```
+/// use std::time::Duration;
+///
+/// let config = thumbpipe::Config {
+///     max_concurrent_fetches: 4,
+///     total_timeout: Duration::from_secs(10),
+///     ..thumbpipe::Config::default()
+/// };
+/// let pipeline = thumbpipe::Pipeline::<usize>::new(config)?;
+/// # Ok::<(), thumbpipe::BuildError>(())
+/// ```
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// Fetches in flight at once to one host; the rest wait in the queue,
+    /// costing no thread. Default: 6.
+    pub max_concurrent_fetches: usize,
+    /// Time to establish a connection. Default: 5 s.
+    pub connect_timeout: Duration,
+    /// Time for a whole response, headers and body. Default: 30 s.
+    pub total_timeout: Duration,
+    /// Largest response body; a larger one is aborted while streaming.
+    /// Default: 16 MiB.
+    pub max_body_bytes: u64,
+    /// Redirects followed before giving up. Default: 5.
+    pub max_redirects: usize,
+    /// Largest width or height an image may declare. Default: 16384.
+    pub max_dimension: u32,
+    /// Largest allocation a decoder may make. Default: 256 MiB.
+    pub max_decode_alloc: u64,
+    /// Decode threads, named `thumbpipe-decode-N`. Default: one per core.
+    pub decode_threads: usize,
+    /// Worker threads of the pipeline's own I/O runtime, named
+    /// `thumbpipe-io-N` (unused with [`crate::Pipeline::with_runtime`]).
+    /// Default: 2.
+    pub io_threads: usize,
+    /// Cache budget: the sum of cached thumbnails' RGBA bytes. Default: 64 MiB.
+    pub cache_cost_limit: usize,
+    /// Most thumbnails cached at once. Default: 4096.
+    pub cache_count_limit: usize,
+    /// How long a cached thumbnail stays valid, unless the request says
+    /// otherwise. Default: 300 s.
+    pub cache_ttl: Duration,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            max_concurrent_fetches: 6,
+            connect_timeout: Duration::from_secs(5),
+            total_timeout: Duration::from_secs(30),
+            max_body_bytes: 16 * 1024 * 1024,
+            max_redirects: 5,
+            max_dimension: 16_384,
+            max_decode_alloc: 256 * 1024 * 1024,
+            decode_threads: std::thread::available_parallelism().map_or(2, |n| n.get()),
+            io_threads: 2,
+            cache_cost_limit: 64 * 1024 * 1024,
+            cache_count_limit: 4096,
+            cache_ttl: Duration::from_secs(300),
+        }
+    }
+}
+
+impl Config {
+    pub(crate) fn validate(&self) -> Result<(), BuildError> {
+        let positive = [
+            ("max_concurrent_fetches", self.max_concurrent_fetches),
+            ("decode_threads", self.decode_threads),
+            ("io_threads", self.io_threads),
+            ("cache_count_limit", self.cache_count_limit),
+        ];
+        for (name, value) in positive {
+            if value == 0 {
+                return Err(BuildError::Config(format!("{name} must be at least 1")));
+            }
+        }
+        if self.max_dimension == 0 || self.max_body_bytes == 0 {
+            return Err(BuildError::Config(
+                "max_dimension and max_body_bytes must be at least 1".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// How urgently a row wants its thumbnail. The fetch queue serves
+/// [`Priority::Visible`] before [`Priority::Prefetch`], and within a
+/// priority the newest request first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub enum Priority {
+    /// Rows near the viewport, loaded ahead of need.
+    Prefetch,
+    /// Rows on screen now.
+    #[default]
+    Visible,
+}
+
+/// The box a thumbnail must fit in. The image is scaled down to fit inside
+/// it, keeping its aspect ratio, and never scaled up.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct TargetSize {
+    /// Largest width, in pixels.
+    pub width: u32,
+    /// Largest height, in pixels.
+    pub height: u32,
+}
+
+impl TargetSize {
+    /// A `width` x `height` box.
+    pub const fn new(width: u32, height: u32) -> Self {
+        Self { width, height }
+    }
+
+    /// A square box.
+    pub const fn square(side: u32) -> Self {
+        Self::new(side, side)
+    }
+}

@@ -1,0 +1,358 @@
+//! Decode: bytes to a thumbnail, on a bounded pool of the pipeline's own
+//! threads.
+//!
+//! Owns the decode threads (`thumbpipe-decode-N`). Jobs arrive from the load
+//! actor through a channel; each job checks its cancellation token before it
+//! decodes, and reports back to the actor. The threads end when the pool is
+//! dropped: the channel closes, queued jobs are skipped, and `Drop` joins them.
+
+use std::io::Cursor;
+use std::panic::AssertUnwindSafe;
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+
+use bytes::Bytes;
+use image::{DynamicImage, ImageReader, Limits};
+use tokio_util::sync::CancellationToken;
+
+use crate::{Config, Error, TargetSize};
+
+/// A decoded, downscaled image: RGBA8, shared without copying.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Thumbnail {
+    /// The URL it was loaded from.
+    pub url: Arc<str>,
+    /// Width in pixels.
+    pub width: u32,
+    /// Height in pixels.
+    pub height: u32,
+    /// `width * height * 4` bytes, row-major RGBA, not premultiplied.
+    pub pixels: Arc<[u8]>,
+}
+
+impl Thumbnail {
+    /// Bytes of pixel data: what the thumbnail costs in the cache.
+    pub fn cost(&self) -> usize {
+        self.pixels.len()
+    }
+}
+
+/// The limits a decode runs under.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct DecodeLimits {
+    pub(crate) max_dimension: u32,
+    pub(crate) max_alloc: u64,
+}
+
+impl From<&Config> for DecodeLimits {
+    fn from(config: &Config) -> Self {
+        Self {
+            max_dimension: config.max_dimension,
+            max_alloc: config.max_decode_alloc,
+        }
+    }
+}
+
+/// Decodes `bytes` (JPEG, PNG, WebP or GIF's first frame) and scales the
+/// image down to fit `target`, keeping its aspect ratio and never scaling up.
+///
+/// Refuses images that declare more than the limits before allocating for
+/// them, and turns a decoder panic into [`Error::Decode`].
+pub(crate) fn decode_thumbnail(
+    url: &Arc<str>,
+    bytes: &[u8],
+    target: TargetSize,
+    limits: DecodeLimits,
+) -> Result<Thumbnail, Error> {
+    std::panic::catch_unwind(AssertUnwindSafe(|| {
+        decode_unguarded(url, bytes, target, limits)
+    }))
+    .unwrap_or_else(|_| {
+        Err(Error::Decode {
+            url: url.to_string(),
+            reason: "the decoder panicked on this input".into(),
+        })
+    })
+}
+
+fn decode_unguarded(
+    url: &Arc<str>,
+    bytes: &[u8],
+    target: TargetSize,
+    limits: DecodeLimits,
+) -> Result<Thumbnail, Error> {
+    let decode_error = |reason: String| Error::Decode {
+        url: url.to_string(),
+        reason,
+    };
+    let reader = || {
+        ImageReader::new(Cursor::new(bytes))
+            .with_guessed_format()
+            .map_err(|e| decode_error(e.to_string()))
+    };
+    let probe = reader()?;
+    let Some(format) = probe.format() else {
+        return Err(decode_error(not_an_image(bytes)));
+    };
+    let (width, height) = probe
+        .into_dimensions()
+        .map_err(|e| decode_error(format!("unreadable {format:?} header: {e}")))?;
+    if width > limits.max_dimension || height > limits.max_dimension {
+        return Err(Error::TooLarge {
+            url: url.to_string(),
+            what: format!(
+                "image is {width}x{height}, over the {} limit",
+                limits.max_dimension
+            ),
+            setting: "max_dimension",
+        });
+    }
+    let decoded_bytes = u64::from(width) * u64::from(height) * 4;
+    if decoded_bytes > limits.max_alloc {
+        return Err(Error::TooLarge {
+            url: url.to_string(),
+            what: format!(
+                "image is {width}x{height} ({decoded_bytes} bytes decoded), over the {}-byte \
+                 decode limit",
+                limits.max_alloc
+            ),
+            setting: "max_decode_alloc",
+        });
+    }
+    let mut image_limits = Limits::default();
+    image_limits.max_image_width = Some(limits.max_dimension);
+    image_limits.max_image_height = Some(limits.max_dimension);
+    image_limits.max_alloc = Some(limits.max_alloc);
+    let mut reader = reader()?;
+    reader.limits(image_limits);
+    let image = reader
+        .decode()
+        .map_err(|e| decode_error(format!("{format:?}: {e}")))?;
+    let (width, height) = fit_inside(image.width(), image.height(), target);
+    let rgba = if (width, height) == (image.width(), image.height()) {
+        image.into_rgba8()
+    } else {
+        downscale(&image, width, height)
+    };
+    Ok(Thumbnail {
+        url: Arc::clone(url),
+        width,
+        height,
+        pixels: Arc::from(rgba.into_raw()),
+    })
+}
+
+fn downscale(image: &DynamicImage, width: u32, height: u32) -> image::RgbaImage {
+    image.thumbnail_exact(width, height).into_rgba8()
+}
+
+/// The largest size with `width`/`height`'s aspect ratio that fits in
+/// `target`, never larger than the original and never 0.
+pub(crate) fn fit_inside(width: u32, height: u32, target: TargetSize) -> (u32, u32) {
+    if width <= target.width && height <= target.height {
+        return (width.max(1), height.max(1));
+    }
+    let scale = f64::min(
+        f64::from(target.width) / f64::from(width),
+        f64::from(target.height) / f64::from(height),
+    );
+    let scaled = |side: u32| ((f64::from(side) * scale).round() as u32).max(1);
+    (scaled(width), scaled(height))
+}
+
+/// Says what the bytes look like when they are not an image.
+fn not_an_image(bytes: &[u8]) -> String {
+    let start = &bytes[..bytes.len().min(64)];
+    let text = String::from_utf8_lossy(start).to_ascii_lowercase();
+    if bytes.is_empty() {
+        "the response was empty".into()
+    } else if text.trim_start().starts_with("<!doctype html") || text.contains("<html") {
+        "the server sent an HTML page, not an image".into()
+    } else {
+        format!(
+            "not a JPEG, PNG, WebP or GIF ({} bytes starting {:02x?})",
+            bytes.len(),
+            &bytes[..bytes.len().min(4)]
+        )
+    }
+}
+
+/// One decode for the pool.
+pub(crate) struct DecodeJob {
+    pub(crate) url: Arc<str>,
+    pub(crate) bytes: Bytes,
+    pub(crate) target: TargetSize,
+    pub(crate) cancel: CancellationToken,
+    /// Called on the decode thread with the outcome; `None` when the job was
+    /// cancelled before it started.
+    pub(crate) done: Box<dyn FnOnce(Option<Result<Thumbnail, Error>>) + Send>,
+}
+
+/// A fixed set of decode threads fed by a channel.
+pub(crate) struct DecodePool {
+    // Std mutexes, held only to send or to take the handles; never across an
+    // `.await` or a decode.
+    jobs: Mutex<Option<mpsc::Sender<DecodeJob>>>,
+    threads: Mutex<Vec<JoinHandle<()>>>,
+}
+
+impl DecodePool {
+    pub(crate) fn start(threads: usize, limits: DecodeLimits) -> std::io::Result<Self> {
+        let (jobs, queue) = mpsc::channel::<DecodeJob>();
+        // Workers take turns receiving; the lock is held only while waiting
+        // for the next job, never while decoding.
+        let queue = Arc::new(Mutex::new(queue));
+        let threads = (0..threads)
+            .map(|n| {
+                let queue = Arc::clone(&queue);
+                std::thread::Builder::new()
+                    .name(format!("thumbpipe-decode-{n}"))
+                    .spawn(move || decode_worker(&queue, limits))
+            })
+            .collect::<std::io::Result<Vec<_>>>()?;
+        Ok(Self {
+            jobs: Mutex::new(Some(jobs)),
+            threads: Mutex::new(threads),
+        })
+    }
+
+    /// Queues a job; if the pool has shut down, the job reports cancelled.
+    pub(crate) fn submit(&self, job: DecodeJob) {
+        let refused = match self.jobs.lock() {
+            Ok(jobs) => match jobs.as_ref() {
+                Some(sender) => sender.send(job).err().map(|mpsc::SendError(job)| job),
+                None => Some(job),
+            },
+            Err(_) => Some(job),
+        };
+        if let Some(job) = refused {
+            (job.done)(None);
+        }
+    }
+
+    /// Closes the queue and joins the threads: each finishes the decode it
+    /// is running, and skips the jobs still queued (their tokens are
+    /// cancelled by then).
+    pub(crate) fn shutdown(&self) {
+        if let Ok(mut jobs) = self.jobs.lock() {
+            jobs.take();
+        }
+        let threads = match self.threads.lock() {
+            Ok(mut threads) => std::mem::take(&mut *threads),
+            Err(_) => return,
+        };
+        for thread in threads {
+            let _ = thread.join();
+        }
+    }
+}
+
+fn decode_worker(queue: &Mutex<mpsc::Receiver<DecodeJob>>, limits: DecodeLimits) {
+    loop {
+        let next = match queue.lock() {
+            Ok(queue) => queue.recv(),
+            Err(_) => return,
+        };
+        let Ok(job) = next else { return };
+        if job.cancel.is_cancelled() {
+            (job.done)(None);
+            continue;
+        }
+        let result = decode_thumbnail(&job.url, &job.bytes, job.target, limits);
+        (job.done)(Some(result));
+    }
+}
+
+impl Drop for DecodePool {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LIMITS: DecodeLimits = DecodeLimits {
+        max_dimension: 16_384,
+        max_alloc: 256 * 1024 * 1024,
+    };
+
+    fn png(width: u32, height: u32) -> Vec<u8> {
+        let image = image::RgbaImage::from_pixel(width, height, image::Rgba([10, 20, 30, 255]));
+        let mut out = Cursor::new(Vec::new());
+        image.write_to(&mut out, image::ImageFormat::Png).unwrap();
+        out.into_inner()
+    }
+
+    #[test]
+    fn fits_inside_keeping_aspect_and_never_upscales() {
+        assert_eq!(fit_inside(600, 600, TargetSize::square(64)), (64, 64));
+        assert_eq!(fit_inside(800, 400, TargetSize::square(64)), (64, 32));
+        assert_eq!(fit_inside(400, 800, TargetSize::new(100, 64)), (32, 64));
+        assert_eq!(fit_inside(20, 10, TargetSize::square(64)), (20, 10));
+        assert_eq!(fit_inside(10_000, 1, TargetSize::square(64)), (64, 1));
+    }
+
+    #[test]
+    fn decodes_and_downscales_to_rgba() {
+        let url: Arc<str> = "http://x/a.png".into();
+        let thumb = decode_thumbnail(&url, &png(300, 150), TargetSize::square(64), LIMITS).unwrap();
+        assert_eq!((thumb.width, thumb.height), (64, 32));
+        assert_eq!(thumb.pixels.len(), 64 * 32 * 4);
+        assert_eq!(&thumb.pixels[..4], &[10, 20, 30, 255]);
+    }
+
+    #[test]
+    fn oversized_declared_dimensions_are_refused_before_decoding() {
+        let url: Arc<str> = "http://x/a.png".into();
+        let small = DecodeLimits {
+            max_dimension: 100,
+            ..LIMITS
+        };
+        let error =
+            decode_thumbnail(&url, &png(300, 10), TargetSize::square(64), small).unwrap_err();
+        assert!(
+            matches!(
+                error,
+                Error::TooLarge {
+                    setting: "max_dimension",
+                    ..
+                }
+            ),
+            "{error}"
+        );
+        let tight = DecodeLimits {
+            max_alloc: 1000,
+            ..LIMITS
+        };
+        let error =
+            decode_thumbnail(&url, &png(300, 10), TargetSize::square(64), tight).unwrap_err();
+        assert!(
+            matches!(
+                error,
+                Error::TooLarge {
+                    setting: "max_decode_alloc",
+                    ..
+                }
+            ),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn non_images_are_decode_errors_that_say_what_they_are() {
+        let url: Arc<str> = "http://x/a.jpg".into();
+        let html = b"<!doctype html><html><body>sign in</body></html>";
+        let error = decode_thumbnail(&url, html, TargetSize::square(64), LIMITS).unwrap_err();
+        assert!(error.to_string().contains("HTML page"), "{error}");
+        let error = decode_thumbnail(&url, b"", TargetSize::square(64), LIMITS).unwrap_err();
+        assert!(error.to_string().contains("empty"), "{error}");
+        let truncated = &png(50, 50)[..60];
+        assert!(matches!(
+            decode_thumbnail(&url, truncated, TargetSize::square(64), LIMITS),
+            Err(Error::Decode { .. })
+        ));
+    }
+}

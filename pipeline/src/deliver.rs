@@ -1,0 +1,74 @@
+//! Deliver: finished loads travel from the load actor to the UI thread,
+//! which drains them without blocking; a waker tells the UI to run a frame.
+//!
+//! Owns the delivery channel and the waker. The actor's [`Outbox`] sends,
+//! the pipeline's `drain` receives. The channel closes when either side is
+//! dropped.
+
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+
+use crate::{Error, Thumbnail};
+
+/// Identifies one request of one row: its generation. Unique and increasing
+/// over a pipeline's life.
+pub(crate) type SubscriptionId = u64;
+
+/// A finished load for one subscription.
+#[derive(Debug)]
+pub(crate) struct Delivery {
+    pub(crate) id: SubscriptionId,
+    pub(crate) result: Result<Thumbnail, Error>,
+}
+
+/// What `drain` returns: a row's thumbnail or the reason it has none.
+///
+/// It always belongs to the row's current request: a result for a URL the
+/// row no longer shows is dropped before it gets here.
+#[derive(Debug, Clone)]
+pub struct Completion<K> {
+    /// The row, as given to `request`.
+    pub row: K,
+    /// The URL, as given to `request`.
+    pub url: Arc<str>,
+    /// The row's generation: the value `request` returned for it.
+    pub generation: u64,
+    /// The thumbnail, or why it could not be loaded.
+    pub result: Result<Thumbnail, Error>,
+}
+
+/// A callback that asks the UI for a frame, such as egui's
+/// `Context::request_repaint`.
+pub(crate) type Waker = Arc<dyn Fn() + Send + Sync>;
+
+/// The actor's end of the delivery channel.
+pub(crate) struct Outbox {
+    sender: mpsc::Sender<Delivery>,
+    waker: Arc<Mutex<Option<Waker>>>,
+    sent: bool,
+}
+
+impl Outbox {
+    pub(crate) fn new(sender: mpsc::Sender<Delivery>, waker: Arc<Mutex<Option<Waker>>>) -> Self {
+        Self {
+            sender,
+            waker,
+            sent: false,
+        }
+    }
+
+    pub(crate) fn send(&mut self, delivery: Delivery) {
+        // The UI side gone means the pipeline is shutting down.
+        self.sent |= self.sender.send(delivery).is_ok();
+    }
+
+    /// Calls the waker once for everything sent since the last call.
+    pub(crate) fn wake_if_sent(&mut self) {
+        if std::mem::take(&mut self.sent) {
+            let waker = self.waker.lock().ok().and_then(|waker| waker.clone());
+            if let Some(waker) = waker {
+                waker();
+            }
+        }
+    }
+}

@@ -1,0 +1,120 @@
+//! The ways a thumbnail can fail to load, each with a message that says
+//! what to do.
+//!
+//! Plain data: made by the fetch and decode stages, cloned to every row that
+//! wanted the failed thumbnail. Cancellation is not here: a cancelled request
+//! is an outcome the UI asked for, and it is counted, never delivered.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Why a thumbnail could not be loaded. Every variant names the URL.
+///
+/// ```
+/// let error = thumbpipe::Error::UnsupportedUrl {
+///     url: "ftp://example.com/a.jpg".into(),
+///     reason: "scheme 'ftp' is not http or https".into(),
+/// };
+/// assert!(error.to_string().starts_with("cannot load 'ftp://example.com/a.jpg'"));
+/// ```
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The URL is not an `http` or `https` URL the pipeline can fetch.
+    #[error("cannot load '{url}': {reason} (only http and https URLs are supported)")]
+    UnsupportedUrl {
+        /// The URL as given.
+        url: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The server answered with an error status.
+    #[error("failed to fetch '{url}': the server answered {status}")]
+    Status {
+        /// The URL.
+        url: String,
+        /// The HTTP status code.
+        status: u16,
+    },
+    /// The connection or the whole request took too long.
+    #[error(
+        "failed to fetch '{url}': no {phase} within {limit:?} (raise Config::{setting} if the \
+         server is slow)"
+    )]
+    Timeout {
+        /// The URL.
+        url: String,
+        /// What did not finish: "connection" or "response".
+        phase: &'static str,
+        /// The limit that ran out.
+        limit: Duration,
+        /// The config field that sets it.
+        setting: &'static str,
+    },
+    /// The connection failed, was reset, or ended before the body was
+    /// complete; or the server redirected too often.
+    #[error("failed to fetch '{url}': {reason}")]
+    Network {
+        /// The URL.
+        url: String,
+        /// What happened.
+        reason: String,
+        /// The underlying error.
+        #[source]
+        source: Option<Arc<dyn std::error::Error + Send + Sync>>,
+    },
+    /// The body or the image is bigger than the configured limits.
+    #[error("refused '{url}': {what} (raise Config::{setting} to allow it)")]
+    TooLarge {
+        /// The URL.
+        url: String,
+        /// What was too large, with the numbers.
+        what: String,
+        /// The config field that sets the limit.
+        setting: &'static str,
+    },
+    /// The bytes are not an image the pipeline can decode.
+    #[error("failed to decode '{url}': {reason}")]
+    Decode {
+        /// The URL.
+        url: String,
+        /// What the decoder said.
+        reason: String,
+    },
+    /// The pipeline was shut down before the thumbnail was ready.
+    #[error("cannot load '{url}': the pipeline has shut down")]
+    Shutdown {
+        /// The URL.
+        url: String,
+    },
+}
+
+impl Error {
+    /// The URL the error is about.
+    pub fn url(&self) -> &str {
+        match self {
+            Error::UnsupportedUrl { url, .. }
+            | Error::Status { url, .. }
+            | Error::Timeout { url, .. }
+            | Error::Network { url, .. }
+            | Error::TooLarge { url, .. }
+            | Error::Decode { url, .. }
+            | Error::Shutdown { url } => url,
+        }
+    }
+}
+
+/// The pipeline could not be built.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum BuildError {
+    /// A configuration value is out of range.
+    #[error("invalid thumbpipe config: {0}")]
+    Config(String),
+    /// A runtime or a thread could not be started.
+    #[error("could not start thumbpipe's threads: {0}")]
+    Threads(#[from] std::io::Error),
+    /// The HTTP client could not be built.
+    #[error("could not build the HTTP client: {0}")]
+    Client(String),
+}

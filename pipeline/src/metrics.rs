@@ -1,0 +1,87 @@
+//! Metrics: counters and gauges of every stage, shared by the UI side, the
+//! load actor and the decode threads.
+//!
+//! Relaxed atomics: each counter is exact, a [`Stats`] snapshot is not one
+//! instant across counters. They live as long as the pipeline.
+
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+use crate::CacheStats;
+
+macro_rules! metrics {
+    ($( $(#[$doc:meta])* $name:ident ),* $(,)?) => {
+        /// A snapshot of the pipeline's counters and gauges.
+        #[derive(Clone, Debug, Default, PartialEq, Eq)]
+        #[non_exhaustive]
+        pub struct Stats {
+            $( $(#[$doc])* pub $name: u64, )*
+            /// The cache's own counters, as of the load actor's last update.
+            pub cache: CacheStats,
+        }
+
+        #[derive(Debug, Default)]
+        pub(crate) struct Metrics {
+            $( pub(crate) $name: AtomicU64, )*
+        }
+
+        impl Metrics {
+            pub(crate) fn snapshot(&self, cache: CacheStats) -> Stats {
+                Stats { $( $name: self.$name.load(Relaxed), )* cache }
+            }
+        }
+    };
+}
+
+metrics! {
+    /// Calls to `request` that started a new request for a row.
+    requested,
+    /// Requests that joined a load already under way for the same URL and size.
+    coalesced,
+    /// Requests answered from the cache.
+    cache_hits,
+    /// Requests that needed a load.
+    cache_misses,
+    /// Fetches started.
+    fetches_started,
+    /// Fetches that returned a body.
+    fetches_completed,
+    /// Loads cancelled while waiting in the fetch queue.
+    fetches_cancelled_queued,
+    /// Fetches cancelled while in flight (their connection dropped).
+    fetches_cancelled_in_flight,
+    /// Fetches that failed.
+    fetches_failed,
+    /// Decodes started.
+    decodes_started,
+    /// Decodes skipped because the load was cancelled first.
+    decodes_skipped,
+    /// Decodes finished (thumbnail or error).
+    decodes_completed,
+    /// Decodes that finished after every subscriber had left: not stored.
+    decodes_discarded,
+    /// Completions returned by `drain`.
+    delivered,
+    /// Results dropped because their row had moved on (new URL, cancelled,
+    /// or out of view).
+    superseded,
+    /// Rows' requests cancelled (by a new URL, `cancel_row` or `end_frame`).
+    cancelled,
+    /// Body bytes fetched.
+    bytes_fetched,
+    /// Gauge: fetches in flight now.
+    in_flight,
+    /// Gauge: loads waiting in the fetch queue now.
+    queued,
+    /// Gauge: loads waiting for or in a decode now.
+    decoding,
+}
+
+impl Metrics {
+    pub(crate) fn add(counter: &AtomicU64, n: u64) {
+        counter.fetch_add(n, Relaxed);
+    }
+
+    pub(crate) fn set(gauge: &AtomicU64, value: u64) {
+        gauge.store(value, Relaxed);
+    }
+}

@@ -1,0 +1,192 @@
+//! Rows: the UI side of the pipeline. One live request per row key; a new
+//! URL for a row cancels the old request; rows not requested during a frame
+//! are cancelled when it ends.
+//!
+//! Owned by the [`Pipeline`] handle and run on the caller's (UI) thread:
+//! every method here only updates a map and sends on an unbounded channel, so
+//! none of them blocks or awaits.
+
+use std::hash::Hash;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::cache::CacheKey;
+use crate::deliver::SubscriptionId;
+use crate::load::{Command, Message};
+use crate::metrics::Metrics;
+use crate::{Completion, Pipeline, Priority, TargetSize, fetch};
+
+/// A row's current request.
+pub(crate) struct Row {
+    id: SubscriptionId,
+    url: Arc<str>,
+    target: TargetSize,
+    priority: Priority,
+    /// Requested since the last `end_frame`.
+    seen: bool,
+    /// Still waiting for its completion.
+    pending: bool,
+}
+
+impl<K: Hash + Eq + Clone> Pipeline<K> {
+    /// Asks for `url`'s thumbnail, fitted inside `target`, for `row`.
+    ///
+    /// Call it every frame for every visible row: asking again for the same
+    /// URL and size is cheap and keeps the request alive through
+    /// [`Pipeline::end_frame`]. A different URL or size cancels the row's
+    /// previous request at once and starts a new generation, which this
+    /// returns; completions of older generations are never delivered.
+    /// Never blocks.
+    ///
+    /// ```
+    /// use thumbpipe::{Pipeline, Priority, TargetSize};
+    ///
+    /// let mut pipeline = Pipeline::<usize>::new(thumbpipe::Config::default())?;
+    /// let first = pipeline.request(0, "http://127.0.0.1:9/a.jpg", TargetSize::square(64), Priority::Visible);
+    /// let again = pipeline.request(0, "http://127.0.0.1:9/a.jpg", TargetSize::square(64), Priority::Visible);
+    /// let next = pipeline.request(0, "http://127.0.0.1:9/b.jpg", TargetSize::square(64), Priority::Visible);
+    /// assert_eq!(first, again);
+    /// assert!(next > first);
+    /// # Ok::<(), thumbpipe::BuildError>(())
+    /// ```
+    pub fn request(&mut self, row: K, url: &str, target: TargetSize, priority: Priority) -> u64 {
+        self.request_with_ttl(row, url, target, priority, self.default_ttl)
+    }
+
+    /// [`Pipeline::request`], with this thumbnail's time to live in the
+    /// cache instead of [`crate::Config::cache_ttl`].
+    pub fn request_with_ttl(
+        &mut self,
+        row: K,
+        url: &str,
+        target: TargetSize,
+        priority: Priority,
+        ttl: Duration,
+    ) -> u64 {
+        if let Some(current) = self.rows.get_mut(&row)
+            && *current.url == *url
+            && current.target == target
+        {
+            current.seen = true;
+            if current.priority != priority {
+                current.priority = priority;
+                if current.pending {
+                    let _ = self
+                        .commands
+                        .send(Message::Command(Command::SetPriority(current.id, priority)));
+                }
+            }
+            return current.id;
+        }
+        if let Some(previous) = self.rows.remove(&row) {
+            self.cancel(previous);
+        }
+        self.next_id += 1;
+        let id = self.next_id;
+        Metrics::add(&self.metrics.requested, 1);
+        let url: Arc<str> = Arc::from(url);
+        let pending = match fetch::parse_url(&url) {
+            Ok(parsed) => {
+                let command = Command::Subscribe {
+                    id,
+                    key: CacheKey {
+                        url: Arc::clone(&url),
+                        target,
+                    },
+                    url: parsed,
+                    priority,
+                    ttl,
+                };
+                self.owners.insert(id, row.clone());
+                let _ = self.commands.send(Message::Command(command));
+                true
+            }
+            Err(error) => {
+                self.ready.push(Completion {
+                    row: row.clone(),
+                    url: Arc::clone(&url),
+                    generation: id,
+                    result: Err(error),
+                });
+                false
+            }
+        };
+        self.rows.insert(
+            row,
+            Row {
+                id,
+                url,
+                target,
+                priority,
+                seen: true,
+                pending,
+            },
+        );
+        id
+    }
+
+    /// The completions that arrived since the last call, for rows' current
+    /// requests only. Never blocks.
+    pub fn drain(&mut self) -> Vec<Completion<K>> {
+        let mut done = std::mem::take(&mut self.ready);
+        while let Ok(delivery) = self.deliveries.try_recv() {
+            let row = self.owners.remove(&delivery.id);
+            match row.and_then(|row| self.rows.get_mut(&row).map(|current| (row, current))) {
+                Some((row, current)) if current.id == delivery.id => {
+                    current.pending = false;
+                    done.push(Completion {
+                        row,
+                        url: Arc::clone(&current.url),
+                        generation: current.id,
+                        result: delivery.result,
+                    });
+                }
+                _ => Metrics::add(&self.metrics.superseded, 1),
+            }
+        }
+        Metrics::add(&self.metrics.delivered, done.len() as u64);
+        done
+    }
+
+    /// Ends a frame: every row not requested since the previous `end_frame`
+    /// has scrolled out of view, and its request is cancelled.
+    pub fn end_frame(&mut self) {
+        let mut gone = Vec::new();
+        self.rows.retain(|_, row| {
+            let keep = std::mem::take(&mut row.seen);
+            if !keep && row.pending {
+                gone.push(row.id);
+            }
+            keep
+        });
+        for id in gone {
+            self.unsubscribe(id);
+        }
+    }
+
+    /// Cancels `row`'s request, if any. Never blocks.
+    pub fn cancel_row(&mut self, row: &K) {
+        if let Some(current) = self.rows.remove(row) {
+            self.cancel(current);
+        }
+    }
+
+    /// Rows with a request that has not completed yet.
+    pub fn pending_rows(&self) -> usize {
+        self.rows.values().filter(|row| row.pending).count()
+    }
+
+    fn cancel(&mut self, row: Row) {
+        if row.pending {
+            self.unsubscribe(row.id);
+        }
+    }
+
+    fn unsubscribe(&mut self, id: SubscriptionId) {
+        self.owners.remove(&id);
+        Metrics::add(&self.metrics.cancelled, 1);
+        let _ = self
+            .commands
+            .send(Message::Command(Command::Unsubscribe(id)));
+    }
+}

@@ -1,0 +1,69 @@
+//! Rows that want the same thumbnail share one fetch and one decode, and a
+//! thumbnail loaded once is served from the cache after.
+
+// Test helpers unwrap too: a failure is a test failure.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use common::{drain_until, id_of, server};
+use thumbpipe::{Config, Pipeline, Priority, TargetSize};
+
+#[test]
+fn ten_rows_asking_for_one_url_cost_one_request() {
+    let server = server(200);
+    let mut pipeline = Pipeline::<usize>::new(Config::default()).unwrap();
+    let url = server.image_url(31);
+    for row in 0..10 {
+        pipeline.request(row, &url, TargetSize::square(64), Priority::Visible);
+    }
+    let done = drain_until(&mut pipeline, |all| all.len() == 10);
+    assert_eq!(done.len(), 10);
+    let mut rows: Vec<usize> = done.iter().map(|c| c.row).collect();
+    rows.sort_unstable();
+    assert_eq!(rows, (0..10).collect::<Vec<_>>());
+    for completion in &done {
+        let thumbnail = completion.result.as_ref().unwrap();
+        assert_eq!((thumbnail.width, thumbnail.height), (64, 64));
+        assert_eq!(id_of(thumbnail), Some(31));
+    }
+    assert_eq!(server.stats().requests_started, 1);
+    let stats = pipeline.stats();
+    assert_eq!(
+        (
+            stats.fetches_started,
+            stats.decodes_started,
+            stats.coalesced
+        ),
+        (1, 1, 9)
+    );
+}
+
+#[test]
+fn a_loaded_thumbnail_comes_from_the_cache_the_next_time() {
+    let server = server(50);
+    let mut pipeline = Pipeline::<usize>::new(Config::default()).unwrap();
+    let url = server.image_url(5);
+    pipeline.request(0, &url, TargetSize::square(48), Priority::Visible);
+    assert_eq!(drain_until(&mut pipeline, |all| !all.is_empty()).len(), 1);
+    // Another row, same URL and size: no fetch, no decode.
+    pipeline.request(1, &url, TargetSize::square(48), Priority::Visible);
+    let done = drain_until(&mut pipeline, |all| !all.is_empty());
+    assert_eq!(id_of(done[0].result.as_ref().unwrap()), Some(5));
+    let stats = pipeline.stats();
+    assert_eq!(
+        (
+            stats.cache_hits,
+            stats.fetches_started,
+            stats.decodes_started
+        ),
+        (1, 1, 1)
+    );
+    assert_eq!(stats.cache.entries, 1);
+    assert_eq!(stats.cache.cost, 48 * 48 * 4);
+    assert_eq!(server.stats().requests_started, 1);
+    // A different size is a different thumbnail.
+    pipeline.request(2, &url, TargetSize::square(32), Priority::Visible);
+    drain_until(&mut pipeline, |all| !all.is_empty());
+    assert_eq!(server.stats().requests_started, 2);
+}
