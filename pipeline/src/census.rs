@@ -15,9 +15,12 @@ pub struct ThreadCensus {
     pub total: usize,
     /// Threads by name (`/proc/self/task/N/comm`, at most 15 bytes).
     pub names: BTreeMap<String, usize>,
-    /// Threads parked in a blocking network call: a read or receive on a
-    /// socket, a connect, or a poll/select.
+    /// Threads parked in a blocking network call: asleep in a read or
+    /// receive on a socket, a connect, or a poll/select. (A thread caught
+    /// running a non-blocking call is not parked.)
     pub blocked_in_network_io: usize,
+    /// The names of those threads.
+    pub blocked_names: Vec<String>,
 }
 
 /// Why a census could not be taken.
@@ -34,23 +37,29 @@ pub enum CensusError {
 
 /// Syscall numbers that mean "waiting on the network", per architecture.
 struct Syscalls {
+    /// Reads and receives: first argument is the file descriptor.
     reads: &'static [i64],
+    /// connect: first argument is the file descriptor.
+    connects: &'static [i64],
+    /// poll and select: they wait whatever their descriptors are.
     waits: &'static [i64],
 }
 
 const fn syscalls() -> Option<Syscalls> {
     if cfg!(target_arch = "x86_64") {
-        // read, readv, recvfrom, recvmsg, recvmmsg; connect, poll, select,
+        // read, readv, recvfrom, recvmsg, recvmmsg; connect; poll, select,
         // pselect6, ppoll.
         Some(Syscalls {
             reads: &[0, 19, 45, 47, 299],
-            waits: &[42, 7, 23, 270, 271],
+            connects: &[42],
+            waits: &[7, 23, 270, 271],
         })
     } else if cfg!(target_arch = "aarch64") {
-        // read, readv, recvfrom, recvmsg, recvmmsg; connect, pselect6, ppoll.
+        // read, readv, recvfrom, recvmsg, recvmmsg; connect; pselect6, ppoll.
         Some(Syscalls {
             reads: &[63, 65, 207, 212, 243],
-            waits: &[203, 72, 73],
+            connects: &[203],
+            waits: &[72, 73],
         })
     } else {
         None
@@ -78,11 +87,13 @@ impl ThreadCensus {
             let Ok(name) = std::fs::read_to_string(dir.join("comm")) else {
                 continue;
             };
+            let name = name.trim().to_owned();
             census.total += 1;
-            *census.names.entry(name.trim().to_owned()).or_default() += 1;
             if blocked_in_network_io(&dir, &table) {
                 census.blocked_in_network_io += 1;
+                census.blocked_names.push(name.clone());
             }
+            *census.names.entry(name).or_default() += 1;
         }
         Ok(census)
     }
@@ -109,15 +120,34 @@ fn blocked_in_network_io(task: &Path, table: &Syscalls) -> bool {
     if table.waits.contains(&number) {
         return true;
     }
-    if !table.reads.contains(&number) {
+    if !table.reads.contains(&number) && !table.connects.contains(&number) {
         return false;
     }
-    // A read is network I/O when its file descriptor is a socket.
-    let fd = fields
+    // A read or connect parks the thread only on a blocking socket: an async
+    // runtime's threads pass through the same calls on non-blocking sockets
+    // without waiting.
+    let Some(fd) = fields
         .next()
-        .and_then(|arg| i64::from_str_radix(arg.trim_start_matches("0x"), 16).ok());
-    fd.and_then(|fd| std::fs::read_link(format!("/proc/self/fd/{fd}")).ok())
-        .is_some_and(|target| target.to_string_lossy().starts_with("socket:"))
+        .and_then(|arg| i64::from_str_radix(arg.trim_start_matches("0x"), 16).ok())
+    else {
+        return false;
+    };
+    let is_socket = std::fs::read_link(format!("/proc/self/fd/{fd}"))
+        .is_ok_and(|target| target.to_string_lossy().starts_with("socket:"));
+    is_socket && !non_blocking(fd)
+}
+
+/// Whether file descriptor `fd` has `O_NONBLOCK` set, from `fdinfo`.
+fn non_blocking(fd: i64) -> bool {
+    const O_NONBLOCK: u32 = 0o4000;
+    std::fs::read_to_string(format!("/proc/self/fdinfo/{fd}"))
+        .ok()
+        .and_then(|info| {
+            info.lines()
+                .find_map(|line| line.strip_prefix("flags:"))
+                .and_then(|flags| u32::from_str_radix(flags.trim(), 8).ok())
+        })
+        .is_some_and(|flags| flags & O_NONBLOCK != 0)
 }
 
 #[cfg(test)]

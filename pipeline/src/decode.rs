@@ -186,8 +186,11 @@ pub(crate) struct DecodeJob {
     pub(crate) cancel: CancellationToken,
     /// Called on the decode thread with the outcome; `None` when the job was
     /// cancelled before it started.
-    pub(crate) done: Box<dyn FnOnce(Option<Result<Thumbnail, Error>>) + Send>,
+    pub(crate) done: DecodeDone,
 }
+
+/// Reports a decode job's outcome: `None` when it was cancelled first.
+pub(crate) type DecodeDone = Box<dyn FnOnce(Option<Result<Thumbnail, Error>>) + Send>;
 
 /// A fixed set of decode threads fed by a channel.
 pub(crate) struct DecodePool {

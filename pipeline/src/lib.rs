@@ -151,13 +151,14 @@ pub struct Pipeline<K> {
 /// # }
 /// ```
 #[must_use]
-pub struct PipelineBuilder {
+pub struct PipelineBuilder<K> {
     config: Config,
     runtime: Option<Handle>,
     fetcher: Option<Arc<dyn Fetch>>,
+    rows: std::marker::PhantomData<fn() -> K>,
 }
 
-impl PipelineBuilder {
+impl<K> PipelineBuilder<K> {
     /// Settings; default [`Config::default`].
     pub fn config(mut self, config: Config) -> Self {
         self.config = config;
@@ -178,7 +179,7 @@ impl PipelineBuilder {
     }
 
     /// Starts the pipeline's threads and its load actor.
-    pub fn build<K>(self) -> Result<Pipeline<K>, BuildError> {
+    pub fn build(self) -> Result<Pipeline<K>, BuildError> {
         let config = self.config;
         config.validate()?;
         let (runtime, handle) = match self.runtime {
@@ -266,11 +267,12 @@ impl<K> Pipeline<K> {
     }
 
     /// A builder, for a runtime or fetcher of your own.
-    pub fn builder() -> PipelineBuilder {
+    pub fn builder() -> PipelineBuilder<K> {
         PipelineBuilder {
             config: Config::default(),
             runtime: None,
             fetcher: None,
+            rows: std::marker::PhantomData,
         }
     }
 

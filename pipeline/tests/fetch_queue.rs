@@ -1,0 +1,73 @@
+//! The fetch queue serves visible rows before prefetched ones and, within a
+//! priority, the newest request first.
+
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use common::{drain_until, eventually, server};
+use futures::future::BoxFuture;
+use thumbpipe::{Config, Error, Fetch, HttpFetcher, Pipeline, Priority, TargetSize};
+
+/// An HTTP fetcher that records the order fetches start in.
+struct Recording {
+    inner: HttpFetcher,
+    started: Arc<Mutex<Vec<String>>>,
+}
+
+impl Fetch for Recording {
+    fn fetch(&self, url: url::Url, max_bytes: u64) -> BoxFuture<'static, Result<Bytes, Error>> {
+        self.started.lock().unwrap().push(url.path().to_owned());
+        self.inner.fetch(url, max_bytes)
+    }
+}
+
+#[test]
+fn visible_first_then_newest_first() {
+    let server = server(100);
+    let config = Config {
+        max_concurrent_fetches: 1,
+        ..Config::default()
+    };
+    let started = Arc::new(Mutex::new(Vec::new()));
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let fetcher = Recording {
+        inner: runtime
+            .block_on(async { HttpFetcher::new(&config) })
+            .unwrap(),
+        started: Arc::clone(&started),
+    };
+    let mut pipeline = Pipeline::<u32>::builder()
+        .config(config)
+        .runtime(runtime.handle().clone())
+        .fetcher(fetcher)
+        .build()
+        .unwrap();
+    let size = TargetSize::square(16);
+    pipeline.request(0, &server.image_url(0), size, Priority::Visible);
+    assert!(
+        eventually(|| started.lock().unwrap().len() == 1),
+        "the first fetch holds the slot"
+    );
+    pipeline.request(1, &server.image_url(1), size, Priority::Prefetch);
+    pipeline.request(2, &server.image_url(2), size, Priority::Visible);
+    pipeline.request(3, &server.image_url(3), size, Priority::Prefetch);
+    pipeline.request(4, &server.image_url(4), size, Priority::Visible);
+    // Row 1 becomes visible: it keeps its age, so it goes after row 2.
+    pipeline.request(1, &server.image_url(1), size, Priority::Visible);
+    drain_until(&mut pipeline, |all| all.len() == 5);
+    assert_eq!(
+        *started.lock().unwrap(),
+        [
+            "/img/0.jpg",
+            "/img/4.jpg",
+            "/img/2.jpg",
+            "/img/1.jpg",
+            "/img/3.jpg"
+        ]
+    );
+    drop(pipeline);
+}

@@ -1,0 +1,58 @@
+//! A thousand requests waiting on the network cost no threads: the process
+//! never grows past the pipeline's fixed threads, and no thread is ever
+//! parked in blocking network I/O.
+
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use common::{drain_until, server};
+use thumbpipe::{Config, Pipeline, Priority, TargetSize, ThreadCensus};
+
+#[test]
+fn a_thousand_concurrent_requests_use_only_the_fixed_threads() {
+    if ThreadCensus::take().is_err() {
+        return; // no /proc: nothing to count
+    }
+    // The server's threads are named fixture-* and left out of the count.
+    let server = server(200);
+    let outside_server = |census: &ThreadCensus| census.total - census.with_prefix("fixture-");
+    let baseline = outside_server(&ThreadCensus::take().unwrap());
+    let config = Config {
+        max_concurrent_fetches: 1000,
+        decode_threads: 2,
+        io_threads: 2,
+        ..Config::default()
+    };
+    // 2 I/O workers, at most 1 blocking thread (name lookups), 2 decoders.
+    let fixed = 2 + 1 + 2;
+    let mut pipeline = Pipeline::<u32>::new(config).unwrap();
+    for row in 0..1000 {
+        let url = format!("{}/img/{row}.jpg?w=48&h=48", server.base_url());
+        pipeline.request(row, &url, TargetSize::square(32), Priority::Visible);
+    }
+    let mut peak = 0;
+    let mut parked = Vec::new();
+    let mut in_flight_peak = 0;
+    let done = drain_until(&mut pipeline, |all| {
+        let census = ThreadCensus::take().unwrap();
+        peak = peak.max(outside_server(&census));
+        parked.extend(census.blocked_names);
+        in_flight_peak = in_flight_peak.max(server.stats().in_flight);
+        all.len() == 1000
+    });
+    assert_eq!(done.len(), 1000);
+    assert!(done.iter().all(|c| c.result.is_ok()));
+    assert!(
+        in_flight_peak > 500,
+        "the requests did wait together: {in_flight_peak}"
+    );
+    assert!(
+        peak <= baseline + fixed,
+        "peak {peak} threads, baseline {baseline} + {fixed}"
+    );
+    assert!(
+        parked.is_empty(),
+        "threads parked in blocking network I/O: {parked:?}"
+    );
+}
