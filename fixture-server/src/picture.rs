@@ -3,7 +3,7 @@
 //!
 //! Owns the pixel layout only; it has no state, no task and no I/O. The
 //! server's handlers call [`render`] (on the blocking pool, through
-//! [`crate::server`]'s cache) and the tests, the demo and the benchmarks call
+//! the server's image cache) and the tests, the demo and the benchmarks call
 //! [`decode_id`] on whatever bitmap a loader produced.
 //!
 //! # Layout

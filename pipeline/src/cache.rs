@@ -1,7 +1,7 @@
 //! Cache: decoded thumbnails by (url, target size), with a byte budget, a
 //! count limit, a per-entry cap and a time to live.
 //!
-//! [`ThumbnailCache`] is plain data with no lock and no clock of its own
+//! `ThumbnailCache` is plain data with no lock and no clock of its own
 //! (callers pass `now`), so it is tested directly. In the pipeline, the load
 //! actor (`crate::load`) owns the only instance: nothing else touches it, and
 //! it ends with the actor.

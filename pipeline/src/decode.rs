@@ -54,6 +54,30 @@ impl From<&Config> for DecodeLimits {
     }
 }
 
+/// Decodes `bytes` (JPEG, PNG, WebP or GIF's first frame) into a thumbnail
+/// that fits `target`, under `config`'s size limits, on the calling thread:
+/// the same work the pipeline's decode threads do, for bytes you already
+/// have.
+///
+/// ```
+/// use thumbpipe::{Config, TargetSize};
+///
+/// let mut png = std::io::Cursor::new(Vec::new());
+/// image::RgbaImage::new(300, 150).write_to(&mut png, image::ImageFormat::Png).unwrap();
+/// let thumbnail = thumbpipe::decode::thumbnail_from_bytes(
+///     "memory:banner", png.get_ref(), TargetSize::square(64), &Config::default())?;
+/// assert_eq!((thumbnail.width, thumbnail.height), (64, 32));
+/// # Ok::<(), thumbpipe::Error>(())
+/// ```
+pub fn thumbnail_from_bytes(
+    name: &str,
+    bytes: &[u8],
+    target: TargetSize,
+    config: &Config,
+) -> Result<Thumbnail, Error> {
+    decode_thumbnail(&Arc::from(name), bytes, target, config.into())
+}
+
 /// Decodes `bytes` (JPEG, PNG, WebP or GIF's first frame) and scales the
 /// image down to fit `target`, keeping its aspect ratio and never scaling up.
 ///

@@ -1,7 +1,7 @@
 //! Deliver: finished loads travel from the load actor to the UI thread,
 //! which drains them without blocking; a waker tells the UI to run a frame.
 //!
-//! Owns the delivery channel and the waker. The actor's [`Outbox`] sends,
+//! Owns the delivery channel and the waker. The actor's `Outbox` sends,
 //! the pipeline's `drain` receives. The channel closes when either side is
 //! dropped.
 

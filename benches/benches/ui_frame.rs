@@ -1,0 +1,100 @@
+//! What a frame costs the UI thread: `request` for 30 visible rows, `drain`
+//! and `end_frame`, with thumbpipe's in-memory fetcher so that no network
+//! time or decode lands in the measurement.
+//!
+//! - `steady`: the list is still; every row is loaded and asks again (the
+//!   fast path every frame takes).
+//! - `scrolling`: the list moves one row per frame; one row enters (a new
+//!   request, answered from the cache) and one leaves (cancelled).
+
+// Benchmark set-up unwraps: a failure there is a broken benchmark.
+#![allow(clippy::unwrap_used)]
+
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use criterion::{Criterion, criterion_group, criterion_main};
+use futures::future::BoxFuture;
+use thumbpipe::{Config, Error, Fetch, Pipeline, Priority, TargetSize};
+
+/// Every URL answers at once with the same small PNG.
+struct InMemory(Bytes);
+
+impl Fetch for InMemory {
+    fn fetch(&self, _url: url::Url, _max: u64) -> BoxFuture<'static, Result<Bytes, Error>> {
+        let bytes = self.0.clone();
+        Box::pin(async move { Ok(bytes) })
+    }
+}
+
+fn png() -> Bytes {
+    let mut out = std::io::Cursor::new(Vec::new());
+    image::RgbaImage::new(64, 64)
+        .write_to(&mut out, image::ImageFormat::Png)
+        .unwrap();
+    Bytes::from(out.into_inner())
+}
+
+const VISIBLE: usize = 30;
+const ROWS: usize = 200;
+const SIZE: TargetSize = TargetSize::square(64);
+
+fn url(row: usize) -> String {
+    format!("http://127.0.0.1:1/img/{row}.jpg")
+}
+
+/// A pipeline whose cache holds every row's thumbnail.
+fn warm_pipeline() -> Pipeline<usize> {
+    let mut pipeline = Pipeline::<usize>::builder()
+        .config(Config::default())
+        .fetcher(InMemory(png()))
+        .build()
+        .unwrap();
+    let urls: Vec<String> = (0..ROWS).map(url).collect();
+    for (row, url) in urls.iter().enumerate() {
+        pipeline.request(row, url, SIZE, Priority::Visible);
+    }
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut done = 0;
+    while done < ROWS && Instant::now() < deadline {
+        done += pipeline.drain().len();
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert_eq!(done, ROWS, "warm-up did not finish");
+    pipeline.end_frame();
+    pipeline
+}
+
+fn frame(pipeline: &mut Pipeline<usize>, urls: &[String], first: usize) -> usize {
+    for row in first..first + VISIBLE {
+        pipeline.request(row, &urls[row % ROWS], SIZE, Priority::Visible);
+    }
+    let delivered = pipeline.drain().len();
+    pipeline.end_frame();
+    delivered
+}
+
+fn ui_frame(c: &mut Criterion) {
+    let urls: Vec<String> = (0..ROWS).map(url).collect();
+    let mut group = c.benchmark_group("ui_frame_30_rows");
+
+    let mut pipeline = warm_pipeline();
+    frame(&mut pipeline, &urls, 0);
+    group.bench_function("steady", |b| {
+        b.iter(|| black_box(frame(&mut pipeline, &urls, 0)))
+    });
+
+    let mut pipeline = warm_pipeline();
+    let mut first = 0;
+    group.bench_function("scrolling", |b| {
+        b.iter(|| {
+            first = (first + 1) % (ROWS - VISIBLE);
+            black_box(frame(&mut pipeline, &urls, first))
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, ui_frame);
+criterion_main!(benches);
