@@ -38,6 +38,10 @@ impl<K: Hash + Eq + Clone> Pipeline<K> {
     /// returns; completions of older generations are never delivered.
     /// Never blocks.
     ///
+    /// A load that failed is not retried while the row keeps asking for the
+    /// same URL and size; it is retried when the row asks again after
+    /// leaving the view ([`Pipeline::end_frame`]) or [`Pipeline::cancel_row`].
+    ///
     /// ```
     /// use thumbpipe::{Pipeline, Priority, TargetSize};
     ///

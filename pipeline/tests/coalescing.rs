@@ -67,3 +67,37 @@ fn a_loaded_thumbnail_comes_from_the_cache_the_next_time() {
     drain_until(&mut pipeline, |all| !all.is_empty());
     assert_eq!(server.stats().requests_started, 2);
 }
+
+#[test]
+fn shared_work_continues_until_its_last_subscriber_leaves() {
+    let server = server(300);
+    let mut pipeline = Pipeline::<usize>::new(Config::default()).unwrap();
+    let url = server.image_url(8);
+    for row in 0..3 {
+        pipeline.request(row, &url, TargetSize::square(32), Priority::Visible);
+    }
+    assert!(common::eventually(|| server.stats().in_flight == 1));
+    // Two of the three rows leave: the fetch goes on for the third.
+    pipeline.cancel_row(&0);
+    pipeline.cancel_row(&1);
+    let done = drain_until(&mut pipeline, |all| !all.is_empty());
+    assert_eq!(done.len(), 1);
+    assert_eq!(done[0].row, 2);
+    assert_eq!(id_of(done[0].result.as_ref().unwrap()), Some(8));
+    let served = server.stats();
+    assert_eq!(
+        (served.responses_completed, served.responses_aborted),
+        (1, 0)
+    );
+
+    // When the last one leaves too, the shared fetch is cancelled.
+    let other = server.image_url(9);
+    for row in 0..2 {
+        pipeline.request(row, &other, TargetSize::square(32), Priority::Visible);
+    }
+    assert!(common::eventually(|| server.stats().in_flight == 1));
+    pipeline.cancel_row(&0);
+    pipeline.cancel_row(&1);
+    assert!(common::eventually(|| server.stats().responses_aborted == 1));
+    assert_eq!(pipeline.stats().fetches_cancelled_in_flight, 1);
+}

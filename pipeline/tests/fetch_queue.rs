@@ -25,9 +25,12 @@ impl Fetch for Recording {
     }
 }
 
-#[test]
-fn visible_first_then_newest_first() {
-    let server = server(100);
+/// A pipeline with one fetch slot whose fetcher records the start order.
+fn one_slot_pipeline() -> (
+    Pipeline<u32>,
+    Arc<Mutex<Vec<String>>>,
+    tokio::runtime::Runtime,
+) {
     let config = Config {
         max_concurrent_fetches: 1,
         ..Config::default()
@@ -40,12 +43,19 @@ fn visible_first_then_newest_first() {
             .unwrap(),
         started: Arc::clone(&started),
     };
-    let mut pipeline = Pipeline::<u32>::builder()
+    let pipeline = Pipeline::<u32>::builder()
         .config(config)
         .runtime(runtime.handle().clone())
         .fetcher(fetcher)
         .build()
         .unwrap();
+    (pipeline, started, runtime)
+}
+
+#[test]
+fn visible_first_then_newest_first() {
+    let server = server(100);
+    let (mut pipeline, started, _runtime) = one_slot_pipeline();
     let size = TargetSize::square(16);
     pipeline.request(0, &server.image_url(0), size, Priority::Visible);
     assert!(
@@ -69,5 +79,24 @@ fn visible_first_then_newest_first() {
             "/img/3.jpg"
         ]
     );
-    drop(pipeline);
+}
+
+#[test]
+fn a_shared_load_takes_the_highest_priority_of_its_subscribers() {
+    let server = server(100);
+    let (mut pipeline, started, _runtime) = one_slot_pipeline();
+    let size = TargetSize::square(16);
+    pipeline.request(0, &server.image_url(0), size, Priority::Visible);
+    assert!(eventually(|| started.lock().unwrap().len() == 1));
+    // Two prefetches: newest first would serve image 2 before image 1...
+    pipeline.request(1, &server.image_url(1), size, Priority::Prefetch);
+    pipeline.request(2, &server.image_url(2), size, Priority::Prefetch);
+    // ...but a visible row joins image 1's load, which makes it visible.
+    pipeline.request(10, &server.image_url(1), size, Priority::Visible);
+    drain_until(&mut pipeline, |all| all.len() == 4);
+    assert_eq!(
+        *started.lock().unwrap(),
+        ["/img/0.jpg", "/img/1.jpg", "/img/2.jpg"]
+    );
+    assert_eq!(pipeline.stats().coalesced, 1);
 }
