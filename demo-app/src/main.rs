@@ -1,6 +1,184 @@
-//! The thumbnail list demo.
+//! `demo-app`: a list of thumbnails loaded three ways — the classic broken
+//! loader (`naive`), egui's default loaders (`egui-extras`) and thumbpipe
+//! (`pipeline`) — with live measurements, a scripted flick and a JSON report.
+//!
+//! ```text
+//! cargo run --release -p demo-app                                  # a window, pipeline mode
+//! cargo run --release -p demo-app -- --mode naive --refresh-ms 400 --script flick
+//! cargo run --release -p demo-app -- --headless --script flick --json
+//! ```
+
+mod app;
+mod blocking_http;
+mod loaders;
+mod measure;
+mod script;
+mod server;
+
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, bail};
+use clap::Parser;
+
+use app::{Demo, Mode};
+use server::ServerLink;
+
+/// A list of thumbnails loaded three ways, with live measurements.
+#[derive(Debug, Parser)]
+#[command(version, about)]
+struct Args {
+    /// How the rows' images are loaded.
+    #[arg(long, value_enum, default_value = "pipeline")]
+    mode: Mode,
+    /// Rows in the list.
+    #[arg(long, default_value_t = 200)]
+    rows: usize,
+    /// Image server; row images are {URL}/img/{id}.jpg. Without it, an
+    /// embedded fixture server starts on loopback.
+    #[arg(long, value_name = "URL")]
+    server: Option<String>,
+    /// Latency of the embedded server, in milliseconds.
+    #[arg(long, default_value_t = 250)]
+    latency_ms: u64,
+    /// Give every row a new image every N ms, like a feed that refreshes.
+    #[arg(long, value_name = "N")]
+    refresh_ms: Option<u64>,
+    /// Run a script: `flick` scrolls to the bottom and back, waits 3 s and
+    /// exits.
+    #[arg(long, value_enum)]
+    script: Option<Script>,
+    /// Run the UI without a window, paced at 60 Hz.
+    #[arg(long)]
+    headless: bool,
+    /// Print the run's report as one JSON line at the end (with --script).
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+enum Script {
+    Flick,
+}
 
 fn main() {
-    eprintln!("demo-app: the list demo is not part of this build yet; see README.md");
-    std::process::exit(2);
+    if let Err(error) = run(Args::parse()) {
+        eprintln!("demo-app: {error:#}");
+        std::process::exit(1);
+    }
+}
+
+fn run(args: Args) -> anyhow::Result<()> {
+    if args.rows == 0 {
+        bail!("--rows must be at least 1");
+    }
+    if args.json && args.script.is_none() {
+        bail!("--json reports a scripted run: add --script flick");
+    }
+    let server = match &args.server {
+        Some(url) => ServerLink::External(url.trim_end_matches('/').to_owned()),
+        None => {
+            let server = fixture_server::FixtureServer::start_dedicated(fixture_server::Config {
+                latency: Duration::from_millis(args.latency_ms),
+                ..fixture_server::Config::default()
+            })
+            .context("could not start the embedded fixture server")?;
+            let base = server.base_url();
+            ServerLink::Embedded(server, base)
+        }
+    };
+    let demo = Demo::new(
+        args.mode,
+        args.rows,
+        args.refresh_ms
+            .filter(|ms| *ms > 0)
+            .map(Duration::from_millis),
+        args.latency_ms,
+        server,
+        args.script.is_some(),
+    );
+    let report = if args.headless {
+        run_headless(demo)?
+    } else {
+        run_window(demo)?
+    };
+    if args.json {
+        let report = report.context("the run ended before its report")?;
+        println!("{}", serde_json::to_string(&report)?);
+    }
+    Ok(())
+}
+
+/// Drives the UI without a window at a 60 Hz pace until the script ends.
+fn run_headless(mut demo: Demo) -> anyhow::Result<Option<measure::Report>> {
+    let ctx = egui::Context::default();
+    let frame = Duration::from_secs_f64(1.0 / 60.0);
+    let started = Instant::now();
+    let mut next = started;
+    let mut scripted_frames = 0u64;
+    loop {
+        let input = egui::RawInput {
+            screen_rect: Some(egui::Rect::from_min_size(
+                egui::Pos2::ZERO,
+                egui::vec2(900.0, 1000.0),
+            )),
+            time: Some(started.elapsed().as_secs_f64()),
+            ..egui::RawInput::default()
+        };
+        let _ = ctx.run_ui(input, |ui| demo.ui(ui));
+        if let Some(report) = demo.report() {
+            return Ok(Some(clone_report(report)?));
+        }
+        scripted_frames += 1;
+        if scripted_frames > 10 * 60 * 60 {
+            bail!("headless runs need --script flick (none ended after 10 minutes)");
+        }
+        next += frame;
+        let now = Instant::now();
+        if next > now {
+            std::thread::sleep(next - now);
+        } else {
+            next = now;
+        }
+    }
+}
+
+fn clone_report(report: &measure::Report) -> anyhow::Result<measure::Report> {
+    Ok(serde_json::from_value(serde_json::to_value(report)?)?)
+}
+
+/// Opens the window; returns the report if a script ran to its end.
+fn run_window(demo: Demo) -> anyhow::Result<Option<measure::Report>> {
+    let report = std::sync::Arc::new(std::sync::Mutex::new(None));
+    let out = std::sync::Arc::clone(&report);
+    let options = eframe::NativeOptions {
+        viewport: egui::ViewportBuilder::default()
+            .with_title("thumbpipe demo")
+            .with_inner_size([900.0, 1000.0]),
+        ..eframe::NativeOptions::default()
+    };
+    eframe::run_native(
+        "thumbpipe demo",
+        options,
+        Box::new(move |_cc| Ok(Box::new(Window { demo, out }))),
+    )
+    .map_err(|e| anyhow::anyhow!("could not open the window: {e}"))?;
+    let taken = report.lock().map(|mut r| r.take()).unwrap_or(None);
+    Ok(taken)
+}
+
+struct Window {
+    demo: Demo,
+    out: std::sync::Arc<std::sync::Mutex<Option<measure::Report>>>,
+}
+
+impl eframe::App for Window {
+    fn ui(&mut self, ui: &mut egui::Ui, _frame: &mut eframe::Frame) {
+        self.demo.ui(ui);
+        if let Some(report) = self.demo.report() {
+            if let (Ok(mut out), Ok(report)) = (self.out.lock(), clone_report(report)) {
+                *out = Some(report);
+            }
+            ui.ctx().send_viewport_cmd(egui::ViewportCommand::Close);
+        }
+    }
 }

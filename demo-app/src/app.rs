@@ -1,0 +1,373 @@
+//! The demo's UI: a top bar (mode switch and live measurements) over a
+//! virtualized list of rows, each with a thumbnail, its image id and its
+//! load state. The same code runs in a window and headless.
+//!
+//! Owned by `main`; runs on the UI thread, one call of [`Demo::ui`] per
+//! frame. A scripted run ends by itself and leaves its [`Report`].
+
+use std::time::{Duration, Instant};
+
+use crate::loaders::{
+    Counts, EguiExtrasLoader, Loader, NaiveLoader, PipelineLoader, RowState, THUMB_SIDE,
+};
+use crate::measure::{Measurements, Report, percentile};
+use crate::script::{Flick, STILL_FRAMES};
+use crate::server::ServerLink;
+
+/// How the rows' images are loaded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Mode {
+    Naive,
+    EguiExtras,
+    Pipeline,
+}
+
+impl Mode {
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Naive => "naive",
+            Mode::EguiExtras => "egui-extras",
+            Mode::Pipeline => "pipeline",
+        }
+    }
+}
+
+const ROW_HEIGHT: f32 = THUMB_SIDE + 8.0;
+
+pub struct Demo {
+    mode: Mode,
+    rows: usize,
+    refresh: Option<Duration>,
+    latency_ms: u64,
+    server: ServerLink,
+    script: Option<Flick>,
+    loader: Option<Box<dyn Loader>>,
+    measurements: Measurements,
+    mode_started: Instant,
+    frame: usize,
+    flick_started: Option<Instant>,
+    flick_ended: Option<Instant>,
+    /// Last time the server had a request in flight, after the flick.
+    last_busy: Option<Instant>,
+    report: Option<Report>,
+    error: Option<String>,
+}
+
+impl Demo {
+    pub fn new(
+        mode: Mode,
+        rows: usize,
+        refresh: Option<Duration>,
+        latency_ms: u64,
+        server: ServerLink,
+        script: bool,
+    ) -> Self {
+        Self {
+            mode,
+            rows,
+            refresh,
+            latency_ms,
+            server,
+            script: script.then(|| Flick::new(rows)),
+            loader: None,
+            measurements: Measurements::default(),
+            mode_started: Instant::now(),
+            frame: 0,
+            flick_started: None,
+            flick_ended: None,
+            last_busy: None,
+            report: None,
+            error: None,
+        }
+    }
+
+    /// The report, once a scripted run has finished.
+    pub fn report(&self) -> Option<&Report> {
+        self.report.as_ref()
+    }
+
+    /// Starts `mode` afresh: a new loader, new counters, the list at the top.
+    fn reset(&mut self, ctx: &egui::Context, mode: Mode) {
+        self.loader = None; // drop the old loader before measuring anew
+        self.mode = mode;
+        self.server.reset_stats();
+        self.measurements = Measurements::start();
+        self.loader = match mode {
+            Mode::Naive => Some(Box::new(NaiveLoader::new())),
+            Mode::EguiExtras => Some(Box::new(EguiExtrasLoader::new(ctx))),
+            Mode::Pipeline => match PipelineLoader::new(ctx) {
+                Ok(loader) => Some(Box::new(loader)),
+                Err(error) => {
+                    self.error = Some(format!("{error:#}"));
+                    None
+                }
+            },
+        };
+        self.mode_started = Instant::now();
+        self.frame = 0;
+        self.flick_started = None;
+        self.flick_ended = None;
+        self.last_busy = None;
+    }
+
+    /// The image row `row` shows now. With a refresh period, every row gets
+    /// a new image each period; a scripted run stops refreshing when the
+    /// flick ends, so that the tail measures the flick's own requests.
+    fn image_id(&self, row: usize) -> u32 {
+        let elapsed = match self.flick_ended {
+            Some(end) => end - self.mode_started,
+            None => self.mode_started.elapsed(),
+        };
+        let generation = self.refresh.map_or(0, |every| {
+            (elapsed.as_millis() / every.as_millis().max(1)) as usize
+        });
+        ((generation * self.rows + row) as u32) & fixture_server::MAX_ID
+    }
+
+    /// One frame.
+    pub fn ui(&mut self, ui: &mut egui::Ui) {
+        let started = Instant::now();
+        let ctx = ui.ctx().clone();
+        if self.loader.is_none() && self.error.is_none() {
+            self.reset(&ctx, self.mode);
+        }
+        if let Some(loader) = &mut self.loader {
+            loader.begin_frame(&ctx);
+        }
+        let counts = self.loader.as_ref().map(|l| l.counts()).unwrap_or_default();
+        if let Some(mode) = self.top_bar(ui, counts) {
+            self.reset(&ctx, mode);
+        }
+        let offset = self.scripted_offset(ui);
+        self.list(ui, offset);
+        if let Some(loader) = &mut self.loader {
+            loader.end_frame();
+        }
+        self.advance_script(&ctx);
+        self.measurements
+            .frame(started.elapsed().as_secs_f64() * 1000.0);
+        if self.script.is_some() || counts.in_flight > 0 {
+            ctx.request_repaint();
+        }
+    }
+
+    fn scripted_offset(&self, ui: &egui::Ui) -> Option<f32> {
+        let flick = self.script?;
+        let spacing = ui.spacing().item_spacing.y;
+        let content = self.rows as f32 * (ROW_HEIGHT + spacing);
+        let viewport = (ui.available_height() - 8.0).max(ROW_HEIGHT);
+        let range = (content - viewport).max(0.0);
+        let position = flick.position(self.frame).unwrap_or(0.0);
+        Some(position * range)
+    }
+
+    fn advance_script(&mut self, _ctx: &egui::Context) {
+        let Some(flick) = self.script else { return };
+        if self.report.is_some() {
+            return;
+        }
+        if self.frame == 0 {
+            self.flick_started = Some(Instant::now());
+        }
+        self.frame += 1;
+        if self.frame == flick.frames() {
+            self.flick_ended = Some(Instant::now());
+        }
+        if self.flick_ended.is_some() && self.server.in_flight() > 0 {
+            self.last_busy = Some(Instant::now());
+        }
+        if self.frame >= flick.frames() + STILL_FRAMES {
+            self.report = Some(self.make_report());
+        }
+    }
+
+    fn make_report(&mut self) -> Report {
+        self.measurements.sample();
+        let m = &self.measurements;
+        let counts = self.loader.as_ref().map(|l| l.counts()).unwrap_or_default();
+        let server = self.server.stats();
+        let (completed, cancelled) = match self.mode {
+            // egui's loaders count nothing: the server's counts stand in.
+            Mode::EguiExtras => (server.responses_completed, server.responses_aborted),
+            _ => (counts.completed, counts.cancelled),
+        };
+        let flick_s = match (self.flick_started, self.flick_ended) {
+            (Some(start), Some(end)) => (end - start).as_secs_f64(),
+            _ => 0.0,
+        };
+        let tail_after_stop_ms = match (self.flick_ended, self.last_busy) {
+            (Some(end), Some(busy)) => (busy - end).as_secs_f64() * 1000.0,
+            _ => 0.0,
+        };
+        let flick_frames = self.script.map_or(0, |f| f.frames()).min(m.frame_ms.len());
+        let flick_ms = &m.frame_ms[..flick_frames];
+        let stalls: Vec<f64> = flick_ms.iter().copied().filter(|ms| *ms > 50.0).collect();
+        Report {
+            mode: self.mode.name().to_owned(),
+            rows: self.rows,
+            latency_ms: self.latency_ms,
+            refresh_ms: self.refresh.map(|r| r.as_millis() as u64),
+            flick_s,
+            frames: flick_frames,
+            frame_ms_p50: percentile(flick_ms, 50.0),
+            frame_ms_p99: percentile(flick_ms, 99.0),
+            frame_ms_max: flick_ms.iter().copied().fold(0.0, f64::max),
+            stalls_over_50ms: stalls.len(),
+            stall_total_ms: stalls.iter().fold(0.0, |sum, ms| sum + ms),
+            baseline_threads: m.baseline_threads,
+            peak_threads: m.peak_threads,
+            peak_blocked_io_threads: m.peak_blocked_io_threads,
+            rss_start_mb: m.rss_start_mb,
+            rss_peak_mb: m.rss_peak_mb,
+            requests_completed: completed,
+            requests_cancelled: cancelled,
+            requests_failed: counts.failed,
+            server_completed: server.responses_completed,
+            server_aborted: server.responses_aborted,
+            images_shown: m.images_shown,
+            wrong_row_images: m.wrong_row_images,
+            tail_after_stop_ms,
+        }
+    }
+
+    /// The mode switch and the live panel; returns a newly chosen mode.
+    fn top_bar(&mut self, ui: &mut egui::Ui, counts: Counts) -> Option<Mode> {
+        let mut chosen = None;
+        let m = &self.measurements;
+        egui::Panel::top("top_bar").show(ui, |ui| {
+            ui.add_space(4.0);
+            ui.horizontal(|ui| {
+                ui.heading("thumbpipe demo");
+                ui.add_space(12.0);
+                for mode in [Mode::Naive, Mode::EguiExtras, Mode::Pipeline] {
+                    if ui.selectable_label(self.mode == mode, mode.name()).clicked()
+                        && self.mode != mode
+                    {
+                        chosen = Some(mode);
+                    }
+                }
+                ui.add_space(12.0);
+                ui.label(format!(
+                    "{} rows · {} ms latency{}",
+                    self.rows,
+                    self.latency_ms,
+                    self.refresh
+                        .map_or(String::new(), |r| format!(" · refresh {} ms", r.as_millis()))
+                ));
+            });
+            ui.add_space(2.0);
+            ui.horizontal(|ui| {
+                frame_graph(ui, m);
+                ui.vertical(|ui| {
+                    ui.label(format!(
+                        "{:.0} fps · threads {} (peak {}, baseline {}) · parked in blocking I/O {} (peak {})",
+                        m.fps(),
+                        m.threads_now,
+                        m.peak_threads,
+                        m.baseline_threads,
+                        m.blocked_now,
+                        m.peak_blocked_io_threads
+                    ));
+                    ui.label(format!(
+                        "RSS {:.0} MB (start {:.0}, peak {:.0}) · cache {:.1} MB",
+                        m.rss_now_mb,
+                        m.rss_start_mb,
+                        m.rss_peak_mb,
+                        counts.cache_bytes as f64 / 1e6
+                    ));
+                    ui.label(format!(
+                        "requests: {} in flight · {} completed · {} cancelled · {} failed",
+                        counts.in_flight, counts.completed, counts.cancelled, counts.failed
+                    ));
+                    let wrong = egui::RichText::new(format!(
+                        "wrong-row images: {} of {} shown",
+                        m.wrong_row_images, m.images_shown
+                    ));
+                    ui.label(if m.wrong_row_images > 0 {
+                        wrong.color(egui::Color32::from_rgb(230, 90, 80)).strong()
+                    } else {
+                        wrong
+                    });
+                });
+            });
+            if let Some(error) = &self.error {
+                ui.colored_label(egui::Color32::from_rgb(230, 90, 80), error);
+            }
+            ui.add_space(4.0);
+        });
+        chosen
+    }
+
+    fn list(&mut self, ui: &mut egui::Ui, offset: Option<f32>) {
+        let ids: Vec<u32> = (0..self.rows).map(|row| self.image_id(row)).collect();
+        let base = self.server.base_url().to_owned();
+        let Some(loader) = self.loader.as_mut() else {
+            return;
+        };
+        let measurements = &mut self.measurements;
+        egui::CentralPanel::default().show(ui, |ui| {
+            let mut area = egui::ScrollArea::vertical().auto_shrink(false);
+            if let Some(offset) = offset {
+                area = area.vertical_scroll_offset(offset);
+            }
+            area.show_rows(ui, ROW_HEIGHT, ids.len(), |ui, range| {
+                for row in range {
+                    let id = ids[row];
+                    let url = format!("{base}/img/{id}.jpg");
+                    ui.horizontal(|ui| {
+                        ui.set_height(ROW_HEIGHT);
+                        let state = loader.show_row(ui, row, id, &url, measurements);
+                        ui.add_space(8.0);
+                        ui.vertical(|ui| {
+                            ui.add_space(12.0);
+                            ui.label(egui::RichText::new(format!("Image #{id}")).strong());
+                            let (text, color) = match &state {
+                                RowState::Loading => {
+                                    ("loading…".to_owned(), ui.visuals().weak_text_color())
+                                }
+                                RowState::Shown => {
+                                    (format!("row {row}"), ui.visuals().weak_text_color())
+                                }
+                                RowState::Failed(error) => {
+                                    (error.clone(), egui::Color32::from_rgb(220, 70, 70))
+                                }
+                            };
+                            ui.label(egui::RichText::new(text).small().color(color));
+                        });
+                    });
+                }
+            });
+        });
+    }
+}
+
+/// Frame times of the last 180 frames, with the 16.7 ms line.
+fn frame_graph(ui: &mut egui::Ui, m: &Measurements) {
+    let (rect, _) = ui.allocate_exact_size(egui::vec2(180.0, 56.0), egui::Sense::hover());
+    let painter = ui.painter_at(rect);
+    painter.rect_filled(rect, 4.0, ui.visuals().extreme_bg_color);
+    let scale = |ms: f32| rect.bottom() - (ms / 50.0).min(1.0) * rect.height();
+    let budget = scale(1000.0 / 60.0);
+    painter.hline(
+        rect.x_range(),
+        budget,
+        egui::Stroke::new(1.0, egui::Color32::from_rgb(90, 160, 90)),
+    );
+    let points: Vec<egui::Pos2> = m
+        .recent_ms
+        .iter()
+        .enumerate()
+        .map(|(i, ms)| egui::pos2(rect.left() + i as f32, scale(*ms)))
+        .collect();
+    painter.add(egui::Shape::line(
+        points,
+        egui::Stroke::new(1.0, ui.visuals().strong_text_color()),
+    ));
+    painter.text(
+        rect.left_top() + egui::vec2(4.0, 2.0),
+        egui::Align2::LEFT_TOP,
+        "frame ms (0-50)",
+        egui::FontId::proportional(10.0),
+        ui.visuals().weak_text_color(),
+    );
+}

@@ -1,0 +1,85 @@
+//! The three ways the demo loads its row images, behind one trait.
+//!
+//! Each loader is owned by the app, runs its `show_row` on the UI thread
+//! for every visible row, and ends (with its threads or pipeline) when the
+//! app switches mode or exits.
+
+mod extras;
+mod naive;
+mod pipelined;
+
+pub use extras::EguiExtrasLoader;
+pub use naive::NaiveLoader;
+pub use pipelined::PipelineLoader;
+
+use crate::measure::Measurements;
+
+/// Side of the thumbnail cell, in points.
+pub const THUMB_SIDE: f32 = 64.0;
+
+/// What a row shows.
+#[derive(Clone, Debug, PartialEq)]
+pub enum RowState {
+    Loading,
+    Shown,
+    Failed(String),
+}
+
+/// Request counts of a loader.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Counts {
+    pub in_flight: u64,
+    pub completed: u64,
+    pub cancelled: u64,
+    pub failed: u64,
+    /// Bytes its cache holds, where it has one.
+    pub cache_bytes: u64,
+}
+
+/// A way to load and draw row thumbnails.
+pub trait Loader {
+    /// Called at the start of every frame, before any row.
+    fn begin_frame(&mut self, ctx: &egui::Context);
+    /// Draws the thumbnail cell of `row`, which shows image `id` at `url`.
+    fn show_row(
+        &mut self,
+        ui: &mut egui::Ui,
+        row: usize,
+        id: u32,
+        url: &str,
+        measurements: &mut Measurements,
+    ) -> RowState;
+    /// Called after the list is drawn.
+    fn end_frame(&mut self);
+    /// The loader's own request counts.
+    fn counts(&self) -> Counts;
+}
+
+/// Draws a texture in the thumbnail cell.
+pub fn draw_texture(ui: &mut egui::Ui, texture: &egui::TextureHandle) {
+    ui.add(egui::Image::new(texture).fit_to_exact_size(egui::vec2(THUMB_SIDE, THUMB_SIDE)));
+}
+
+/// Draws the cell of a row without an image: a grey square, red-edged on
+/// failure.
+pub fn draw_placeholder(ui: &mut egui::Ui, failed: bool) {
+    let (rect, _) =
+        ui.allocate_exact_size(egui::vec2(THUMB_SIDE, THUMB_SIDE), egui::Sense::hover());
+    let painter = ui.painter();
+    painter.rect_filled(rect, 6.0, ui.visuals().faint_bg_color);
+    if failed {
+        painter.rect_stroke(
+            rect,
+            6.0,
+            egui::Stroke::new(2.0, egui::Color32::from_rgb(220, 70, 70)),
+            egui::StrokeKind::Inside,
+        );
+        painter.text(
+            rect.center(),
+            egui::Align2::CENTER_CENTER,
+            "!",
+            egui::FontId::proportional(28.0),
+            egui::Color32::from_rgb(220, 70, 70),
+        );
+    }
+}

@@ -1,0 +1,196 @@
+//! Measurements of the running demo: frame times, threads, memory, and the
+//! report printed at the end of a scripted run.
+//!
+//! Owned by the app and updated on the UI thread once per frame; reading
+//! `/proc` is done every few frames so that measuring does not become the
+//! stall it looks for.
+
+use std::collections::VecDeque;
+
+use serde::Serialize;
+use thumbpipe::ThreadCensus;
+
+/// Frames between two samples of `/proc`.
+const SAMPLE_EVERY: u64 = 5;
+
+/// Everything the demo measures during one run of a mode.
+#[derive(Debug, Default)]
+pub struct Measurements {
+    pub frame_ms: Vec<f64>,
+    /// The last frame times, for the graph.
+    pub recent_ms: VecDeque<f32>,
+    pub baseline_threads: usize,
+    pub threads_now: usize,
+    pub peak_threads: usize,
+    pub blocked_now: usize,
+    pub peak_blocked_io_threads: usize,
+    pub rss_start_mb: f64,
+    pub rss_now_mb: f64,
+    pub rss_peak_mb: f64,
+    pub images_shown: u64,
+    pub wrong_row_images: u64,
+    frames: u64,
+    /// Time spent reading ids from pixels during the current frame: the
+    /// detector's cost, taken out of the frame's time.
+    detecting_ms: f64,
+}
+
+impl Measurements {
+    /// Starts a run: the current threads (outside the fixture server) and
+    /// memory are its baseline.
+    pub fn start() -> Self {
+        let threads = census().map_or(0, |c| threads_outside_server(&c));
+        let rss = rss_mb();
+        Self {
+            baseline_threads: threads,
+            threads_now: threads,
+            peak_threads: threads,
+            rss_start_mb: rss,
+            rss_now_mb: rss,
+            rss_peak_mb: rss,
+            ..Self::default()
+        }
+    }
+
+    /// Records one frame's UI-thread time and, every few frames, samples
+    /// threads and memory.
+    pub fn frame(&mut self, ms: f64) {
+        let ms = (ms - std::mem::take(&mut self.detecting_ms)).max(0.0);
+        self.frame_ms.push(ms);
+        self.recent_ms.push_back(ms as f32);
+        if self.recent_ms.len() > 180 {
+            self.recent_ms.pop_front();
+        }
+        self.frames += 1;
+        if self.frames % SAMPLE_EVERY == 1 {
+            self.sample();
+        }
+    }
+
+    /// Reads threads and memory now.
+    pub fn sample(&mut self) {
+        if let Some(census) = census() {
+            self.threads_now = threads_outside_server(&census);
+            self.peak_threads = self.peak_threads.max(self.threads_now);
+            self.blocked_now = census
+                .blocked_names
+                .iter()
+                .filter(|name| !name.starts_with(fixture_server::THREAD_PREFIX))
+                .count();
+            self.peak_blocked_io_threads = self.peak_blocked_io_threads.max(self.blocked_now);
+        }
+        self.rss_now_mb = rss_mb();
+        self.rss_peak_mb = self.rss_peak_mb.max(self.rss_now_mb);
+    }
+
+    /// Leaves `ms` of the current frame out of its time: work done for the
+    /// measurement, not for the UI.
+    pub fn exclude(&mut self, ms: f64) {
+        self.detecting_ms += ms;
+    }
+
+    /// Counts a row's first showing of an image, and whether it was the
+    /// wrong one: `read` reads the id from the image's pixels ([`read_id`]),
+    /// `expected_id` is the one the row displays. The reading's time is not
+    /// the UI's work and is left out of the frame time.
+    pub fn image_shown(&mut self, expected_id: u32, read: impl FnOnce() -> Option<u32>) {
+        let started = std::time::Instant::now();
+        let read_id = read();
+        self.detecting_ms += started.elapsed().as_secs_f64() * 1000.0;
+        self.images_shown += 1;
+        if read_id != Some(expected_id) {
+            self.wrong_row_images += 1;
+        }
+    }
+
+    pub fn fps(&self) -> f32 {
+        let n = self.recent_ms.len().min(60);
+        if n == 0 {
+            return 0.0;
+        }
+        let total: f32 = self.recent_ms.iter().rev().take(n).sum();
+        // Frames are paced at 60 Hz; a frame longer than that sets the rate.
+        let per_frame = (total / n as f32).max(1000.0 / 60.0);
+        1000.0 / per_frame
+    }
+}
+
+/// The fixture id an RGBA bitmap carries in its pixels.
+pub fn read_id(rgba: &[u8], width: u32, height: u32) -> Option<u32> {
+    fixture_server::decode_id(rgba, width, height)
+}
+
+fn census() -> Option<ThreadCensus> {
+    ThreadCensus::take().ok()
+}
+
+fn threads_outside_server(census: &ThreadCensus) -> usize {
+    census.total - census.with_prefix(fixture_server::THREAD_PREFIX)
+}
+
+/// This process's resident memory, in MB (`VmRSS`).
+pub fn rss_mb() -> f64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| {
+            status
+                .lines()
+                .find_map(|line| line.strip_prefix("VmRSS:"))
+                .and_then(|kb| kb.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+        })
+        .map_or(0.0, |kb| kb / 1024.0)
+}
+
+/// The JSON report of a scripted run.
+#[derive(Debug, Serialize, serde::Deserialize, PartialEq)]
+pub struct Report {
+    pub mode: String,
+    pub rows: usize,
+    pub latency_ms: u64,
+    pub refresh_ms: Option<u64>,
+    pub flick_s: f64,
+    pub frames: usize,
+    pub frame_ms_p50: f64,
+    pub frame_ms_p99: f64,
+    pub frame_ms_max: f64,
+    pub stalls_over_50ms: usize,
+    pub stall_total_ms: f64,
+    pub baseline_threads: usize,
+    pub peak_threads: usize,
+    pub peak_blocked_io_threads: usize,
+    pub rss_start_mb: f64,
+    pub rss_peak_mb: f64,
+    pub requests_completed: u64,
+    pub requests_cancelled: u64,
+    pub requests_failed: u64,
+    pub server_completed: u64,
+    pub server_aborted: u64,
+    pub images_shown: u64,
+    pub wrong_row_images: u64,
+    pub tail_after_stop_ms: f64,
+}
+
+/// The `p`th percentile (0-100) of `values`, nearest rank.
+pub fn percentile(values: &[f64], p: f64) -> f64 {
+    if values.is_empty() {
+        return 0.0;
+    }
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_by_nearest_rank() {
+        let values: Vec<f64> = (1..=100).map(f64::from).collect();
+        assert_eq!(percentile(&values, 50.0), 50.0);
+        assert_eq!(percentile(&values, 99.0), 99.0);
+        assert_eq!(percentile(&values, 100.0), 100.0);
+        assert_eq!(percentile(&[], 50.0), 0.0);
+    }
+}

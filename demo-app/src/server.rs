@@ -1,0 +1,47 @@
+//! Where the demo's images come from: the embedded fixture server (its own
+//! runtime, `fixture-*` threads) or one given with `--server`.
+//!
+//! The link reads and resets the server's counters: in memory for the
+//! embedded one, over HTTP (`/stats`) for another. It lives as long as the
+//! app; dropping it stops an embedded server.
+
+use fixture_server::{FixtureServer, StatsSnapshot};
+
+pub enum ServerLink {
+    Embedded(FixtureServer, String),
+    External(String),
+}
+
+impl ServerLink {
+    pub fn base_url(&self) -> &str {
+        match self {
+            ServerLink::Embedded(_, base) | ServerLink::External(base) => base,
+        }
+    }
+
+    /// The server's counters; zeros when an external server does not
+    /// answer `/stats`.
+    pub fn stats(&self) -> StatsSnapshot {
+        match self {
+            ServerLink::Embedded(server, _) => server.stats(),
+            ServerLink::External(base) => crate::blocking_http::get(&format!("{base}/stats"))
+                .ok()
+                .and_then(|body| serde_json::from_slice(&body).ok())
+                .unwrap_or_default(),
+        }
+    }
+
+    /// Requests in flight at the server.
+    pub fn in_flight(&self) -> u64 {
+        self.stats().in_flight
+    }
+
+    pub fn reset_stats(&self) {
+        match self {
+            ServerLink::Embedded(server, _) => server.reset_stats(),
+            ServerLink::External(base) => {
+                let _ = crate::blocking_http::post(&format!("{base}/stats/reset"));
+            }
+        }
+    }
+}
