@@ -260,7 +260,7 @@ impl Demo {
                 frame_graph(ui, m);
                 ui.vertical(|ui| {
                     ui.label(format!(
-                        "{:.0} fps · threads {} (peak {}, baseline {}) · parked in blocking I/O {} (peak {})",
+                        "{:.0} fps (UI work: the graph) · threads {} (peak {}, baseline {}) · parked in blocking I/O {} (peak {})",
                         m.fps(),
                         m.threads_now,
                         m.peak_threads,

@@ -30,6 +30,10 @@ pub struct Measurements {
     pub images_shown: u64,
     pub wrong_row_images: u64,
     frames: u64,
+    /// When the last frame started, and the intervals between frames: the
+    /// rate a person sees, renderer included.
+    last_frame_at: Option<std::time::Instant>,
+    intervals_ms: VecDeque<f32>,
     /// Time spent reading ids from pixels during the current frame: the
     /// detector's cost, taken out of the frame's time.
     detecting_ms: f64,
@@ -56,6 +60,14 @@ impl Measurements {
     /// threads and memory.
     pub fn frame(&mut self, ms: f64) {
         let ms = (ms - std::mem::take(&mut self.detecting_ms)).max(0.0);
+        let now = std::time::Instant::now();
+        if let Some(last) = self.last_frame_at.replace(now) {
+            self.intervals_ms
+                .push_back((now - last).as_secs_f32() * 1000.0);
+            if self.intervals_ms.len() > 60 {
+                self.intervals_ms.pop_front();
+            }
+        }
         self.frame_ms.push(ms);
         self.recent_ms.push_back(ms as f32);
         if self.recent_ms.len() > 180 {
@@ -103,15 +115,14 @@ impl Measurements {
         }
     }
 
+    /// Frames per second over the last 60 frames, from the wall-clock time
+    /// between them.
     pub fn fps(&self) -> f32 {
-        let n = self.recent_ms.len().min(60);
-        if n == 0 {
+        let total: f32 = self.intervals_ms.iter().sum();
+        if total <= 0.0 {
             return 0.0;
         }
-        let total: f32 = self.recent_ms.iter().rev().take(n).sum();
-        // Frames are paced at 60 Hz; a frame longer than that sets the rate.
-        let per_frame = (total / n as f32).max(1000.0 / 60.0);
-        1000.0 / per_frame
+        1000.0 * self.intervals_ms.len() as f32 / total
     }
 }
 
