@@ -53,6 +53,10 @@ struct Args {
     /// Print the run's report as one JSON line at the end (with --script).
     #[arg(long)]
     json: bool,
+    /// Save a PNG of the window: a third of the way into the flick with
+    /// --script, otherwise after two seconds. Needs a window.
+    #[arg(long, value_name = "PATH")]
+    screenshot: Option<std::path::PathBuf>,
 }
 
 #[derive(Clone, Copy, Debug, clap::ValueEnum)]
@@ -74,6 +78,9 @@ fn run(args: Args) -> anyhow::Result<()> {
     if args.json && args.script.is_none() {
         bail!("--json reports a scripted run: add --script flick");
     }
+    if args.headless && args.screenshot.is_some() {
+        bail!("--screenshot needs a window: leave out --headless");
+    }
     let server = match &args.server {
         Some(url) => ServerLink::External(url.trim_end_matches('/').to_owned()),
         None => {
@@ -85,6 +92,12 @@ fn run(args: Args) -> anyhow::Result<()> {
             let base = server.base_url();
             ServerLink::Embedded(server, base)
         }
+    };
+    // Frames before the screenshot: a third of the way into the flick.
+    let screenshot_frame = if args.script.is_some() {
+        script::Flick::new(args.rows).frames() / 3
+    } else {
+        120
     };
     let demo = Demo::new(
         args.mode,
@@ -99,7 +112,7 @@ fn run(args: Args) -> anyhow::Result<()> {
     let report = if args.headless {
         run_headless(demo)?
     } else {
-        run_window(demo)?
+        run_window(demo, args.screenshot.map(|path| (path, screenshot_frame)))?
     };
     if args.json {
         let report = report.context("the run ended before its report")?;
@@ -142,12 +155,28 @@ fn run_headless(mut demo: Demo) -> anyhow::Result<Option<measure::Report>> {
     }
 }
 
+/// Writes a screenshot; a failure is reported and the demo goes on.
+fn save_png(path: &std::path::Path, image: &egui::ColorImage) {
+    let [width, height] = image.size;
+    let rgba: Vec<u8> = image.pixels.iter().flat_map(|c| c.to_array()).collect();
+    let saved = image::RgbaImage::from_raw(width as u32, height as u32, rgba)
+        .ok_or_else(|| "the screenshot has the wrong size".to_owned())
+        .and_then(|png| png.save(path).map_err(|e| e.to_string()));
+    match saved {
+        Ok(()) => eprintln!("demo-app: screenshot saved to {}", path.display()),
+        Err(error) => eprintln!("demo-app: could not save {}: {error}", path.display()),
+    }
+}
+
 fn clone_report(report: &measure::Report) -> anyhow::Result<measure::Report> {
     Ok(serde_json::from_value(serde_json::to_value(report)?)?)
 }
 
 /// Opens the window; returns the report if a script ran to its end.
-fn run_window(demo: Demo) -> anyhow::Result<Option<measure::Report>> {
+fn run_window(
+    demo: Demo,
+    screenshot: Option<(std::path::PathBuf, usize)>,
+) -> anyhow::Result<Option<measure::Report>> {
     let report = std::sync::Arc::new(std::sync::Mutex::new(None));
     let out = std::sync::Arc::clone(&report);
     let options = eframe::NativeOptions {
@@ -159,7 +188,14 @@ fn run_window(demo: Demo) -> anyhow::Result<Option<measure::Report>> {
     eframe::run_native(
         "thumbpipe demo",
         options,
-        Box::new(move |_cc| Ok(Box::new(Window { demo, out }))),
+        Box::new(move |_cc| {
+            Ok(Box::new(Window {
+                demo,
+                out,
+                screenshot,
+                frames: 0,
+            }))
+        }),
     )
     .map_err(|e| anyhow::anyhow!("could not open the window: {e}"))?;
     let taken = report.lock().map(|mut r| r.take()).unwrap_or(None);
@@ -169,11 +205,24 @@ fn run_window(demo: Demo) -> anyhow::Result<Option<measure::Report>> {
 struct Window {
     demo: Demo,
     out: std::sync::Arc<std::sync::Mutex<Option<measure::Report>>>,
+    /// Where to save a screenshot, and at which frame.
+    screenshot: Option<(std::path::PathBuf, usize)>,
+    frames: usize,
 }
 
 impl eframe::App for Window {
     fn ui(&mut self, ui: &mut egui::Ui, _frame: &mut eframe::Frame) {
         self.demo.ui(ui);
+        self.frames += 1;
+        if self
+            .screenshot
+            .as_ref()
+            .is_some_and(|(_, frame)| *frame <= self.frames)
+            && let Some((path, _)) = self.screenshot.take()
+        {
+            ui.ctx()
+                .request_screenshot(move |image| save_png(&path, &image));
+        }
         if let Some(report) = self.demo.report() {
             if let (Ok(mut out), Ok(report)) = (self.out.lock(), clone_report(report)) {
                 *out = Some(report);

@@ -104,4 +104,10 @@ fn bad_arguments_are_refused_with_a_reason() {
         .unwrap();
     assert!(!output.status.success());
     assert!(String::from_utf8_lossy(&output.stderr).contains("--script flick"));
+    let output = Command::new(env!("CARGO_BIN_EXE_demo-app"))
+        .args(["--headless", "--script", "flick", "--screenshot", "x.png"])
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    assert!(String::from_utf8_lossy(&output.stderr).contains("needs a window"));
 }
