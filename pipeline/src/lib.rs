@@ -122,9 +122,9 @@ pub struct Pipeline<K> {
     rows: HashMap<K, rows::Row>,
     /// Which row owns each pending request.
     owners: HashMap<SubscriptionId, K>,
-    /// Completions decided on the UI side (a bad URL), returned by the next
-    /// `drain`.
-    ready: Vec<Completion<K>>,
+    /// Results decided on the UI side (a bad URL), returned by the next
+    /// `drain` if their request is still current.
+    ready: Vec<Delivery>,
     next_id: SubscriptionId,
     default_ttl: Duration,
     commands: mpsc::UnboundedSender<Message>,

@@ -1,6 +1,10 @@
 //! Metrics: counters and gauges of every stage, shared by the UI side, the
 //! load actor and the decode threads.
 //!
+//! Every request ends exactly once: `requested` = `delivered` + `failed` +
+//! `superseded` + `cancelled` + the requests still pending
+//! ([`crate::Pipeline::pending_rows`]).
+//!
 //! Relaxed atomics: each counter is exact, a [`Stats`] snapshot is not one
 //! instant across counters. They live as long as the pipeline.
 
@@ -59,13 +63,18 @@ metrics! {
     decodes_completed,
     /// Decodes that finished after every subscriber had left: not stored.
     decodes_discarded,
-    /// Completions returned by `drain`.
+    /// Completions returned by `drain` with a thumbnail.
     delivered,
-    /// Results dropped because their row had moved on (new URL, cancelled,
-    /// or out of view).
+    /// Completions returned by `drain` with an error.
+    failed,
+    /// Requests ended because their row asked for another URL or size.
     superseded,
-    /// Rows' requests cancelled (by a new URL, `cancel_row` or `end_frame`).
+    /// Requests ended because their row left the view (`end_frame`) or was
+    /// cancelled (`cancel_row`).
     cancelled,
+    /// Results that arrived after their request had been cancelled or
+    /// superseded: dropped, never delivered.
+    results_dropped,
     /// Body bytes fetched.
     bytes_fetched,
     /// Gauge: fetches in flight now.

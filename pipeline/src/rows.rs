@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::cache::CacheKey;
-use crate::deliver::SubscriptionId;
+use crate::deliver::{Delivery, SubscriptionId};
 use crate::load::{Command, Message};
 use crate::metrics::Metrics;
 use crate::{Completion, Pipeline, Priority, TargetSize, fetch};
@@ -82,14 +82,17 @@ impl<K: Hash + Eq + Clone> Pipeline<K> {
             }
             return current.id;
         }
-        if let Some(previous) = self.rows.remove(&row) {
-            self.cancel(previous);
+        if let Some(previous) = self.rows.remove(&row)
+            && previous.pending
+        {
+            self.unsubscribe(previous.id, Ended::Superseded);
         }
         self.next_id += 1;
         let id = self.next_id;
         Metrics::add(&self.metrics.requested, 1);
         let url: Arc<str> = Arc::from(url);
-        let pending = match fetch::parse_url(&url) {
+        self.owners.insert(id, row.clone());
+        match fetch::parse_url(&url) {
             Ok(parsed) => {
                 let command = Command::Subscribe {
                     id,
@@ -101,20 +104,14 @@ impl<K: Hash + Eq + Clone> Pipeline<K> {
                     priority,
                     ttl,
                 };
-                self.owners.insert(id, row.clone());
                 let _ = self.commands.send(Message::Command(command));
-                true
             }
-            Err(error) => {
-                self.ready.push(Completion {
-                    row: row.clone(),
-                    url: Arc::clone(&url),
-                    generation: id,
-                    result: Err(error),
-                });
-                false
-            }
-        };
+            // Delivered by the next `drain`, like any other result.
+            Err(error) => self.ready.push(Delivery {
+                id,
+                result: Err(error),
+            }),
+        }
         self.rows.insert(
             row,
             Row {
@@ -123,7 +120,7 @@ impl<K: Hash + Eq + Clone> Pipeline<K> {
                 target,
                 priority,
                 seen: true,
-                pending,
+                pending: true,
             },
         );
         id
@@ -132,8 +129,9 @@ impl<K: Hash + Eq + Clone> Pipeline<K> {
     /// The completions that arrived since the last call, for rows' current
     /// requests only. Never blocks.
     pub fn drain(&mut self) -> Vec<Completion<K>> {
-        let mut done = std::mem::take(&mut self.ready);
-        while let Ok(delivery) = self.deliveries.try_recv() {
+        let mut done = Vec::new();
+        let ready = std::mem::take(&mut self.ready);
+        for delivery in ready.into_iter().chain(self.deliveries.try_iter()) {
             let row = self.owners.remove(&delivery.id);
             match row.and_then(|row| self.rows.get_mut(&row).map(|current| (row, current))) {
                 Some((row, current)) if current.id == delivery.id => {
@@ -145,10 +143,14 @@ impl<K: Hash + Eq + Clone> Pipeline<K> {
                         result: delivery.result,
                     });
                 }
-                _ => Metrics::add(&self.metrics.superseded, 1),
+                // Its request was cancelled or superseded, and counted so,
+                // after the result was sent.
+                _ => Metrics::add(&self.metrics.results_dropped, 1),
             }
         }
-        Metrics::add(&self.metrics.delivered, done.len() as u64);
+        let failed = done.iter().filter(|c| c.result.is_err()).count() as u64;
+        Metrics::add(&self.metrics.failed, failed);
+        Metrics::add(&self.metrics.delivered, done.len() as u64 - failed);
         done
     }
 
@@ -164,7 +166,7 @@ impl<K: Hash + Eq + Clone> Pipeline<K> {
             keep
         });
         for id in gone {
-            self.unsubscribe(id);
+            self.unsubscribe(id, Ended::Cancelled);
         }
     }
 
@@ -182,15 +184,27 @@ impl<K: Hash + Eq + Clone> Pipeline<K> {
 
     fn cancel(&mut self, row: Row) {
         if row.pending {
-            self.unsubscribe(row.id);
+            self.unsubscribe(row.id, Ended::Cancelled);
         }
     }
 
-    fn unsubscribe(&mut self, id: SubscriptionId) {
+    fn unsubscribe(&mut self, id: SubscriptionId, how: Ended) {
         self.owners.remove(&id);
-        Metrics::add(&self.metrics.cancelled, 1);
+        let counter = match how {
+            Ended::Cancelled => &self.metrics.cancelled,
+            Ended::Superseded => &self.metrics.superseded,
+        };
+        Metrics::add(counter, 1);
         let _ = self
             .commands
             .send(Message::Command(Command::Unsubscribe(id)));
     }
+}
+
+/// How a request ended before its result arrived.
+enum Ended {
+    /// Its row left the view or was cancelled.
+    Cancelled,
+    /// Its row asked for another URL or size.
+    Superseded,
 }

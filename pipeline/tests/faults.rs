@@ -7,8 +7,8 @@ mod common;
 
 use std::time::Duration;
 
-use common::{drain_until, eventually, server};
-use thumbpipe::{Config, Error, Pipeline, Priority, TargetSize};
+use common::{FAULTS, drain_until, eventually, is_error_for_fault, server};
+use thumbpipe::{Config, Pipeline, Priority, TargetSize};
 
 #[test]
 fn every_fault_kind_yields_its_typed_error() {
@@ -20,49 +20,20 @@ fn every_fault_kind_yields_its_typed_error() {
         ..Config::default()
     };
     let mut pipeline = Pipeline::<&str>::new(config).unwrap();
-    let faults = [
-        "404",
-        "500",
-        "503",
-        "reset",
-        "truncate",
-        "garbage",
-        "wrong-type",
-        "slow",
-        "hang",
-        "bomb",
-        "huge",
-        "redirect-loop",
-    ];
-    for fault in faults {
+    for fault in FAULTS {
         let url = format!("{}?fault={fault}", server.image_url(1));
         pipeline.request(fault, &url, TargetSize::square(32), Priority::Visible);
     }
-    let done = drain_until(&mut pipeline, |all| all.len() == faults.len());
-    assert_eq!(done.len(), faults.len());
+    let done = drain_until(&mut pipeline, |all| all.len() == FAULTS.len());
+    assert_eq!(done.len(), FAULTS.len());
     for completion in &done {
         let error = completion.result.as_ref().expect_err(completion.row);
         let fault = completion.row;
         assert!(error.url().contains(fault), "{error}");
-        let expected = match (fault, error) {
-            ("404", Error::Status { status: 404, .. })
-            | ("500", Error::Status { status: 500, .. })
-            | ("503", Error::Status { status: 503, .. })
-            | ("reset" | "truncate", Error::Network { .. })
-            | ("garbage" | "wrong-type", Error::Decode { .. })
-            | (
-                "slow" | "hang",
-                Error::Timeout {
-                    setting: "total_timeout",
-                    ..
-                },
-            ) => true,
-            ("bomb", Error::TooLarge { setting, .. }) => *setting == "max_dimension",
-            ("huge", Error::TooLarge { setting, .. }) => *setting == "max_body_bytes",
-            ("redirect-loop", Error::Network { reason, .. }) => reason.contains("redirected"),
-            _ => false,
-        };
-        assert!(expected, "fault {fault} gave {error:?}");
+        assert!(
+            is_error_for_fault(fault, error),
+            "fault {fault} gave {error:?}"
+        );
     }
     let stats = pipeline.stats();
     assert_eq!((stats.in_flight, stats.queued, stats.decoding), (0, 0, 0));
@@ -71,4 +42,89 @@ fn every_fault_kind_yields_its_typed_error() {
         "{:?}",
         server.stats()
     );
+}
+
+/// With one fetch slot, a `hang` and a `slow` response each hold it until
+/// `total_timeout` and not a moment longer: the request queued behind them
+/// runs as soon as the first times out.
+#[test]
+fn hang_and_slow_give_their_slot_back_at_the_timeout() {
+    let server = server(0);
+    let timeout = Duration::from_millis(700);
+    let config = Config {
+        max_concurrent_fetches: 1,
+        total_timeout: timeout,
+        ..Config::default()
+    };
+    let mut pipeline = Pipeline::<&str>::new(config).unwrap();
+    let url = |fault: &str| format!("{}?fault={fault}", server.image_url(7));
+    pipeline.request(
+        "hang",
+        &url("hang"),
+        TargetSize::square(32),
+        Priority::Visible,
+    );
+    assert!(eventually(|| server.stats().in_flight == 1));
+    // Queued behind the hang; the newest runs first.
+    pipeline.request(
+        "slow",
+        &url("slow"),
+        TargetSize::square(32),
+        Priority::Visible,
+    );
+    pipeline.request(
+        "plain",
+        &url("none"),
+        TargetSize::square(32),
+        Priority::Visible,
+    );
+    let started = std::time::Instant::now();
+    let mut order = Vec::new();
+    let done = drain_until(&mut pipeline, |all| {
+        for completion in &all[order.len()..] {
+            order.push((completion.row, started.elapsed()));
+        }
+        all.len() == 3
+    });
+    let rows: Vec<&str> = order.iter().map(|(row, _)| *row).collect();
+    assert_eq!(rows, ["hang", "plain", "slow"], "{order:?}");
+    for completion in &done {
+        match completion.row {
+            "plain" => assert!(completion.result.is_ok()),
+            fault => assert!(is_error_for_fault(
+                fault,
+                completion.result.as_ref().unwrap_err()
+            )),
+        }
+    }
+    // The plain request waited for the hang's timeout only, and the slow
+    // one for its own: two timeouts in all, with room for a busy machine.
+    let (_, slow_at) = order[2];
+    assert!(
+        slow_at < timeout * 2 + Duration::from_millis(1500),
+        "{order:?}"
+    );
+    assert_eq!(pipeline.stats().in_flight, 0);
+}
+
+/// A 200 MB body is cut at `max_body_bytes`: the client stops reading, so
+/// the server gets no further than the cap plus the sockets' buffers.
+#[test]
+fn huge_is_cut_at_the_body_cap() {
+    let server = server(0);
+    let cap = 1024 * 1024;
+    let config = Config {
+        max_body_bytes: cap,
+        ..Config::default()
+    };
+    let mut pipeline = Pipeline::<u8>::new(config).unwrap();
+    let url = format!("{}?fault=huge", server.image_url(3));
+    pipeline.request(0, &url, TargetSize::square(32), Priority::Visible);
+    let done = drain_until(&mut pipeline, |all| !all.is_empty());
+    let error = done[0].result.as_ref().unwrap_err();
+    assert!(is_error_for_fault("huge", error), "{error:?}");
+    assert!(eventually(|| server.stats().in_flight == 0));
+    let sent = server.stats().bytes_sent;
+    assert!(sent < cap + 32 * 1024 * 1024, "{sent} bytes sent of 200 MB");
+    assert_eq!(server.stats().responses_aborted, 1);
 }

@@ -6,7 +6,7 @@
 use std::time::{Duration, Instant};
 
 use fixture_server::{Config as ServerConfig, FixtureServer};
-use thumbpipe::{Completion, Pipeline, Thumbnail};
+use thumbpipe::{Completion, Error, Pipeline, Thumbnail};
 
 /// A fixture server on its own runtime (threads `fixture-*`).
 pub fn server(latency_ms: u64) -> FixtureServer {
@@ -50,4 +50,50 @@ pub fn eventually(mut check: impl FnMut() -> bool) -> bool {
 /// The id the thumbnail's pixels carry.
 pub fn id_of(thumbnail: &Thumbnail) -> Option<u32> {
     fixture_server::decode_id(&thumbnail.pixels, thumbnail.width, thumbnail.height)
+}
+
+/// Every fault the fixture server can inject, by its `?fault=` name.
+pub const FAULTS: [&str; 12] = [
+    "404",
+    "500",
+    "503",
+    "reset",
+    "truncate",
+    "garbage",
+    "wrong-type",
+    "slow",
+    "hang",
+    "bomb",
+    "huge",
+    "redirect-loop",
+];
+
+/// Whether `error` is the typed error `fault` must produce, with timeouts
+/// shorter than a `slow` body and a body cap under the `huge` one.
+pub fn is_error_for_fault(fault: &str, error: &Error) -> bool {
+    match (fault, error) {
+        ("404", Error::Status { status: 404, .. })
+        | ("500", Error::Status { status: 500, .. })
+        | ("503", Error::Status { status: 503, .. })
+        | ("reset" | "truncate", Error::Network { .. })
+        | ("garbage" | "wrong-type", Error::Decode { .. }) => true,
+        ("slow" | "hang", Error::Timeout { setting, .. }) => *setting == "total_timeout",
+        ("bomb", Error::TooLarge { setting, .. }) => *setting == "max_dimension",
+        ("huge", Error::TooLarge { setting, .. }) => *setting == "max_body_bytes",
+        ("redirect-loop", Error::Network { reason, .. }) => reason.contains("redirected"),
+        _ => false,
+    }
+}
+
+/// A small deterministic generator, so a failure can be replayed.
+pub struct Lcg(pub u64);
+
+impl Lcg {
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (self.0 >> 33) % n
+    }
 }
