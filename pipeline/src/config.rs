@@ -4,6 +4,7 @@
 //! Plain data, read once by [`crate::Pipeline::new`]. Every field documents
 //! its default.
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::BuildError;
@@ -52,6 +53,22 @@ pub struct Config {
     /// How long a cached thumbnail stays valid, unless the request says
     /// otherwise. Default: 300 s.
     pub cache_ttl: Duration,
+    /// The directory `file://` URLs may read from. Default: `None`, which
+    /// refuses every `file://` URL. With a root, a file loads only if its
+    /// path, with symbolic links resolved, lies under the root; it is read
+    /// on the I/O runtime's blocking thread, under
+    /// [`Config::max_body_bytes`].
+    ///
+    /// ```
+    /// let dir = std::env::temp_dir();
+    /// let config = thumbpipe::Config {
+    ///     file_root: Some(dir.clone()),
+    ///     ..thumbpipe::Config::default()
+    /// };
+    /// let pipeline = thumbpipe::Pipeline::<usize>::new(config)?;
+    /// # Ok::<(), thumbpipe::BuildError>(())
+    /// ```
+    pub file_root: Option<PathBuf>,
 }
 
 impl Default for Config {
@@ -69,6 +86,7 @@ impl Default for Config {
             cache_cost_limit: 64 * 1024 * 1024,
             cache_count_limit: 4096,
             cache_ttl: Duration::from_secs(300),
+            file_root: None,
         }
     }
 }

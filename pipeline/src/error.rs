@@ -13,19 +13,41 @@ use std::time::Duration;
 /// ```
 /// let error = thumbpipe::Error::UnsupportedUrl {
 ///     url: "ftp://example.com/a.jpg".into(),
-///     reason: "scheme 'ftp' is not http or https".into(),
+///     reason: "scheme 'ftp' is not supported; use http or https".into(),
 /// };
 /// assert!(error.to_string().starts_with("cannot load 'ftp://example.com/a.jpg'"));
 /// ```
 #[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
-    /// The URL is not an `http` or `https` URL the pipeline can fetch.
-    #[error("cannot load '{url}': {reason} (only http and https URLs are supported)")]
+    /// The URL is not one the pipeline may load: not a URL, another scheme
+    /// than `http` and `https`, or a `file://` URL that
+    /// [`Config::file_root`](crate::Config::file_root) does not allow.
+    #[error("cannot load '{url}': {reason}")]
     UnsupportedUrl {
         /// The URL as given.
         url: String,
         /// What is wrong with it.
+        reason: String,
+    },
+    /// The TLS handshake failed: most often the server's certificate is not
+    /// valid for its name or not signed by a root the platform trusts.
+    #[error("failed to fetch '{url}': TLS failed: {reason}")]
+    Tls {
+        /// The URL.
+        url: String,
+        /// What the TLS layer said.
+        reason: String,
+        /// The underlying error.
+        #[source]
+        source: Option<Arc<dyn std::error::Error + Send + Sync>>,
+    },
+    /// A `file://` URL's file could not be read.
+    #[error("cannot read '{url}': {reason}")]
+    File {
+        /// The URL.
+        url: String,
+        /// What went wrong, such as "no such file".
         reason: String,
     },
     /// The server answered with an error status.
@@ -94,6 +116,8 @@ impl Error {
     pub fn url(&self) -> &str {
         match self {
             Error::UnsupportedUrl { url, .. }
+            | Error::Tls { url, .. }
+            | Error::File { url, .. }
             | Error::Status { url, .. }
             | Error::Timeout { url, .. }
             | Error::Network { url, .. }

@@ -1,11 +1,14 @@
 //! Fetch: the bytes of a URL, asynchronously, cancellable, with a body cap.
 //!
-//! Owns the HTTP client. [`Fetch`] is the stage's seam: the default
+//! Owns the HTTP client, and the file root that `file://` URLs may read
+//! under. [`Fetch`] is the stage's seam: the default
 //! [`HttpFetcher`] uses reqwest (rustls, connections reused), and tests or
 //! benchmarks plug in anything else. A fetch is a future on the pipeline's
 //! I/O runtime; it is cancelled by dropping it, which closes its connection.
 //! The client lives as long as the pipeline.
 
+use std::io::Read;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -41,11 +44,15 @@ pub trait Fetch: Send + Sync + 'static {
 }
 
 /// The default fetcher: one reqwest client, connections reused, timeouts
-/// and redirect limit from [`Config`].
+/// and redirect limit from [`Config`]; TLS by rustls, checked against the
+/// platform's trusted roots. Reads `file://` URLs under
+/// [`Config::file_root`] when it is set.
 #[derive(Clone, Debug)]
 pub struct HttpFetcher {
     client: reqwest::Client,
     limits: Arc<FetchLimits>,
+    /// `Config::file_root`, with symbolic links resolved.
+    file_root: Option<Arc<Path>>,
 }
 
 #[derive(Debug)]
@@ -56,8 +63,14 @@ struct FetchLimits {
 }
 
 impl HttpFetcher {
-    /// A client with `config`'s timeouts and redirect limit.
+    /// A client with `config`'s timeouts and redirect limit. Fails if
+    /// [`Config::file_root`] is set but is not a directory.
     pub fn new(config: &Config) -> Result<Self, BuildError> {
+        let file_root = config
+            .file_root
+            .as_deref()
+            .map(canonical_root)
+            .transpose()?;
         let client = reqwest::Client::builder()
             .connect_timeout(config.connect_timeout)
             .timeout(config.total_timeout)
@@ -73,12 +86,43 @@ impl HttpFetcher {
                 total_timeout: config.total_timeout,
                 max_redirects: config.max_redirects,
             }),
+            file_root,
         })
     }
 }
 
+/// `root` with symbolic links resolved, if it is a directory.
+fn canonical_root(root: &Path) -> Result<Arc<Path>, BuildError> {
+    let invalid = |why: String| BuildError::Config(format!("file_root '{}' {why}", root.display()));
+    let canonical = root
+        .canonicalize()
+        .map_err(|e| invalid(format!("cannot be opened: {e}")))?;
+    if !canonical.is_dir() {
+        return Err(invalid("is not a directory".into()));
+    }
+    Ok(Arc::from(canonical))
+}
+
 impl Fetch for HttpFetcher {
     fn fetch(&self, url: Url, max_bytes: u64) -> BoxFuture<'static, Result<Bytes, Error>> {
+        if url.scheme() == "file" {
+            let root = self.file_root.clone();
+            return Box::pin(async move {
+                let Some(root) = root else {
+                    return Err(files_off(url.as_str()));
+                };
+                // Resolving and reading a path blocks: the runtime's
+                // blocking thread does it, not a worker.
+                let read_url = url.clone();
+                tokio::task::spawn_blocking(move || read_file(&read_url, &root, max_bytes))
+                    .await
+                    .unwrap_or_else(|_| {
+                        Err(Error::Shutdown {
+                            url: url.to_string(),
+                        })
+                    })
+            });
+        }
         let client = self.client.clone();
         let limits = Arc::clone(&self.limits);
         Box::pin(async move {
@@ -140,6 +184,13 @@ fn classify(url: &Url, error: reqwest::Error, limits: &FetchLimits) -> Error {
             },
         };
     }
+    if let Some(tls) = tls_cause(&error) {
+        return Error::Tls {
+            url: url_text,
+            reason: tls.to_string(),
+            source: Some(Arc::new(error)),
+        };
+    }
     let reason = if error.is_redirect() {
         format!("redirected more than {} times", limits.max_redirects)
     } else if error.is_connect() {
@@ -171,8 +222,94 @@ fn causes(error: &(dyn std::error::Error + 'static)) -> String {
     text
 }
 
-/// Checks that `url` is an absolute `http` or `https` URL.
-pub(crate) fn parse_url(url: &str) -> Result<Url, Error> {
+/// The rustls error somewhere in `error`'s causes, if the failure was the
+/// TLS handshake. rustls's error travels inside `io::Error`s, whose
+/// `source` skips the error they wrap, so the walk steps into each one.
+fn tls_cause<'e>(error: &'e (dyn std::error::Error + 'static)) -> Option<&'e rustls::Error> {
+    let mut next = Some(error);
+    while let Some(cause) = next {
+        if let Some(tls) = cause.downcast_ref::<rustls::Error>() {
+            return Some(tls);
+        }
+        next = match cause.downcast_ref::<std::io::Error>() {
+            Some(io) => io
+                .get_ref()
+                .map(|inner| inner as &(dyn std::error::Error + 'static)),
+            None => cause.source(),
+        };
+    }
+    None
+}
+
+/// The bytes of a `file://` URL's file, if it lies under `root` (both with
+/// symbolic links resolved) and is no larger than `max_bytes`. Blocks.
+fn read_file(url: &Url, root: &Path, max_bytes: u64) -> Result<Bytes, Error> {
+    let unreadable = |reason: String| Error::File {
+        url: url.to_string(),
+        reason,
+    };
+    let io_reason = |error: std::io::Error| match error.kind() {
+        std::io::ErrorKind::NotFound => "no such file".to_owned(),
+        std::io::ErrorKind::PermissionDenied => "permission denied".to_owned(),
+        _ => error.to_string(),
+    };
+    let path: PathBuf = url
+        .to_file_path()
+        .map_err(|()| unreadable("not a local file path".into()))?;
+    let path = path.canonicalize().map_err(|e| unreadable(io_reason(e)))?;
+    if !path.starts_with(root) {
+        return Err(Error::UnsupportedUrl {
+            url: url.to_string(),
+            reason: format!(
+                "'{}' is outside Config::file_root '{}'",
+                path.display(),
+                root.display()
+            ),
+        });
+    }
+    let file = std::fs::File::open(&path).map_err(|e| unreadable(io_reason(e)))?;
+    let metadata = file.metadata().map_err(|e| unreadable(io_reason(e)))?;
+    if !metadata.is_file() {
+        return Err(unreadable("not a regular file".into()));
+    }
+    if metadata.len() > max_bytes {
+        return Err(Error::TooLarge {
+            url: url.to_string(),
+            what: format!(
+                "the file is {} bytes, over the {max_bytes}-byte limit",
+                metadata.len()
+            ),
+            setting: "max_body_bytes",
+        });
+    }
+    // The file may grow after the check: never read past the cap.
+    let mut body = Vec::with_capacity(metadata.len() as usize);
+    file.take(max_bytes + 1)
+        .read_to_end(&mut body)
+        .map_err(|e| unreadable(io_reason(e)))?;
+    if body.len() as u64 > max_bytes {
+        return Err(Error::TooLarge {
+            url: url.to_string(),
+            what: format!("the file grew past the {max_bytes}-byte limit while read"),
+            setting: "max_body_bytes",
+        });
+    }
+    Ok(Bytes::from(body))
+}
+
+fn files_off(url: &str) -> Error {
+    Error::UnsupportedUrl {
+        url: url.to_owned(),
+        reason: "file URLs are off; set Config::file_root to a directory to allow the files \
+                 under it"
+            .into(),
+    }
+}
+
+/// Checks that `url` is an absolute `http` or `https` URL, or a `file` URL
+/// when `files` is on. Whether a file lies under the root is checked when
+/// it is read, off the UI thread.
+pub(crate) fn parse_url(url: &str, files: bool) -> Result<Url, Error> {
     let unsupported = |reason: String| Error::UnsupportedUrl {
         url: url.to_owned(),
         reason,
@@ -181,8 +318,13 @@ pub(crate) fn parse_url(url: &str) -> Result<Url, Error> {
     match parsed.scheme() {
         "http" | "https" if parsed.host_str().is_some() => Ok(parsed),
         "http" | "https" => Err(unsupported("the URL has no host".into())),
+        "file" if !files => Err(files_off(url)),
+        "file" if parsed.to_file_path().is_err() => {
+            Err(unsupported("not a local file path".into()))
+        }
+        "file" => Ok(parsed),
         scheme => Err(unsupported(format!(
-            "scheme '{scheme}' is not http or https"
+            "scheme '{scheme}' is not supported; use http or https"
         ))),
     }
 }
@@ -202,8 +344,10 @@ mod tests {
 
     #[test]
     fn only_http_and_https_urls_are_accepted() {
-        assert!(parse_url("http://127.0.0.1:8080/a.jpg").is_ok());
-        assert!(parse_url("https://example.com/a.jpg").is_ok());
+        assert!(parse_url("http://127.0.0.1:8080/a.jpg", false).is_ok());
+        assert!(parse_url("https://example.com/a.jpg", false).is_ok());
+        assert!(parse_url("file:///srv/a.jpg", true).is_ok());
+        assert!(parse_url("file://host/a.jpg", true).is_err());
         for bad in [
             "ftp://example.com/a.jpg",
             "file:///etc/passwd",
@@ -212,7 +356,7 @@ mod tests {
             "http://",
         ] {
             assert!(
-                matches!(parse_url(bad), Err(Error::UnsupportedUrl { .. })),
+                matches!(parse_url(bad, false), Err(Error::UnsupportedUrl { .. })),
                 "{bad}"
             );
         }
@@ -220,9 +364,9 @@ mod tests {
 
     #[test]
     fn hosts_include_the_port() {
-        let a = parse_url("http://h:1/x").unwrap();
-        let b = parse_url("http://h:2/x").unwrap();
+        let a = parse_url("http://h:1/x", false).unwrap();
+        let b = parse_url("http://h:2/x", false).unwrap();
         assert_ne!(host_key(&a), host_key(&b));
-        assert_eq!(host_key(&parse_url("https://h/x").unwrap()), "h:443");
+        assert_eq!(host_key(&parse_url("https://h/x", false).unwrap()), "h:443");
     }
 }

@@ -60,18 +60,52 @@
 //!
 //! # Limits
 //!
-//! | limit | default | setting |
-//! |---|---|---|
-//! | fetches in flight per host | 6 | [`Config::max_concurrent_fetches`] |
-//! | connect timeout | 5 s | [`Config::connect_timeout`] |
-//! | whole-response timeout | 30 s | [`Config::total_timeout`] |
-//! | response body | 16 MiB, checked while streaming | [`Config::max_body_bytes`] |
-//! | redirects | 5 | [`Config::max_redirects`] |
-//! | image width or height | 16384 | [`Config::max_dimension`] |
-//! | decoder allocation | 256 MiB | [`Config::max_decode_alloc`] |
-//! | cache | 64 MiB, 4096 entries, 300 s | [`Config::cache_cost_limit`], [`Config::cache_count_limit`], [`Config::cache_ttl`] |
+//! Whatever a server sends, a load ends within these limits with a typed
+//! [`Error`] that names the setting to raise; nothing else in the app is
+//! held up by it.
 //!
-//! Only `http` and `https` URLs are fetched.
+//! | limit | default | when it is exceeded | setting |
+//! |---|---|---|---|
+//! | fetches in flight per host | 6 | the rest wait in the queue, costing no thread | [`Config::max_concurrent_fetches`] |
+//! | connect timeout | 5 s | [`Error::Timeout`] | [`Config::connect_timeout`] |
+//! | whole-response timeout (headers and body) | 30 s | [`Error::Timeout`]; the slot is free again at once | [`Config::total_timeout`] |
+//! | response body | 16 MiB | [`Error::TooLarge`], from `Content-Length` or while streaming, never buffered past the cap | [`Config::max_body_bytes`] |
+//! | redirects | 5 | [`Error::Network`] | [`Config::max_redirects`] |
+//! | image width or height | 16384 | [`Error::TooLarge`], from the header, before decoding | [`Config::max_dimension`] |
+//! | decoded pixels and decoder allocations | 256 MiB | [`Error::TooLarge`], from the header, before decoding | [`Config::max_decode_alloc`] |
+//! | cache | 64 MiB, 4096 entries, 300 s | least recently used entries are evicted; expired ones are never returned | [`Config::cache_cost_limit`], [`Config::cache_count_limit`], [`Config::cache_ttl`] |
+//!
+//! Change them with [`Config`]:
+//!
+//! ```
+//! use std::time::Duration;
+//!
+//! let config = thumbpipe::Config {
+//!     total_timeout: Duration::from_secs(10),
+//!     max_body_bytes: 4 * 1024 * 1024,
+//!     max_dimension: 8192,
+//!     ..thumbpipe::Config::default()
+//! };
+//! let pipeline = thumbpipe::Pipeline::<u32>::new(config)?;
+//! # Ok::<(), thumbpipe::BuildError>(())
+//! ```
+//!
+//! # What is loaded
+//!
+//! - `http` and `https` URLs. TLS is rustls, with certificates checked
+//!   against the platform's trusted roots; a certificate that fails the check
+//!   is [`Error::Tls`].
+//! - `file://` URLs only when [`Config::file_root`] is set, and then only
+//!   files whose path, with symbolic links resolved, lies under that
+//!   directory; others are [`Error::UnsupportedUrl`]. The check and the read
+//!   happen together off the UI thread; a link swapped in between them is
+//!   not guarded against, so do not point the root at a directory that
+//!   untrusted users can write to.
+//! - Every other scheme is [`Error::UnsupportedUrl`], delivered at the next
+//!   [`Pipeline::drain`].
+//! - JPEG, PNG, WebP and GIF (its first frame). Anything else, and any
+//!   malformed input, is [`Error::Decode`]; a decoder panic is caught and
+//!   becomes [`Error::Decode`] too.
 
 #![warn(missing_docs)]
 
@@ -127,6 +161,8 @@ pub struct Pipeline<K> {
     ready: Vec<Delivery>,
     next_id: SubscriptionId,
     default_ttl: Duration,
+    /// Whether `file://` URLs may be requested (`Config::file_root` is set).
+    files_allowed: bool,
     commands: mpsc::UnboundedSender<Message>,
     deliveries: std::sync::mpsc::Receiver<Delivery>,
     metrics: Arc<Metrics>,
@@ -228,6 +264,7 @@ impl<K> PipelineBuilder<K> {
             ready: Vec::new(),
             next_id: 0,
             default_ttl: config.cache_ttl,
+            files_allowed: config.file_root.is_some(),
             commands,
             deliveries,
             metrics,
@@ -243,8 +280,8 @@ impl<K> PipelineBuilder<K> {
 fn io_runtime(threads: usize) -> std::io::Result<Runtime> {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(threads)
-        // reqwest resolves host names on the blocking pool: one thread is
-        // enough, and bounds it.
+        // reqwest resolves host names, and file URLs are read, on the
+        // blocking pool: one thread is enough, and bounds it.
         .max_blocking_threads(1)
         .thread_name_fn(|| {
             use std::sync::atomic::{AtomicUsize, Ordering};

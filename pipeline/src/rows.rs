@@ -92,7 +92,7 @@ impl<K: Hash + Eq + Clone> Pipeline<K> {
         Metrics::add(&self.metrics.requested, 1);
         let url: Arc<str> = Arc::from(url);
         self.owners.insert(id, row.clone());
-        match fetch::parse_url(&url) {
+        match fetch::parse_url(&url, self.files_allowed) {
             Ok(parsed) => {
                 let command = Command::Subscribe {
                     id,

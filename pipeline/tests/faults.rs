@@ -128,3 +128,19 @@ fn huge_is_cut_at_the_body_cap() {
     assert!(sent < cap + 32 * 1024 * 1024, "{sent} bytes sent of 200 MB");
     assert_eq!(server.stats().responses_aborted, 1);
 }
+
+/// A redirect loop is followed `max_redirects` times and no more: the
+/// server sees the first request and one per redirect.
+#[test]
+fn a_redirect_loop_stops_at_the_redirect_limit() {
+    let server = server(0);
+    let mut pipeline = Pipeline::<u8>::new(Config::default()).unwrap();
+    let url = format!("{}?fault=redirect-loop", server.image_url(4));
+    pipeline.request(0, &url, TargetSize::square(32), Priority::Visible);
+    let done = drain_until(&mut pipeline, |all| !all.is_empty());
+    let error = done[0].result.as_ref().unwrap_err();
+    assert!(is_error_for_fault("redirect-loop", error), "{error:?}");
+    assert!(error.to_string().contains("more than 5 times"), "{error}");
+    assert!(eventually(|| server.stats().in_flight == 0));
+    assert_eq!(server.stats().requests_started, 1 + 5);
+}

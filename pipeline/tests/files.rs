@@ -1,0 +1,159 @@
+//! `file://` URLs: refused unless `Config::file_root` is set, and then read
+//! only under that root, symbolic links resolved.
+
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::{drain_until, id_of};
+use thumbpipe::{BuildError, Config, Error, Pipeline, Priority, TargetSize};
+use url::Url;
+
+/// A directory of its own under the system's temporary directory, removed
+/// when dropped.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(name: &str) -> Self {
+        let dir = std::env::temp_dir().join(format!("thumbpipe-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        Self(dir)
+    }
+
+    fn png(&self, name: &str, id: u32) -> PathBuf {
+        let path = self.0.join(name);
+        let png = fixture_server::picture::render(id, 96, 96)
+            .encode_png()
+            .unwrap();
+        std::fs::write(&path, png).unwrap();
+        path
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn url(path: &Path) -> String {
+    Url::from_file_path(path).unwrap().to_string()
+}
+
+/// Loads each URL in its own row and returns the results in order.
+fn load(pipeline: &mut Pipeline<usize>, urls: &[String]) -> Vec<Result<u32, Error>> {
+    for (row, url) in urls.iter().enumerate() {
+        pipeline.request(row, url, TargetSize::square(32), Priority::Visible);
+    }
+    let mut done = drain_until(pipeline, |all| all.len() == urls.len());
+    assert_eq!(done.len(), urls.len());
+    done.sort_by_key(|c| c.row);
+    done.into_iter()
+        .map(|c| c.result.map(|t| id_of(&t).unwrap()))
+        .collect()
+}
+
+#[test]
+fn file_urls_are_refused_by_default() {
+    let scratch = Scratch::new("off");
+    let image = scratch.png("a.png", 5);
+    let mut pipeline = Pipeline::<usize>::new(Config::default()).unwrap();
+    let results = load(&mut pipeline, &[url(&image)]);
+    match &results[0] {
+        Err(Error::UnsupportedUrl { reason, .. }) => assert!(reason.contains("file_root")),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn file_urls_load_only_under_the_root() {
+    let root = Scratch::new("root");
+    let outside = Scratch::new("outside");
+    let inside = root.png("in.png", 11);
+    std::fs::create_dir(root.0.join("sub")).unwrap();
+    let nested = root.png("sub/nested.png", 12);
+    let secret = outside.png("secret.png", 13);
+    #[cfg(unix)]
+    std::os::unix::fs::symlink(&secret, root.0.join("link.png")).unwrap();
+
+    let config = Config {
+        file_root: Some(root.0.clone()),
+        ..Config::default()
+    };
+    let mut pipeline = Pipeline::<usize>::new(config).unwrap();
+    let urls = [
+        url(&inside),
+        url(&nested),
+        url(&secret),
+        // `..` is resolved by the URL parser, then checked like any path.
+        format!(
+            "{}/../{}/secret.png",
+            url(&root.0),
+            outside.0.file_name().unwrap().to_str().unwrap()
+        ),
+        url(&root.0.join("link.png")),
+        url(&root.0.join("missing.png")),
+        url(&root.0.join("sub")),
+    ];
+    let results = load(&mut pipeline, &urls);
+    assert_eq!(results[0].as_ref().unwrap(), &11);
+    assert_eq!(results[1].as_ref().unwrap(), &12);
+    for (result, what) in results[2..5].iter().zip(["outside", "dot-dot", "symlink"]) {
+        match result {
+            Err(Error::UnsupportedUrl { reason, .. }) => {
+                assert!(
+                    reason.contains("outside Config::file_root"),
+                    "{what}: {reason}"
+                )
+            }
+            other => panic!("{what}: {other:?}"),
+        }
+    }
+    match &results[5] {
+        Err(Error::File { reason, .. }) => assert_eq!(reason, "no such file"),
+        other => panic!("{other:?}"),
+    }
+    match &results[6] {
+        Err(Error::File { reason, .. }) => assert_eq!(reason, "not a regular file"),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn files_load_as_thumbnails_and_the_cap_applies() {
+    let root = Scratch::new("cap");
+    let image = root.png("pic.png", 21);
+    let size = std::fs::metadata(&image).unwrap().len();
+    let config = |max_body_bytes| Config {
+        file_root: Some(root.0.clone()),
+        max_body_bytes,
+        ..Config::default()
+    };
+    let mut roomy = Pipeline::<usize>::new(config(size)).unwrap();
+    assert_eq!(load(&mut roomy, &[url(&image)])[0].as_ref().unwrap(), &21);
+    let mut tight = Pipeline::<usize>::new(config(size - 1)).unwrap();
+    match &load(&mut tight, &[url(&image)])[0] {
+        Err(Error::TooLarge { setting, .. }) => assert_eq!(*setting, "max_body_bytes"),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_root_that_is_not_a_directory_is_a_build_error() {
+    let root = Scratch::new("bad-root");
+    let file = root.png("file.png", 1);
+    for bad in [root.0.join("missing"), file] {
+        let config = Config {
+            file_root: Some(bad.clone()),
+            ..Config::default()
+        };
+        match Pipeline::<usize>::new(config) {
+            Err(BuildError::Config(message)) => assert!(message.contains("file_root"), "{message}"),
+            Err(other) => panic!("{other}"),
+            Ok(_) => panic!("{} accepted as a root", bad.display()),
+        }
+    }
+}

@@ -1,0 +1,80 @@
+//! TLS: an `https` URL to a server whose certificate the platform does not
+//! trust fails with `Error::Tls`, while plain HTTP to the fixture server
+//! works.
+//!
+//! The certificate is self-signed for localhost and 127.0.0.1 (made once
+//! with `openssl req -x509 -newkey rsa:2048 -nodes -days 36500
+//! -subj /CN=localhost -addext
+//! subjectAltName=DNS:localhost,IP:127.0.0.1 -addext
+//! basicConstraints=critical,CA:FALSE`, key converted to PKCS#8 DER).
+
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::io::Read;
+use std::net::TcpListener;
+use std::sync::Arc;
+
+use common::{drain_until, id_of, server};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+use thumbpipe::{Config, Error, Pipeline, Priority, TargetSize};
+
+const CERT: &[u8] = include_bytes!("tls/self-signed.cert.der");
+const KEY: &[u8] = include_bytes!("tls/self-signed.key.der");
+
+/// A TLS server on loopback that presents the self-signed certificate to
+/// every connection and serves nothing; returns its port.
+fn untrusted_tls_server() -> u16 {
+    let config = rustls::ServerConfig::builder()
+        .with_no_client_auth()
+        .with_single_cert(
+            vec![CertificateDer::from(CERT.to_vec())],
+            PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(KEY.to_vec())),
+        )
+        .unwrap();
+    let config = Arc::new(config);
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::Builder::new()
+        .name("tls-test-server".into())
+        .spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(stream) = stream else { return };
+                let connection = rustls::ServerConnection::new(Arc::clone(&config)).unwrap();
+                let mut tls = rustls::StreamOwned::new(connection, stream);
+                // The client refuses the certificate and hangs up.
+                let _ = tls.read_to_end(&mut Vec::new());
+            }
+        })
+        .unwrap();
+    port
+}
+
+#[test]
+fn an_untrusted_certificate_is_a_tls_error_and_plain_http_works() {
+    let fixture = server(0);
+    let port = untrusted_tls_server();
+    let mut pipeline = Pipeline::<&str>::new(Config::default()).unwrap();
+    let https = format!("https://localhost:{port}/img/1.jpg");
+    pipeline.request("https", &https, TargetSize::square(32), Priority::Visible);
+    pipeline.request(
+        "http",
+        &fixture.image_url(9),
+        TargetSize::square(32),
+        Priority::Visible,
+    );
+    let done = drain_until(&mut pipeline, |all| all.len() == 2);
+    assert_eq!(done.len(), 2);
+    for completion in done {
+        match (completion.row, completion.result) {
+            ("http", Ok(thumbnail)) => assert_eq!(id_of(&thumbnail), Some(9)),
+            ("https", Err(Error::Tls { url, reason, .. })) => {
+                assert_eq!(url, https);
+                assert!(!reason.is_empty());
+                eprintln!("https: {reason}");
+            }
+            (row, result) => panic!("{row}: {result:?}"),
+        }
+    }
+}
