@@ -296,4 +296,173 @@ mod tests {
         cache.put(key("a"), thumb(70), TTL, now);
         assert_eq!((cache.stats().entries, cache.stats().cost), (1, 70));
     }
+
+    /// The cache against a model: a list of entries in recency order.
+    mod model {
+        use super::*;
+        use proptest::prelude::*;
+
+        #[derive(Clone, Debug)]
+        enum Op {
+            Get(u8),
+            Put { key: u8, cost: usize, ttl_ms: u64 },
+            Advance(u64),
+            Sweep,
+        }
+
+        fn op() -> impl Strategy<Value = Op> {
+            prop_oneof![
+                4 => (0u8..24).prop_map(Op::Get),
+                4 => (0u8..24, 0usize..=130, 0u64..400)
+                    .prop_map(|(key, cost, ttl_ms)| Op::Put { key, cost, ttl_ms }),
+                2 => (0u64..200).prop_map(Op::Advance),
+                1 => Just(Op::Sweep),
+            ]
+        }
+
+        /// What the cache should hold: (key, serial, cost, expires at ms),
+        /// least recently used first, and the counters it should report.
+        #[derive(Default)]
+        struct Model {
+            entries: Vec<(u8, u32, usize, u64)>,
+            stats: CacheStats,
+        }
+
+        impl Model {
+            fn cost(&self) -> usize {
+                self.entries.iter().map(|e| e.2).sum()
+            }
+
+            fn position(&self, key: u8) -> Option<usize> {
+                self.entries.iter().position(|e| e.0 == key)
+            }
+
+            fn get(&mut self, key: u8, now: u64) -> Option<u32> {
+                let Some(at) = self.position(key) else {
+                    self.stats.misses += 1;
+                    return None;
+                };
+                let entry = self.entries.remove(at);
+                if entry.3 > now {
+                    self.stats.hits += 1;
+                    self.entries.push(entry);
+                    Some(entry.1)
+                } else {
+                    self.stats.misses += 1;
+                    self.stats.expired += 1;
+                    None
+                }
+            }
+
+            fn put(
+                &mut self,
+                key: u8,
+                serial: u32,
+                cost: usize,
+                ttl: u64,
+                now: u64,
+                limits: CacheLimits,
+            ) {
+                if cost > limits.entry_cap() || ttl == 0 {
+                    self.stats.refused_too_large += u64::from(cost > limits.entry_cap());
+                    return;
+                }
+                if let Some(at) = self.position(key) {
+                    self.entries.remove(at);
+                }
+                self.entries.push((key, serial, cost, now + ttl));
+                while self.cost() > limits.cost || self.entries.len() > limits.count {
+                    if self.cost() > limits.cost {
+                        self.stats.evicted_for_cost += 1;
+                    } else {
+                        self.stats.evicted_for_count += 1;
+                    }
+                    self.entries.remove(0);
+                }
+            }
+
+            fn sweep(&mut self, now: u64) {
+                let before = self.entries.len();
+                self.entries.retain(|e| e.3 > now);
+                self.stats.expired += (before - self.entries.len()) as u64;
+            }
+        }
+
+        fn numbered(cost: usize, serial: u32) -> Thumbnail {
+            Thumbnail {
+                url: "http://x/".into(),
+                width: serial,
+                height: 1,
+                pixels: vec![0; cost].into(),
+            }
+        }
+
+        fn key_of(key: u8) -> CacheKey {
+            CacheKey {
+                url: format!("http://x/{key}").into(),
+                target: TargetSize::square(64),
+            }
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+            /// Random gets, puts, clock steps and sweeps: the cost and count
+            /// stay within their limits, an expired entry is never returned,
+            /// eviction follows LRU order and the counters match.
+            #[test]
+            fn the_cache_behaves_like_its_model(
+                ops in proptest::collection::vec(op(), 1..200),
+                count in 1usize..12,
+            ) {
+                let limits = CacheLimits { cost: 1000, count };
+                let mut cache = ThumbnailCache::new(limits);
+                let mut model = Model::default();
+                let start = Instant::now();
+                let mut now_ms = 0u64;
+                let at = |ms: u64| start + Duration::from_millis(ms);
+                for (serial, op) in ops.into_iter().enumerate() {
+                    let serial = serial as u32;
+                    match op {
+                        Op::Get(key) => {
+                            let got = cache.get(&key_of(key), at(now_ms)).map(|t| t.width);
+                            prop_assert_eq!(got, model.get(key, now_ms), "get {}", key);
+                        }
+                        Op::Put { key, cost, ttl_ms } => {
+                            let thumbnail = numbered(cost, serial);
+                            cache.put(key_of(key), thumbnail, Duration::from_millis(ttl_ms), at(now_ms));
+                            model.put(key, serial, cost, ttl_ms, now_ms, limits);
+                        }
+                        Op::Advance(ms) => now_ms += ms,
+                        Op::Sweep => {
+                            cache.sweep(at(now_ms));
+                            model.sweep(now_ms);
+                        }
+                    }
+                    let stats = cache.stats();
+                    prop_assert!(stats.cost <= limits.cost);
+                    prop_assert!(stats.entries <= limits.count);
+                    prop_assert_eq!(stats.cost, model.cost());
+                    prop_assert_eq!(stats.entries, model.entries.len());
+                    // Same entries, same recency order (the LRU order).
+                    let held: Vec<(String, u32)> = cache
+                        .entries
+                        .iter()
+                        .rev()
+                        .map(|(key, entry)| (key.url.to_string(), entry.thumbnail.width))
+                        .collect();
+                    let expected: Vec<(String, u32)> = model
+                        .entries
+                        .iter()
+                        .map(|e| (key_of(e.0).url.to_string(), e.1))
+                        .collect();
+                    prop_assert_eq!(held, expected);
+                    let mut counters = model.stats;
+                    counters.entries = stats.entries;
+                    counters.cost = stats.cost;
+                    prop_assert_eq!(stats, counters);
+                }
+            }
+        }
+    }
 }
