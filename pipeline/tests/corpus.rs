@@ -1,0 +1,127 @@
+//! The nastiest inputs the decoder has met, each of which must give a
+//! thumbnail or a typed error, never a panic: unusual but valid encodings,
+//! headers claiming huge sizes, and every file cut short.
+//!
+//! The files in `tests/corpus` were made with ImageMagick from a 96x72
+//! plasma; the `huge-dims` ones are valid files with their size fields
+//! rewritten.
+
+#![allow(clippy::unwrap_used)]
+
+use thumbpipe::decode::thumbnail_from_bytes;
+use thumbpipe::{Config, Error, TargetSize};
+
+enum Expect {
+    /// A thumbnail of this size, fitted into 32x32.
+    Thumbnail(u32, u32),
+    /// Refused from the header by this setting.
+    TooLarge(&'static str),
+}
+
+macro_rules! corpus {
+    ($( $name:literal => $expect:expr ),* $(,)?) => {
+        [$( ($name, include_bytes!(concat!("corpus/", $name)).as_slice(), $expect) ),*]
+    };
+}
+
+fn corpus() -> [(&'static str, &'static [u8], Expect); 18] {
+    use Expect::*;
+    corpus! {
+        "baseline.jpg" => Thumbnail(32, 24),
+        "progressive.jpg" => Thumbnail(32, 24),
+        "cmyk.jpg" => Thumbnail(32, 24),
+        "gray.jpg" => Thumbnail(32, 24),
+        "wide.jpg" => Thumbnail(32, 1),
+        "rgb16.png" => Thumbnail(32, 24),
+        "rgba16.png" => Thumbnail(32, 24),
+        "interlaced.png" => Thumbnail(32, 24),
+        "palette.png" => Thumbnail(32, 24),
+        "gray-alpha.png" => Thumbnail(32, 24),
+        "tiny.png" => Thumbnail(1, 1),
+        "lossy.webp" => Thumbnail(32, 24),
+        "lossless.webp" => Thumbnail(32, 24),
+        "animated.gif" => Thumbnail(32, 24),
+        "huge-dims.png" => TooLarge("max_dimension"),
+        "huge-dims.jpg" => TooLarge("max_dimension"),
+        "huge-dims.gif" => TooLarge("max_dimension"),
+        // 16383 x 16383 is under the dimension limit; its pixels are not
+        // under the allocation limit.
+        "huge-dims.webp" => TooLarge("max_decode_alloc"),
+    }
+}
+
+/// A decode error that is the decoder's considered answer, not a panic.
+fn assert_clean_error(name: &str, error: &Error) {
+    match error {
+        Error::Decode { reason, .. } => {
+            assert!(!reason.contains("panicked"), "{name}: {reason}")
+        }
+        Error::TooLarge { .. } => {}
+        other => panic!("{name}: {other:?}"),
+    }
+}
+
+#[test]
+fn each_file_gives_its_thumbnail_or_its_typed_error() {
+    let config = Config::default();
+    for (name, bytes, expect) in corpus() {
+        let result = thumbnail_from_bytes(name, bytes, TargetSize::square(32), &config);
+        match (expect, result) {
+            (Expect::Thumbnail(width, height), Ok(thumbnail)) => {
+                assert_eq!(
+                    (thumbnail.width, thumbnail.height),
+                    (width, height),
+                    "{name}"
+                );
+                assert_eq!(
+                    thumbnail.pixels.len(),
+                    (width * height * 4) as usize,
+                    "{name}"
+                );
+            }
+            (Expect::TooLarge(setting), Err(Error::TooLarge { setting: got, .. })) => {
+                assert_eq!(got, setting, "{name}")
+            }
+            (_, result) => panic!("{name}: {result:?}"),
+        }
+    }
+}
+
+#[test]
+fn an_empty_body_is_a_decode_error() {
+    let result = thumbnail_from_bytes("empty", b"", TargetSize::square(32), &Config::default());
+    match result {
+        Err(Error::Decode { reason, .. }) => assert!(reason.contains("empty"), "{reason}"),
+        other => panic!("{other:?}"),
+    }
+}
+
+/// Every file cut at every length up to 64 bytes and at 40 points after:
+/// each piece decodes or is refused cleanly.
+#[test]
+fn every_truncation_gives_a_thumbnail_or_a_typed_error() {
+    let config = Config::default();
+    let mut pieces = 0;
+    let mut thumbnails = 0;
+    for (name, bytes, _) in corpus() {
+        let step = (bytes.len() / 40).max(1);
+        let lengths = (0..bytes.len().min(64)).chain((64..bytes.len()).step_by(step));
+        for length in lengths {
+            let piece = &bytes[..length];
+            let label = format!("{name} cut at {length}");
+            match thumbnail_from_bytes(&label, piece, TargetSize::square(32), &config) {
+                Ok(thumbnail) => {
+                    thumbnails += 1;
+                    assert_eq!(
+                        thumbnail.pixels.len(),
+                        (thumbnail.width * thumbnail.height * 4) as usize
+                    );
+                }
+                Err(error) => assert_clean_error(&label, &error),
+            }
+            pieces += 1;
+        }
+    }
+    assert!(pieces > 1500, "{pieces}");
+    eprintln!("{pieces} truncated inputs: {thumbnails} thumbnails, the rest typed errors");
+}
