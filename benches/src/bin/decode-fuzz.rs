@@ -1,0 +1,384 @@
+//! `decode-fuzz`: hostile bytes into thumbpipe's decode path, a million at a
+//! time, to find inputs that panic, hang or return a malformed thumbnail.
+//!
+//! ```text
+//! cargo run --release -p thumbpipe-benches --bin decode-fuzz -- --inputs 1000000
+//! ```
+//!
+//! A seeded random-mutation fuzzer: every input is a seed file (the
+//! decoder's test corpus plus fixture-server images, JPEG, PNG, WebP and
+//! GIF) with one to four mutations stacked on it: bit flips, interesting
+//! bytes and integers written over header fields, deleted, duplicated and
+//! spliced ranges, truncation. Input `i` depends only on `--seed` and `i`,
+//! so `--replay i` rebuilds one input exactly.
+//!
+//! A crash is a panic (caught by thumbpipe and reported as "the decoder
+//! panicked"), a thumbnail whose pixel buffer does not match its size or
+//! that does not fit the target, or an error of a type a decoder cannot
+//! give. Crashes and inputs slower than `--slow-ms` are written to
+//! `--out` to be replayed.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+use clap::Parser;
+use indicatif::{ProgressBar, ProgressStyle};
+use thumbpipe::decode::thumbnail_from_bytes;
+use thumbpipe::{Config, Error, TargetSize};
+use thumbpipe_benches::machine;
+
+#[derive(Debug, Parser)]
+#[command(about = "Random-mutation fuzzing of thumbpipe's decode path")]
+struct Args {
+    /// Inputs to run.
+    #[arg(long, default_value_t = 1_000_000)]
+    inputs: u64,
+    /// Seed of the mutations.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Worker threads.
+    #[arg(long, default_value_t = std::thread::available_parallelism().map_or(2, |n| n.get()))]
+    threads: usize,
+    /// Inputs slower than this are saved as slow.
+    #[arg(long, default_value_t = 1000)]
+    slow_ms: u64,
+    /// Where crashing and slow inputs are written.
+    #[arg(long, default_value = "benches/results/fuzz-findings")]
+    out: PathBuf,
+    /// Rebuild input N, run it once and report what happens.
+    #[arg(long)]
+    replay: Option<u64>,
+}
+
+const TARGET: TargetSize = TargetSize::square(64);
+
+fn main() {
+    if let Err(error) = run(Args::parse()) {
+        eprintln!("decode-fuzz: {error:#}");
+        std::process::exit(1);
+    }
+}
+
+fn run(args: Args) -> anyhow::Result<()> {
+    let seeds = Arc::new(seeds()?);
+    let config = Arc::new(Config::default());
+    if let Some(index) = args.replay {
+        let input = mutate(&seeds, args.seed, index);
+        let started = Instant::now();
+        let verdict = judge(&input, &config);
+        println!(
+            "input {index}: {} bytes, {:?}, {}",
+            input.len(),
+            started.elapsed(),
+            verdict.describe()
+        );
+        return Ok(());
+    }
+    println!(
+        "{} seeds, {} inputs, seed {}, {} threads on {}",
+        seeds.len(),
+        args.inputs,
+        args.seed,
+        args.threads,
+        machine()
+    );
+    let tally = Arc::new(Tally::default());
+    let bar = ProgressBar::new(args.inputs).with_style(
+        ProgressStyle::with_template("{bar:40} {pos}/{len} inputs, {per_sec}, eta {eta} {msg}")
+            .context("progress bar template")?,
+    );
+    let started = Instant::now();
+    let workers: Vec<_> = (0..args.threads)
+        .map(|worker| {
+            let (seeds, config, tally, bar) = (
+                Arc::clone(&seeds),
+                Arc::clone(&config),
+                Arc::clone(&tally),
+                bar.clone(),
+            );
+            let args = (args.inputs, args.threads as u64, args.seed);
+            std::thread::Builder::new()
+                .name(format!("fuzz-{worker}"))
+                .spawn(move || {
+                    let (inputs, threads, seed) = args;
+                    let mut done = 0;
+                    for index in (worker as u64..inputs).step_by(threads as usize) {
+                        let input = mutate(&seeds, seed, index);
+                        let began = Instant::now();
+                        let verdict = judge(&input, &config);
+                        tally.record(index, &input, &verdict, began.elapsed());
+                        done += 1;
+                        if done % 1024 == 0 {
+                            bar.inc(1024);
+                            bar.set_message(tally.summary_short());
+                        }
+                    }
+                    bar.inc(done % 1024);
+                })
+        })
+        .collect::<Result<_, _>>()
+        .context("could not start the fuzz threads")?;
+    for worker in workers {
+        let _ = worker.join();
+    }
+    bar.finish();
+    let elapsed = started.elapsed();
+    let findings = tally.findings.lock().map(|f| f.clone()).unwrap_or_default();
+    let slow = Duration::from_millis(args.slow_ms);
+    let mut saved = 0;
+    for (index, input, verdict, took) in &findings {
+        if matches!(verdict, Verdict::Crash(_)) || *took >= slow {
+            save(&args.out, *index, input)?;
+            saved += 1;
+        }
+    }
+    println!("{}", tally.report(args.inputs, elapsed, slow));
+    for (index, _, verdict, took) in findings.iter().take(20) {
+        println!("  input {index}: {} in {took:?}", verdict.describe());
+    }
+    if saved > 0 {
+        println!("{saved} inputs written to {}", args.out.display());
+    }
+    Ok(())
+}
+
+/// The seed files: the decoder's test corpus and a few fixture images.
+fn seeds() -> anyhow::Result<Vec<Vec<u8>>> {
+    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("../pipeline/tests/corpus");
+    let mut seeds = Vec::new();
+    let mut names: Vec<_> = std::fs::read_dir(&corpus)
+        .with_context(|| format!("cannot read the corpus at {}", corpus.display()))?
+        .filter_map(Result::ok)
+        .map(|entry| entry.path())
+        .collect();
+    names.sort();
+    for path in names {
+        seeds.push(std::fs::read(&path).with_context(|| format!("{}", path.display()))?);
+    }
+    for id in [1, 77, 4242] {
+        let picture = fixture_server::picture::render(id, 128, 96);
+        seeds.push(picture.encode_jpeg(80).context("encoding a seed JPEG")?);
+        seeds.push(picture.encode_png().context("encoding a seed PNG")?);
+    }
+    Ok(seeds)
+}
+
+/// SplitMix64: small, fast, and enough to spread the mutations.
+struct Rng(u64);
+
+impl Rng {
+    fn new(seed: u64, index: u64) -> Self {
+        let mut rng = Self(seed ^ index.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+        rng.next();
+        rng
+    }
+
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        if n == 0 {
+            0
+        } else {
+            (self.next() % n as u64) as usize
+        }
+    }
+
+    /// A position, half the time in the first 512 bytes, where the headers are.
+    fn position(&mut self, len: usize) -> usize {
+        if self.below(2) == 0 {
+            self.below(len.min(512))
+        } else {
+            self.below(len)
+        }
+    }
+}
+
+const INTERESTING_BYTES: [u8; 8] = [0x00, 0x01, 0x7F, 0x80, 0xFE, 0xFF, 0x10, 0x40];
+const INTERESTING_INTS: [u32; 12] = [
+    0,
+    1,
+    2,
+    0x7F,
+    0xFF,
+    0x7FFF,
+    0x8000,
+    0xFFFF,
+    16_384,
+    65_500,
+    0x7FFF_FFFF,
+    0xFFFF_FFFF,
+];
+
+/// Input `index`: a seed with one to four mutations.
+fn mutate(seeds: &[Vec<u8>], seed: u64, index: u64) -> Vec<u8> {
+    let mut rng = Rng::new(seed, index);
+    let mut data = seeds[rng.below(seeds.len())].clone();
+    for _ in 0..=rng.below(4) {
+        let len = data.len();
+        match rng.below(9) {
+            0 | 1 if len > 0 => {
+                let at = rng.position(len);
+                data[at] ^= 1 << rng.below(8);
+            }
+            2 if len > 0 => {
+                let at = rng.position(len);
+                data[at] = INTERESTING_BYTES[rng.below(INTERESTING_BYTES.len())];
+            }
+            3 if len > 4 => {
+                let at = rng.position(len - 4);
+                let value = INTERESTING_INTS[rng.below(INTERESTING_INTS.len())];
+                let bytes = if rng.below(2) == 0 {
+                    value.to_be_bytes()
+                } else {
+                    value.to_le_bytes()
+                };
+                let width = [1, 2, 4][rng.below(3)];
+                let skip = if rng.below(2) == 0 { 4 - width } else { 0 };
+                data[at..at + width].copy_from_slice(&bytes[skip..skip + width]);
+            }
+            4 if len > 0 => {
+                let at = rng.position(len);
+                let end = (at + 1 + rng.below(64)).min(len);
+                data.drain(at..end);
+            }
+            5 if len > 0 => {
+                let at = rng.position(len);
+                let end = (at + 1 + rng.below(64)).min(len);
+                let copy = data[at..end].to_vec();
+                let to = rng.below(len);
+                data.splice(to..to, copy);
+            }
+            6 => data.truncate(rng.below(len + 1)),
+            7 => {
+                let other = &seeds[rng.below(seeds.len())];
+                let from = rng.below(other.len());
+                let at = rng.below(len + 1);
+                data.truncate(at);
+                data.extend_from_slice(&other[from..]);
+            }
+            _ => {
+                let at = rng.position(len + 1);
+                let byte = INTERESTING_BYTES[rng.below(INTERESTING_BYTES.len())];
+                let count = 1 + rng.below(16);
+                data.splice(at..at, std::iter::repeat_n(byte, count));
+            }
+        }
+    }
+    data
+}
+
+#[derive(Clone, Debug)]
+enum Verdict {
+    Thumbnail,
+    DecodeError,
+    TooLarge,
+    Crash(String),
+}
+
+impl Verdict {
+    fn describe(&self) -> &str {
+        match self {
+            Verdict::Thumbnail => "thumbnail",
+            Verdict::DecodeError => "decode error",
+            Verdict::TooLarge => "refused as too large",
+            Verdict::Crash(what) => what,
+        }
+    }
+}
+
+/// Runs one input and says whether the answer is acceptable.
+fn judge(input: &[u8], config: &Config) -> Verdict {
+    match thumbnail_from_bytes("fuzz", input, TARGET, config) {
+        Ok(thumbnail) => {
+            let (w, h) = (thumbnail.width, thumbnail.height);
+            if thumbnail.pixels.len() != (w as usize) * (h as usize) * 4 {
+                Verdict::Crash(format!(
+                    "{w}x{h} thumbnail with {} bytes",
+                    thumbnail.pixels.len()
+                ))
+            } else if w == 0 || h == 0 || w > TARGET.width || h > TARGET.height {
+                Verdict::Crash(format!("{w}x{h} thumbnail for a 64x64 target"))
+            } else {
+                Verdict::Thumbnail
+            }
+        }
+        Err(Error::Decode { reason, .. }) if reason.contains("panicked") => Verdict::Crash(reason),
+        Err(Error::Decode { .. }) => Verdict::DecodeError,
+        Err(Error::TooLarge { .. }) => Verdict::TooLarge,
+        Err(other) => Verdict::Crash(format!("unexpected error: {other}")),
+    }
+}
+
+type Finding = (u64, Vec<u8>, Verdict, Duration);
+
+#[derive(Default)]
+struct Tally {
+    thumbnails: AtomicU64,
+    decode_errors: AtomicU64,
+    too_large: AtomicU64,
+    crashes: AtomicU64,
+    slowest_us: AtomicU64,
+    total_us: AtomicU64,
+    findings: std::sync::Mutex<Vec<Finding>>,
+}
+
+impl Tally {
+    fn record(&self, index: u64, input: &[u8], verdict: &Verdict, took: Duration) {
+        let counter = match verdict {
+            Verdict::Thumbnail => &self.thumbnails,
+            Verdict::DecodeError => &self.decode_errors,
+            Verdict::TooLarge => &self.too_large,
+            Verdict::Crash(_) => &self.crashes,
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+        let us = took.as_micros() as u64;
+        self.total_us.fetch_add(us, Ordering::Relaxed);
+        let slowest = self.slowest_us.fetch_max(us, Ordering::Relaxed);
+        // Keep crashes, and each input that is the slowest so far (slow
+        // ones are written out at the end if over the threshold).
+        let keep = matches!(verdict, Verdict::Crash(_)) || us > slowest.max(100_000);
+        if keep && let Ok(mut findings) = self.findings.lock() {
+            findings.push((index, input.to_vec(), verdict.clone(), took));
+        }
+    }
+
+    fn summary_short(&self) -> String {
+        format!("crashes {}", self.crashes.load(Ordering::Relaxed))
+    }
+
+    fn report(&self, inputs: u64, elapsed: Duration, slow: Duration) -> String {
+        let load = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        let slow_count = self
+            .findings
+            .lock()
+            .map(|f| f.iter().filter(|(_, _, _, took)| *took >= slow).count())
+            .unwrap_or(0);
+        format!(
+            "{inputs} inputs in {:.1} s ({:.0} per second): {} thumbnails, {} decode errors, \
+             {} refused as too large, {} crashes; mean {:.0} us, slowest {:.1} ms, {slow_count} over {slow:?}",
+            elapsed.as_secs_f64(),
+            inputs as f64 / elapsed.as_secs_f64(),
+            load(&self.thumbnails),
+            load(&self.decode_errors),
+            load(&self.too_large),
+            load(&self.crashes),
+            load(&self.total_us) as f64 / inputs as f64,
+            load(&self.slowest_us) as f64 / 1000.0,
+        )
+    }
+}
+
+fn save(dir: &Path, index: u64, input: &[u8]) -> anyhow::Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let path = dir.join(format!("input-{index}.bin"));
+    std::fs::write(&path, input).with_context(|| format!("cannot write {}", path.display()))
+}
