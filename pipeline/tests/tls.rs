@@ -26,7 +26,12 @@ const KEY: &[u8] = include_bytes!("tls/self-signed.key.der");
 /// A TLS server on loopback that presents the self-signed certificate to
 /// every connection and serves nothing; returns its port.
 fn untrusted_tls_server() -> u16 {
-    let config = rustls::ServerConfig::builder()
+    // Name the provider: other crates in the workspace may enable a second
+    // one, and then rustls will not pick.
+    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    let config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
         .with_no_client_auth()
         .with_single_cert(
             vec![CertificateDer::from(CERT.to_vec())],
