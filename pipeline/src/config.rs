@@ -25,7 +25,10 @@ use crate::BuildError;
 #[derive(Clone, Debug)]
 pub struct Config {
     /// Fetches in flight at once to one host; the rest wait in the queue,
-    /// costing no thread. Default: 6.
+    /// costing no thread. Default: 6, as browsers allow per host over
+    /// HTTP/1.1. A value at least the number of rows on screen loads a
+    /// screenful in one round trip; with fewer, the rows in view when a
+    /// scroll stops wait for several.
     pub max_concurrent_fetches: usize,
     /// Time to establish a connection. Default: 5 s.
     pub connect_timeout: Duration,

@@ -266,7 +266,7 @@ impl LoadActor {
             }
             // The decode thread checks the token before decoding; a decode
             // already running finishes and is discarded.
-            Stage::Decoding => {}
+            Stage::Decoding => Metrics::add(&metrics.loads_abandoned_after_fetch, 1),
         }
     }
 
@@ -275,6 +275,9 @@ impl LoadActor {
         match event {
             Event::Fetched(task_id, result) => {
                 let Some(task) = self.tasks.get_mut(&task_id) else {
+                    // Cancelled after its body had arrived, before this
+                    // message was read.
+                    Metrics::add(&metrics.loads_abandoned_after_fetch, 1);
                     return;
                 };
                 let host = task.host.clone();

@@ -55,6 +55,10 @@ metrics! {
     fetches_cancelled_in_flight,
     /// Fetches that failed.
     fetches_failed,
+    /// Loads whose last subscriber left after the fetch had finished: the
+    /// cancellation came too late to save the download (the decode is
+    /// skipped or its result discarded).
+    loads_abandoned_after_fetch,
     /// Decodes started.
     decodes_started,
     /// Decodes skipped because the load was cancelled first.
