@@ -11,7 +11,7 @@ use crate::loaders::{
     Counts, EguiExtrasLoader, Loader, NaiveLoader, PipelineLoader, RowState, THUMB_SIDE,
 };
 use crate::measure::{Measurements, Report, percentile};
-use crate::script::{Flick, STILL_FRAMES};
+use crate::script::{Flick, QUIET_AFTER_TAIL, STILL_FRAMES, STILL_FRAMES_MAX};
 use crate::server::ServerLink;
 
 /// How the rows' images are loaded.
@@ -47,7 +47,8 @@ pub struct Demo {
     frame: usize,
     flick_started: Option<Instant>,
     flick_ended: Option<Instant>,
-    /// Last time the server had a request in flight, after the flick.
+    /// Last time the loader or the server had a request unfinished, after
+    /// the flick.
     last_busy: Option<Instant>,
     report: Option<Report>,
     error: Option<String>,
@@ -135,6 +136,7 @@ impl Demo {
             loader.begin_frame(&ctx);
         }
         let counts = self.loader.as_ref().map(|l| l.counts()).unwrap_or_default();
+        self.measurements.waiting_for_connection = counts.waiting_for_connection as usize;
         if let Some(mode) = self.top_bar(ui, counts) {
             self.reset(&ctx, mode);
         }
@@ -143,7 +145,7 @@ impl Demo {
         if let Some(loader) = &mut self.loader {
             loader.end_frame();
         }
-        self.advance_script(&ctx);
+        self.advance_script(counts);
         self.measurements
             .frame(started.elapsed().as_secs_f64() * 1000.0);
         if self.script.is_some() || counts.in_flight > 0 {
@@ -161,7 +163,7 @@ impl Demo {
         Some(position * range)
     }
 
-    fn advance_script(&mut self, _ctx: &egui::Context) {
+    fn advance_script(&mut self, counts: Counts) {
         let Some(flick) = self.script else { return };
         if self.report.is_some() {
             return;
@@ -173,10 +175,20 @@ impl Demo {
         if self.frame == flick.frames() {
             self.flick_ended = Some(Instant::now());
         }
-        if self.flick_ended.is_some() && self.server.in_flight() > 0 {
+        // Busy while the loader has requests it has not finished (queued
+        // ones included) or the server is still answering. With an external
+        // server, in_flight() is a request to it: only after the flick, whose
+        // frames are the ones measured.
+        if self.flick_ended.is_some() && (counts.in_flight > 0 || self.server.in_flight() > 0) {
             self.last_busy = Some(Instant::now());
         }
-        if self.frame >= flick.frames() + STILL_FRAMES {
+        let still = self.frame.saturating_sub(flick.frames());
+        let quiet = match (self.flick_ended, self.last_busy) {
+            (Some(_), Some(busy)) => busy.elapsed() >= QUIET_AFTER_TAIL,
+            (Some(_), None) => true,
+            _ => false,
+        };
+        if (still >= STILL_FRAMES && quiet) || still >= STILL_FRAMES_MAX {
             self.report = Some(self.make_report());
         }
     }
@@ -222,11 +234,13 @@ impl Demo {
             requests_completed: completed,
             requests_cancelled: cancelled,
             requests_failed: counts.failed,
+            requests_abandoned: counts.abandoned,
             server_completed: server.responses_completed,
             server_aborted: server.responses_aborted,
             images_shown: m.images_shown,
             wrong_row_images: m.wrong_row_images,
             tail_after_stop_ms,
+            frame_ms: flick_ms.to_vec(),
         }
     }
 
@@ -260,7 +274,7 @@ impl Demo {
                 frame_graph(ui, m);
                 ui.vertical(|ui| {
                     ui.label(format!(
-                        "{:.0} fps (UI work: the graph) · threads {} (peak {}, baseline {}) · parked in blocking I/O {} (peak {})",
+                        "{:.0} fps (UI work: the graph) · threads {} (peak {}, baseline {}) · parked in blocking fetch {} (peak {})",
                         m.fps(),
                         m.threads_now,
                         m.peak_threads,

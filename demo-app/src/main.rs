@@ -9,7 +9,6 @@
 //! ```
 
 mod app;
-mod blocking_http;
 mod loaders;
 mod measure;
 mod script;

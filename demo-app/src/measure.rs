@@ -22,8 +22,14 @@ pub struct Measurements {
     pub baseline_threads: usize,
     pub threads_now: usize,
     pub peak_threads: usize,
+    /// Threads parked in a blocking fetch now: in a blocking socket call
+    /// (from the census), or waiting inside the fetch for a connection
+    /// (from the loader, [`Measurements::waiting_for_connection`]).
     pub blocked_now: usize,
     pub peak_blocked_io_threads: usize,
+    /// The loader's threads waiting for a connection inside a blocking
+    /// fetch, as of this frame.
+    pub waiting_for_connection: usize,
     pub rss_start_mb: f64,
     pub rss_now_mb: f64,
     pub rss_peak_mb: f64,
@@ -88,7 +94,8 @@ impl Measurements {
                 .blocked_names
                 .iter()
                 .filter(|name| !name.starts_with(fixture_server::THREAD_PREFIX))
-                .count();
+                .count()
+                + self.waiting_for_connection;
             self.peak_blocked_io_threads = self.peak_blocked_io_threads.max(self.blocked_now);
         }
         self.rss_now_mb = rss_mb();
@@ -174,11 +181,16 @@ pub struct Report {
     pub requests_completed: u64,
     pub requests_cancelled: u64,
     pub requests_failed: u64,
+    /// Loads abandoned because their rows left (cancelled in time, or after
+    /// the download); absent where the loader does not count them.
+    pub requests_abandoned: Option<u64>,
     pub server_completed: u64,
     pub server_aborted: u64,
     pub images_shown: u64,
     pub wrong_row_images: u64,
     pub tail_after_stop_ms: f64,
+    /// The UI-thread time of every frame of the flick, in order.
+    pub frame_ms: Vec<f64>,
 }
 
 /// The `p`th percentile (0-100) of `values`, nearest rank.

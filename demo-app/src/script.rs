@@ -7,8 +7,14 @@
 
 /// Frames of the flick for 200 rows: 7.3 s at 60 Hz.
 const FRAMES_PER_200_ROWS: usize = 438;
-/// Frames the list stays still after the flick (3 s at 60 Hz).
+/// Frames the list stays still after the flick (3 s at 60 Hz) at least...
 pub const STILL_FRAMES: usize = 180;
+/// ...and at most (30 s), while requests are still finishing: the still
+/// period ends half a second after the last one, so that a long tail is
+/// measured, not cut off.
+pub const STILL_FRAMES_MAX: usize = 1800;
+/// Quiet time that ends the still period after [`STILL_FRAMES`].
+pub const QUIET_AFTER_TAIL: std::time::Duration = std::time::Duration::from_millis(500);
 
 /// A flick over `rows` rows at the same speed in rows per frame whatever the
 /// list's length.

@@ -24,10 +24,12 @@ impl ServerLink {
     pub fn stats(&self) -> StatsSnapshot {
         match self {
             ServerLink::Embedded(server, _) => server.stats(),
-            ServerLink::External(base) => crate::blocking_http::get(&format!("{base}/stats"))
-                .ok()
-                .and_then(|body| serde_json::from_slice(&body).ok())
-                .unwrap_or_default(),
+            ServerLink::External(base) => {
+                fixture_server::blocking_client::get(&format!("{base}/stats"))
+                    .ok()
+                    .and_then(|body| serde_json::from_slice(&body).ok())
+                    .unwrap_or_default()
+            }
         }
     }
 
@@ -40,7 +42,7 @@ impl ServerLink {
         match self {
             ServerLink::Embedded(server, _) => server.reset_stats(),
             ServerLink::External(base) => {
-                let _ = crate::blocking_http::post(&format!("{base}/stats/reset"));
+                let _ = fixture_server::blocking_client::post(&format!("{base}/stats/reset"));
             }
         }
     }

@@ -9,7 +9,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
-const KEYS: [&str; 24] = [
+const KEYS: [&str; 26] = [
     "mode",
     "rows",
     "latency_ms",
@@ -29,11 +29,13 @@ const KEYS: [&str; 24] = [
     "requests_completed",
     "requests_cancelled",
     "requests_failed",
+    "requests_abandoned",
     "server_completed",
     "server_aborted",
     "images_shown",
     "wrong_row_images",
     "tail_after_stop_ms",
+    "frame_ms",
 ];
 
 /// Runs a headless flick over 40 rows at 50 ms with a 400 ms refresh and
@@ -75,6 +77,7 @@ fn pipeline_shows_no_wrong_image_cancels_and_parks_no_thread() {
     assert_eq!(report["mode"], "pipeline");
     assert_eq!(report["rows"], 40);
     assert_eq!(report["frames"], 88);
+    assert_eq!(report["frame_ms"].as_array().map(Vec::len), Some(88));
     assert!(report["images_shown"].as_u64().unwrap() >= 40, "{report}");
     assert_eq!(report["wrong_row_images"], 0, "{report}");
     assert!(

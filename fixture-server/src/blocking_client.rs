@@ -1,10 +1,17 @@
-//! A minimal blocking HTTP/1.1 GET over a plain `TcpStream`: the naive
-//! mode's fetch, and the demo's way to read an external server's `/stats`.
+//! A minimal blocking HTTP/1.1 client over a plain `TcpStream`, one
+//! connection per request: the demo's naive loader, the benchmarks'
+//! thread-per-request baselines, and a way to read a server's `/stats`
+//! without a runtime.
 //!
-//! The naive mode needs a fetch that parks its thread in a socket read while
-//! it waits, as the blocking loaders it reproduces do; a blocking client that
-//! hides an async runtime behind a channel would park in a futex instead and
-//! hide the cost from the thread census.
+//! The baselines need a fetch that parks its thread in a socket read while
+//! it waits, as the blocking loaders they reproduce do; a blocking client
+//! that hides an async runtime behind a channel would park in a futex
+//! instead and hide the cost from a thread census.
+//!
+//! ```no_run
+//! let body = fixture_server::blocking_client::get("http://127.0.0.1:8080/img/7.jpg")?;
+//! # Ok::<(), String>(())
+//! ```
 
 use std::io::{Read, Write};
 use std::net::TcpStream;

@@ -15,6 +15,8 @@
 //! - `faults`: the responses of the fault kinds.
 //! - `stats`: counters of started, completed, aborted and cut requests.
 //! - `server`: routes, the accept loop and the [`FixtureServer`] handle.
+//! - [`blocking_client`]: a blocking HTTP/1.1 client, for the thread-per-request
+//!   baselines that thumbpipe is measured against.
 //!
 //! # Endpoints
 //!
@@ -51,6 +53,7 @@
 
 #![warn(missing_docs)]
 
+pub mod blocking_client;
 pub mod config;
 mod faults;
 mod images;

@@ -34,6 +34,13 @@ pub struct Counts {
     pub failed: u64,
     /// Bytes its cache holds, where it has one.
     pub cache_bytes: u64,
+    /// Threads blocked inside a blocking fetch waiting for a connection
+    /// (they hold no socket yet, so the thread census cannot see them).
+    pub waiting_for_connection: u64,
+    /// Loads abandoned because every row that wanted them left: cancelled
+    /// (`cancelled`) or, too late for that, after their download had
+    /// finished. `None` for a loader that never cancels or does not count.
+    pub abandoned: Option<u64>,
 }
 
 /// A way to load and draw row thumbnails.

@@ -1,12 +1,22 @@
 //! `naive` mode: the classic broken loader, reproduced faithfully.
 //!
-//! When a row appears (or its URL changes) and its URL is not cached, a job
-//! goes to a pool that grows a thread per waiting job up to 64 (as GCD
-//! does); the job fetches with a blocking socket read. The bytes go into an
-//! unbounded cache keyed by URL, and the result is written to the row index
-//! that asked, whatever that row shows by then. Images are decoded at full
-//! size on the UI thread the first time a row draws them. Nothing is ever
-//! cancelled.
+//! It is the shape of `.onAppear(perform: load)` with `Data(contentsOf:)`
+//! on a global queue:
+//!
+//! - When a row appears and its URL is not cached, a job goes to a pool that
+//!   grows a thread per waiting job up to 64 (as GCD does). A row whose URL
+//!   changes while on screen does not load again until it reappears.
+//! - The job fetches with a blocking call that, like `Data(contentsOf:)`
+//!   going through the platform's HTTP stack, opens at most 4 connections to
+//!   a host (URLSession's `httpMaximumConnectionsPerHost` on iOS); a call
+//!   past that waits inside, holding its thread.
+//! - The bytes go into an unbounded cache keyed by URL, and the result is
+//!   written to the row index that asked, whatever that row shows by then.
+//! - Images are decoded at full size the first time a row draws them: the UI
+//!   thread hands the decode to the same pool (first in line, as a
+//!   user-interactive job) and waits for it, as SwiftUI does at commit time;
+//!   with every thread parked in a fetch, the UI waits for one to come back.
+//! - Nothing is ever cancelled.
 //!
 //! The pool's threads live until the loader is dropped; they finish the
 //! fetch they are in and exit (they are not joined, so switching modes never
@@ -21,6 +31,9 @@ use crate::measure::{Measurements, read_id};
 
 /// The pool stops growing here, like GCD's thread limit.
 const MAX_THREADS: usize = 64;
+
+/// Connections the blocking HTTP call opens to one host at once.
+const CONNECTIONS_PER_HOST: usize = 4;
 
 type Job = Box<dyn FnOnce() + Send>;
 
@@ -45,10 +58,24 @@ impl GrowingPool {
         }
     }
 
+    /// Queues `job` behind the others.
     fn submit(&self, job: Job) {
+        self.enqueue(job, false);
+    }
+
+    /// Queues `job` ahead of the others: the UI's own work.
+    fn submit_first(&self, job: Job) {
+        self.enqueue(job, true);
+    }
+
+    fn enqueue(&self, job: Job, first: bool) {
         let (lock, ready) = &*self.state;
         let Ok(mut state) = lock.lock() else { return };
-        state.queue.push_back(job);
+        if first {
+            state.queue.push_front(job);
+        } else {
+            state.queue.push_back(job);
+        }
         if state.idle == 0 && state.threads < MAX_THREADS {
             let number = state.threads;
             let (shared, closed) = (Arc::clone(&self.state), Arc::clone(&self.closed));
@@ -95,9 +122,54 @@ impl Drop for GrowingPool {
     }
 }
 
+/// The HTTP stack's connections to the server: a blocking fetch takes one
+/// or waits for one, holding its thread either way.
+#[derive(Default)]
+struct Connections {
+    open: Mutex<usize>,
+    freed: Condvar,
+    /// Threads waiting for a connection now.
+    waiting: AtomicU64,
+}
+
+impl Connections {
+    /// Blocks until a connection is free; it is given back when the guard
+    /// drops.
+    fn take(&self) -> Option<ConnectionGuard<'_>> {
+        let mut open = self.open.lock().ok()?;
+        if *open >= CONNECTIONS_PER_HOST {
+            self.waiting.fetch_add(1, Relaxed);
+            while *open >= CONNECTIONS_PER_HOST {
+                open = match self.freed.wait(open) {
+                    Ok(open) => open,
+                    Err(_) => {
+                        self.waiting.fetch_sub(1, Relaxed);
+                        return None;
+                    }
+                };
+            }
+            self.waiting.fetch_sub(1, Relaxed);
+        }
+        *open += 1;
+        Some(ConnectionGuard(self))
+    }
+}
+
+struct ConnectionGuard<'a>(&'a Connections);
+
+impl Drop for ConnectionGuard<'_> {
+    fn drop(&mut self) {
+        if let Ok(mut open) = self.0.open.lock() {
+            *open -= 1;
+        }
+        self.0.freed.notify_one();
+    }
+}
+
 /// What the pool's jobs write.
 #[derive(Default)]
 struct Shared {
+    connections: Connections,
     /// Downloaded bytes by URL, never evicted.
     bytes: Mutex<HashMap<String, Arc<Vec<u8>>>>,
     /// The URL whose bytes each row's last finished job fetched.
@@ -114,7 +186,6 @@ pub struct NaiveLoader {
     /// Full-size textures by URL, never evicted, with the id their pixels
     /// carry (read once, at decode time).
     decoded: HashMap<String, (egui::TextureHandle, Option<u32>)>,
-    requested: HashMap<usize, String>,
     visible_before: HashSet<usize>,
     visible_now: HashSet<usize>,
     shown: HashMap<usize, String>,
@@ -127,7 +198,6 @@ impl NaiveLoader {
             pool: GrowingPool::new(),
             shared: Arc::new(Shared::default()),
             decoded: HashMap::new(),
-            requested: HashMap::new(),
             visible_before: HashSet::new(),
             visible_now: HashSet::new(),
             shown: HashMap::new(),
@@ -141,7 +211,10 @@ impl NaiveLoader {
         let url = url.to_owned();
         shared.in_flight.fetch_add(1, Relaxed);
         self.pool.submit(Box::new(move || {
-            let fetched = crate::blocking_http::get(&url);
+            let fetched = match shared.connections.take() {
+                Some(_connection) => fixture_server::blocking_client::get(&url),
+                None => Err("the connection pool is poisoned".to_owned()),
+            };
             shared.in_flight.fetch_sub(1, Relaxed);
             match fetched {
                 Ok(body) => {
@@ -166,8 +239,8 @@ impl NaiveLoader {
         }));
     }
 
-    /// The texture for `url`'s bytes, decoded at full size on this (the UI)
-    /// thread the first time.
+    /// The texture for `url`'s bytes, decoded at full size the first time:
+    /// on a pool thread, with this (the UI) thread waiting for it.
     fn texture(
         &mut self,
         url: &str,
@@ -175,7 +248,13 @@ impl NaiveLoader {
     ) -> Option<&(egui::TextureHandle, Option<u32>)> {
         if !self.decoded.contains_key(url) {
             let bytes = self.shared.bytes.lock().ok()?.get(url).cloned()?;
-            let rgba = image::load_from_memory(&bytes).ok()?.into_rgba8();
+            let (done, decoded) = std::sync::mpsc::channel();
+            self.pool.submit_first(Box::new(move || {
+                let rgba = image::load_from_memory(&bytes).map(|image| image.into_rgba8());
+                let _ = done.send(rgba);
+            }));
+            // The bug: the UI thread blocks until a pool thread is free.
+            let rgba = decoded.recv().ok()?.ok()?;
             let (width, height) = (rgba.width(), rgba.height());
             // The detector's reading, made here where the pixels are; its
             // time is not the naive loader's and is not counted.
@@ -209,16 +288,16 @@ impl Loader for NaiveLoader {
     ) -> RowState {
         self.visible_now.insert(row);
         let appeared = !self.visible_before.contains(&row);
-        let changed = self.requested.get(&row).map(String::as_str) != Some(url);
         let cached = self
             .shared
             .bytes
             .lock()
             .is_ok_and(|bytes| bytes.contains_key(url));
-        if (appeared || changed) && !cached {
+        // As `.onAppear(perform: load)`: a row loads when it appears, not
+        // when its URL changes while it is on screen.
+        if appeared && !cached {
             self.start_fetch(row, url);
         }
-        self.requested.insert(row, url.to_owned());
         // The row shows its URL's image if cached; otherwise whatever the
         // last job for this row wrote.
         let source = if cached {
@@ -262,6 +341,8 @@ impl Loader for NaiveLoader {
             completed: self.shared.completed.load(Relaxed),
             cancelled: 0,
             failed: self.shared.failed.load(Relaxed),
+            waiting_for_connection: self.shared.connections.waiting.load(Relaxed),
+            abandoned: None,
             cache_bytes: self.shared.cached_bytes.load(Relaxed),
         }
     }

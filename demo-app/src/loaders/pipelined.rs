@@ -33,7 +33,14 @@ pub struct PipelineLoader {
 
 impl PipelineLoader {
     pub fn new(ctx: &egui::Context) -> anyhow::Result<Self> {
-        let pipeline = Pipeline::new(thumbpipe::Config::default())?;
+        let config = thumbpipe::Config {
+            // A screenful of rows (13 here) in one round trip: with the
+            // default 6 per host, the rows in view when a flick stops would
+            // take three.
+            max_concurrent_fetches: 16,
+            ..thumbpipe::Config::default()
+        };
+        let pipeline = Pipeline::new(config)?;
         let repaint = ctx.clone();
         pipeline.set_waker(move || repaint.request_repaint());
         Ok(Self {
@@ -145,6 +152,13 @@ impl Loader for PipelineLoader {
             cancelled: stats.fetches_cancelled_queued + stats.fetches_cancelled_in_flight,
             failed: stats.fetches_failed,
             cache_bytes: stats.cache.cost as u64,
+            // Fetches are futures: nothing waits on a thread.
+            waiting_for_connection: 0,
+            abandoned: Some(
+                stats.fetches_cancelled_queued
+                    + stats.fetches_cancelled_in_flight
+                    + stats.loads_abandoned_after_fetch,
+            ),
         }
     }
 }
