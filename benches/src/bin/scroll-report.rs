@@ -1,0 +1,619 @@
+//! `scroll-report`: the before/after table. The demo's scripted flick in
+//! each mode, as separate processes against one fixture server, repeated,
+//! with and without the list refreshing, and once more in a real window.
+//!
+//! ```text
+//! cargo run --release -p thumbpipe-benches --bin scroll-report
+//! cargo run --release -p thumbpipe-benches --bin scroll-report -- --rows 2000 --runs 1 --no-window
+//! ```
+//!
+//! Starts `fixture-server` (600x600 JPEGs at `--latency-ms`), then runs
+//! `demo-app --headless --script flick --json` for `naive`, `egui-extras`
+//! and `pipeline`, `--runs` times each, without refresh and with
+//! `--refresh-ms`. Each run is a fresh process, so no mode inherits another's
+//! threads, memory or connections. Then, unless `--no-window`, one windowed
+//! run per mode under `xvfb-run` (software rendering, real texture uploads).
+//!
+//! Writes `scroll-report.md` (the tables, the targets for the pipeline and
+//! whether each is met) and `frame-times.png` (frame time over the flick for
+//! the three modes) to `--out`, and prints the tables.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{Context as _, bail};
+use clap::Parser;
+use indicatif::{ProgressBar, ProgressStyle};
+use serde::Deserialize;
+use thumbpipe_benches::{ServerProcess, machine, median_and_range, workspace_binary};
+
+#[derive(Debug, Parser)]
+#[command(about = "The demo's scripted flick in every mode: the before/after table")]
+struct Args {
+    /// Runs of each mode and refresh setting (the table gives median and range).
+    #[arg(long, default_value_t = 3)]
+    runs: usize,
+    /// Rows in the list; the flick keeps the same speed in rows per second.
+    #[arg(long, default_value_t = 200)]
+    rows: usize,
+    /// Server latency, in milliseconds.
+    #[arg(long, default_value_t = 250)]
+    latency_ms: u64,
+    /// The list's refresh period in the refreshing runs, in milliseconds.
+    #[arg(long, default_value_t = 400)]
+    refresh_ms: u64,
+    /// Skip the runs in a window under Xvfb.
+    #[arg(long)]
+    no_window: bool,
+    /// Where the report and the plot go.
+    #[arg(long, default_value = "benches/results")]
+    out: PathBuf,
+}
+
+const MODES: [&str; 3] = ["naive", "egui-extras", "pipeline"];
+
+/// The demo's JSON report (the fields this report uses).
+#[derive(Clone, Debug, Deserialize)]
+struct DemoReport {
+    flick_s: f64,
+    frame_ms_p50: f64,
+    frame_ms_p99: f64,
+    frame_ms_max: f64,
+    stalls_over_50ms: usize,
+    stall_total_ms: f64,
+    baseline_threads: usize,
+    peak_threads: usize,
+    peak_blocked_io_threads: usize,
+    rss_start_mb: f64,
+    rss_peak_mb: f64,
+    requests_completed: u64,
+    requests_cancelled: u64,
+    requests_abandoned: Option<u64>,
+    server_completed: u64,
+    server_aborted: u64,
+    images_shown: u64,
+    wrong_row_images: u64,
+    tail_after_stop_ms: f64,
+    frame_ms: Vec<f64>,
+}
+
+/// The runs of one mode in one setting.
+struct Column {
+    mode: &'static str,
+    runs: Vec<DemoReport>,
+}
+
+fn main() {
+    if let Err(error) = run(Args::parse()) {
+        eprintln!("scroll-report: {error:#}");
+        std::process::exit(1);
+    }
+}
+
+fn run(args: Args) -> anyhow::Result<()> {
+    if args.runs == 0 || args.rows == 0 {
+        bail!("--runs and --rows must be at least 1");
+    }
+    let demo = workspace_binary("demo-app", "demo-app")?;
+    let server = ServerProcess::fixture_server(&[
+        "--latency-ms".into(),
+        args.latency_ms.to_string(),
+        "--size".into(),
+        "600".into(),
+    ])?;
+    let window = !args.no_window && xvfb_available();
+    let total = MODES.len() * (2 * args.runs + usize::from(window));
+    let bar = ProgressBar::new(total as u64).with_style(
+        ProgressStyle::with_template(
+            "{bar:40} {pos}/{len} runs, elapsed {elapsed}, eta {eta} {msg}",
+        )
+        .context("progress bar template")?,
+    );
+    let settings = [None, Some(args.refresh_ms)];
+    let mut tables = Vec::new();
+    for refresh in settings {
+        let mut columns = Vec::new();
+        for mode in MODES {
+            let mut runs = Vec::new();
+            for run in 0..args.runs {
+                bar.set_message(format!("{mode}, run {}{}", run + 1, refresh_label(refresh)));
+                let flick = Flick {
+                    demo: &demo,
+                    server: server.base_url(),
+                    mode,
+                    args: &args,
+                    refresh,
+                };
+                runs.push(flick.run(false)?);
+                bar.inc(1);
+            }
+            columns.push(Column { mode, runs });
+        }
+        tables.push((refresh, columns));
+    }
+    let mut windowed = Vec::new();
+    if window {
+        for mode in MODES {
+            bar.set_message(format!("{mode} in a window"));
+            let flick = Flick {
+                demo: &demo,
+                server: server.base_url(),
+                mode,
+                args: &args,
+                refresh: Some(args.refresh_ms),
+            };
+            windowed.push(Column {
+                mode,
+                runs: vec![flick.run(true)?],
+            });
+            bar.inc(1);
+        }
+    }
+    bar.finish_and_clear();
+
+    std::fs::create_dir_all(&args.out)
+        .with_context(|| format!("cannot create {}", args.out.display()))?;
+    let suffix = if args.rows == 200 {
+        String::new()
+    } else {
+        format!("-{}", args.rows)
+    };
+    let plot = args.out.join(format!("frame-times{suffix}.png"));
+    if let Some((_, columns)) = tables.last() {
+        plot_frame_times(&plot, columns, &args)?;
+    }
+    let markdown = report(&args, &tables, &windowed, window, &plot);
+    let path = args.out.join(format!("scroll-report{suffix}.md"));
+    std::fs::write(&path, &markdown).with_context(|| format!("cannot write {}", path.display()))?;
+    println!("{markdown}");
+    println!("written: {} and {}", path.display(), plot.display());
+    Ok(())
+}
+
+fn refresh_label(refresh: Option<u64>) -> String {
+    refresh.map_or_else(String::new, |ms| format!(", refresh {ms} ms"))
+}
+
+/// One run of the demo's scripted flick.
+struct Flick<'a> {
+    demo: &'a Path,
+    server: &'a str,
+    mode: &'a str,
+    args: &'a Args,
+    refresh: Option<u64>,
+}
+
+impl Flick<'_> {
+    fn run(&self, window: bool) -> anyhow::Result<DemoReport> {
+        let mut command = if window {
+            let mut xvfb = Command::new("xvfb-run");
+            xvfb.args(["-a", "-s", "-screen 0 900x1000x24"])
+                .arg(self.demo);
+            // winit wants a runtime directory, which a bare session lacks.
+            if std::env::var_os("XDG_RUNTIME_DIR").is_none() {
+                let dir = std::env::temp_dir().join("scroll-report-xdg");
+                std::fs::create_dir_all(&dir)?;
+                xvfb.env("XDG_RUNTIME_DIR", dir);
+            }
+            xvfb
+        } else {
+            let mut demo = Command::new(self.demo);
+            demo.arg("--headless");
+            demo
+        };
+        command.args(["--script", "flick", "--json", "--mode", self.mode]);
+        command.args(["--rows", &self.args.rows.to_string()]);
+        command.args(["--server", self.server]);
+        command.args(["--latency-ms", &self.args.latency_ms.to_string()]);
+        if let Some(ms) = self.refresh {
+            command.args(["--refresh-ms", &ms.to_string()]);
+        }
+        let output = command
+            .output()
+            .with_context(|| format!("could not run {}", self.demo.display()))?;
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        if !output.status.success() {
+            bail!(
+                "demo-app --mode {} failed ({}): {}",
+                self.mode,
+                output.status,
+                String::from_utf8_lossy(&output.stderr).trim()
+            );
+        }
+        let last = stdout.lines().last().unwrap_or_default();
+        serde_json::from_str(last)
+            .with_context(|| format!("demo-app --mode {} printed no report: {last:?}", self.mode))
+    }
+}
+
+fn xvfb_available() -> bool {
+    let found = Command::new("sh")
+        .args(["-c", "command -v xvfb-run"])
+        .output()
+        .is_ok_and(|output| output.status.success());
+    if !found {
+        eprintln!(
+            "scroll-report: xvfb-run not found, skipping the windowed runs \
+             (apt-get install -y xvfb mesa-vulkan-drivers)"
+        );
+    }
+    found
+}
+
+/// `median (low-high)` of one figure over the runs, with `decimals`.
+fn spread(runs: &[DemoReport], decimals: usize, figure: impl Fn(&DemoReport) -> f64) -> String {
+    let mut values: Vec<f64> = runs.iter().map(figure).collect();
+    match median_and_range(&mut values) {
+        Some((median, low, high)) if values.len() > 1 && low != high => {
+            format!("{median:.decimals$} ({low:.decimals$}-{high:.decimals$})")
+        }
+        Some((median, ..)) => format!("{median:.decimals$}"),
+        None => "-".to_owned(),
+    }
+}
+
+fn median(runs: &[DemoReport], figure: impl Fn(&DemoReport) -> f64) -> f64 {
+    let mut values: Vec<f64> = runs.iter().map(figure).collect();
+    median_and_range(&mut values).map_or(0.0, |(median, ..)| median)
+}
+
+/// The nominal flick time: 438 frames per 200 rows at 60 Hz.
+fn nominal_flick_s(rows: usize) -> f64 {
+    (438 * rows).div_ceil(200) as f64 / 60.0
+}
+
+type Row = (&'static str, Box<dyn Fn(&[DemoReport]) -> String>);
+
+/// The table's rows, in the order of the design's before/after table.
+fn rows(nominal: f64, refreshing: bool) -> Vec<Row> {
+    let mut rows: Vec<Row> = vec![
+        (
+            "peak threads (baseline)",
+            Box::new(|r| {
+                format!(
+                    "{} ({})",
+                    spread(r, 0, |x| x.peak_threads as f64),
+                    spread(r, 0, |x| x.baseline_threads as f64)
+                )
+            }),
+        ),
+        (
+            "peak threads parked in a blocking fetch",
+            Box::new(|r| spread(r, 0, |x| x.peak_blocked_io_threads as f64)),
+        ),
+        (
+            "frame time p50, ms",
+            Box::new(|r| spread(r, 2, |x| x.frame_ms_p50)),
+        ),
+        (
+            "frame time p99, ms",
+            Box::new(|r| spread(r, 2, |x| x.frame_ms_p99)),
+        ),
+        (
+            "frame time max, ms",
+            Box::new(|r| spread(r, 1, |x| x.frame_ms_max)),
+        ),
+        (
+            "stalls over 50 ms: count, total ms",
+            Box::new(|r| {
+                format!(
+                    "{}, {}",
+                    spread(r, 0, |x| x.stalls_over_50ms as f64),
+                    spread(r, 0, |x| x.stall_total_ms)
+                )
+            }),
+        ),
+        (
+            "flick wall time, s",
+            Box::new(move |r| {
+                let over = (median(r, |x| x.flick_s) / nominal - 1.0) * 100.0;
+                format!("{} ({over:+.1}%)", spread(r, 2, |x| x.flick_s))
+            }),
+        ),
+        (
+            "RSS start -> peak, MB",
+            Box::new(|r| {
+                format!(
+                    "{} -> {}",
+                    spread(r, 1, |x| x.rss_start_mb),
+                    spread(r, 1, |x| x.rss_peak_mb)
+                )
+            }),
+        ),
+        (
+            "requests completed / cancelled",
+            Box::new(|r| {
+                format!(
+                    "{} / {}",
+                    spread(r, 0, |x| x.requests_completed as f64),
+                    spread(r, 0, |x| x.requests_cancelled as f64)
+                )
+            }),
+        ),
+        (
+            "server: completed / aborted",
+            Box::new(|r| {
+                format!(
+                    "{} / {}",
+                    spread(r, 0, |x| x.server_completed as f64),
+                    spread(r, 0, |x| x.server_aborted as f64)
+                )
+            }),
+        ),
+        (
+            "loads for rows that left: cancelled in time",
+            Box::new(|r| {
+                if r.iter().any(|x| x.requests_abandoned.is_none()) {
+                    return "never cancelled".to_owned();
+                }
+                spread(r, 1, |x| cancelled_share(x) * 100.0) + "%"
+            }),
+        ),
+    ];
+    if refreshing {
+        rows.push((
+            "wrong-row images, of images shown",
+            Box::new(|r| {
+                format!(
+                    "{} of {}",
+                    spread(r, 0, |x| x.wrong_row_images as f64),
+                    spread(r, 0, |x| x.images_shown as f64)
+                )
+            }),
+        ));
+    }
+    rows.push((
+        "requests still finishing after the scroll stopped, ms",
+        Box::new(|r| spread(r, 0, |x| x.tail_after_stop_ms)),
+    ));
+    rows
+}
+
+/// Of the loads whose rows all left, the share cancelled before their
+/// download finished.
+fn cancelled_share(report: &DemoReport) -> f64 {
+    match report.requests_abandoned {
+        Some(0) | None => 1.0,
+        Some(abandoned) => report.requests_cancelled as f64 / abandoned as f64,
+    }
+}
+
+fn table(out: &mut String, columns: &[Column], rows: &[Row]) {
+    let _ = write!(out, "| |");
+    for column in columns {
+        let _ = write!(out, " {} |", column.mode);
+    }
+    let _ = write!(out, "\n|---|");
+    for _ in columns {
+        let _ = write!(out, "---|");
+    }
+    out.push('\n');
+    for (name, cell) in rows {
+        let _ = write!(out, "| {name} |");
+        for column in columns {
+            let _ = write!(out, " {} |", cell(&column.runs));
+        }
+        out.push('\n');
+    }
+}
+
+fn report(
+    args: &Args,
+    tables: &[(Option<u64>, Vec<Column>)],
+    windowed: &[Column],
+    window: bool,
+    plot: &Path,
+) -> String {
+    let nominal = nominal_flick_s(args.rows);
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "# scroll-report: {} rows, {} ms latency\n\n{}; {} runs per cell, median (range).\n\
+         Command: `cargo run --release -p thumbpipe-benches --bin scroll-report -- --rows {} \
+         --runs {} --latency-ms {} --refresh-ms {}{}`.\n\
+         Headless: the demo's UI code at a 60 Hz pace without a renderer. Flick: top to \
+         bottom and back in {:.1} s nominal ({} frames).\n",
+        args.rows,
+        args.latency_ms,
+        machine(),
+        args.runs,
+        args.rows,
+        args.runs,
+        args.latency_ms,
+        args.refresh_ms,
+        if args.no_window { " --no-window" } else { "" },
+        nominal,
+        (438 * args.rows).div_ceil(200),
+    );
+    for (refresh, columns) in tables {
+        let title = match refresh {
+            None => "## Headless, no refresh".to_owned(),
+            Some(ms) => format!("## Headless, the list refreshed every {ms} ms"),
+        };
+        let _ = writeln!(out, "{title}\n");
+        table(&mut out, columns, &rows(nominal, refresh.is_some()));
+        out.push('\n');
+    }
+    if window {
+        let _ = writeln!(
+            out,
+            "## In a window under Xvfb (software rendering), refresh every {} ms, one run\n",
+            args.refresh_ms
+        );
+        table(&mut out, windowed, &rows(nominal, true));
+        out.push('\n');
+    } else {
+        out.push_str("No windowed runs (`--no-window`, or xvfb-run missing).\n\n");
+    }
+    if let Some((_, columns)) = tables.last()
+        && let Some(pipeline) = columns.iter().find(|c| c.mode == "pipeline")
+    {
+        out.push_str(&targets(&pipeline.runs, args, nominal));
+    }
+    let _ = writeln!(
+        out,
+        "\n![frame time over the flick]({})",
+        plot.file_name()
+            .map_or_else(String::new, |n| n.to_string_lossy().into_owned())
+    );
+    out
+}
+
+/// The pipeline's targets, from the refreshing runs, each met or not.
+fn targets(runs: &[DemoReport], args: &Args, nominal: f64) -> String {
+    let decode_threads = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let cache_mb = 64.0 * 1024.0 * 1024.0 / 1e6;
+    let worst =
+        |figure: &dyn Fn(&DemoReport) -> f64| runs.iter().map(figure).fold(f64::MIN, f64::max);
+    let least =
+        |figure: &dyn Fn(&DemoReport) -> f64| runs.iter().map(figure).fold(f64::MAX, f64::min);
+    let thread_limit = |x: &DemoReport| (x.baseline_threads + 2 + decode_threads + 2) as f64;
+    let checks: Vec<(String, bool, String)> = vec![
+        (
+            format!("peak threads <= baseline + 2 io + {decode_threads} decode + 2"),
+            runs.iter()
+                .all(|x| x.peak_threads as f64 <= thread_limit(x)),
+            format!(
+                "worst {} over baseline",
+                worst(&|x| (x.peak_threads - x.baseline_threads.min(x.peak_threads)) as f64)
+            ),
+        ),
+        (
+            "0 threads parked in blocking I/O".into(),
+            worst(&|x| x.peak_blocked_io_threads as f64) == 0.0,
+            format!("worst {}", worst(&|x| x.peak_blocked_io_threads as f64)),
+        ),
+        (
+            "frame p99 <= 16.7 ms".into(),
+            worst(&|x| x.frame_ms_p99) <= 16.7,
+            format!("worst {:.2} ms", worst(&|x| x.frame_ms_p99)),
+        ),
+        (
+            "no frame over 50 ms".into(),
+            worst(&|x| x.frame_ms_max) <= 50.0,
+            format!("worst {:.1} ms", worst(&|x| x.frame_ms_max)),
+        ),
+        (
+            format!("flick wall time within 2% of {nominal:.2} s"),
+            worst(&|x| (x.flick_s / nominal - 1.0).abs()) <= 0.02,
+            format!(
+                "worst {:+.1}%",
+                worst(&|x| (x.flick_s / nominal - 1.0) * 100.0)
+            ),
+        ),
+        (
+            format!("RSS peak - start <= cache limit ({cache_mb:.1} MB) + 16 MB"),
+            worst(&|x| x.rss_peak_mb - x.rss_start_mb) <= cache_mb + 16.0,
+            format!("worst {:.1} MB", worst(&|x| x.rss_peak_mb - x.rss_start_mb)),
+        ),
+        (
+            "cancelled >= 90% of loads for rows that scrolled away".into(),
+            least(&cancelled_share) >= 0.9,
+            format!("least {:.1}%", least(&cancelled_share) * 100.0),
+        ),
+        (
+            "0 wrong-row images".into(),
+            worst(&|x| x.wrong_row_images as f64) == 0.0,
+            format!("worst {}", worst(&|x| x.wrong_row_images as f64)),
+        ),
+        (
+            "requests still finishing after the scroll stopped <= 0.4 s".into(),
+            worst(&|x| x.tail_after_stop_ms) <= 400.0,
+            format!("worst {:.0} ms", worst(&|x| x.tail_after_stop_ms)),
+        ),
+    ];
+    let mut out = format!(
+        "## Targets for the pipeline ({} rows, {} ms, refresh {} ms; every run must meet them)\n\n\
+         | target | met | measured |\n|---|---|---|\n",
+        args.rows, args.latency_ms, args.refresh_ms
+    );
+    for (target, met, measured) in checks {
+        let _ = writeln!(
+            out,
+            "| {target} | {} | {measured} |",
+            if met { "yes" } else { "**no**" }
+        );
+    }
+    out
+}
+
+/// Frame time over the flick, one line per mode (each mode's first
+/// refreshing run), on a log scale so that 0.3 ms and 300 ms both read.
+fn plot_frame_times(path: &Path, columns: &[Column], args: &Args) -> anyhow::Result<()> {
+    use plotters::prelude::*;
+
+    plotters::style::register_font(
+        "sans-serif",
+        FontStyle::Normal,
+        epaint_default_fonts::UBUNTU_LIGHT,
+    )
+    .map_err(|_| anyhow::anyhow!("cannot load the plot's font"))?;
+    let series: Vec<(&str, &[f64])> = columns
+        .iter()
+        .filter_map(|c| c.runs.first().map(|r| (c.mode, r.frame_ms.as_slice())))
+        .collect();
+    let frames = series
+        .iter()
+        .map(|(_, s)| s.len())
+        .max()
+        .unwrap_or(1)
+        .max(1);
+    let highest = series
+        .iter()
+        .flat_map(|(_, s)| s.iter().copied())
+        .fold(20.0_f64, f64::max);
+    let root = BitMapBackend::new(path, (1200, 600)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(
+            format!(
+                "UI frame time during the flick: {} rows, {} ms latency, refresh {} ms (headless)",
+                args.rows, args.latency_ms, args.refresh_ms
+            ),
+            ("sans-serif", 22),
+        )
+        .margin(16)
+        .x_label_area_size(40)
+        .y_label_area_size(60)
+        .build_cartesian_2d(0..frames, (0.05_f64..highest * 1.5).log_scale())?;
+    chart
+        .configure_mesh()
+        .x_desc("frame (60 Hz)")
+        .y_desc("UI thread time per frame, ms (log)")
+        .label_style(("sans-serif", 15))
+        .light_line_style(WHITE.mix(0.0))
+        .draw()?;
+    let budget = RGBColor(120, 120, 120);
+    chart
+        .draw_series(LineSeries::new(
+            [(0, 16.7), (frames, 16.7)],
+            budget.stroke_width(1),
+        ))?
+        .label("16.7 ms: one 60 Hz frame")
+        .legend(move |(x, y)| PathElement::new([(x, y), (x + 20, y)], budget));
+    let colours = [
+        RGBColor(214, 69, 65),
+        RGBColor(230, 145, 30),
+        RGBColor(40, 110, 200),
+    ];
+    for ((mode, frame_ms), colour) in series.iter().zip(colours) {
+        chart
+            .draw_series(LineSeries::new(
+                frame_ms.iter().enumerate().map(|(i, ms)| (i, ms.max(0.05))),
+                colour.stroke_width(2),
+            ))?
+            .label(*mode)
+            .legend(move |(x, y)| PathElement::new([(x, y), (x + 20, y)], colour.stroke_width(2)));
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperRight)
+        .background_style(WHITE.mix(0.9))
+        .border_style(BLACK)
+        .label_font(("sans-serif", 16))
+        .draw()?;
+    root.present()
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(())
+}
