@@ -118,6 +118,27 @@ pub fn median_and_range(values: &mut [f64]) -> Option<(f64, f64, f64)> {
     Some((median, *first, *last))
 }
 
+/// Fails with what to do when `connections` sockets would not fit under
+/// this process's open-file limit.
+pub fn check_file_limit(requests: usize) -> anyhow::Result<()> {
+    let Ok(limits) = std::fs::read_to_string("/proc/self/limits") else {
+        return Ok(());
+    };
+    let soft = limits
+        .lines()
+        .find(|line| line.starts_with("Max open files"))
+        .and_then(|line| line.split_whitespace().nth(3))
+        .and_then(|soft| soft.parse::<usize>().ok());
+    match soft {
+        Some(soft) if soft < requests + 256 => anyhow::bail!(
+            "{requests} connections need {} open files, the limit is {soft} (raise it with `ulimit -n {}`)",
+            requests + 256,
+            requests + 256
+        ),
+        _ => Ok(()),
+    }
+}
+
 /// The CPU model and core count, for the header of every report.
 pub fn machine() -> String {
     let model = std::fs::read_to_string("/proc/cpuinfo")

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context as _, bail};
 use clap::Parser;
 use indicatif::{ProgressBar, ProgressStyle};
-use thumbpipe_benches::{ServerProcess, machine, median_and_range, thread_count};
+use thumbpipe_benches::{ServerProcess, check_file_limit, machine, median_and_range, thread_count};
 
 #[derive(Debug, Parser)]
 #[command(about = "Concurrent requests against the fixture server: wall time and its threads")]
@@ -165,24 +165,4 @@ fn run(args: Args) -> anyhow::Result<()> {
         stats["requests_started"], stats["responses_completed"], stats["responses_aborted"]
     );
     Ok(())
-}
-
-/// Every request needs a socket in this process and one in the server's.
-fn check_file_limit(requests: usize) -> anyhow::Result<()> {
-    let Ok(limits) = std::fs::read_to_string("/proc/self/limits") else {
-        return Ok(());
-    };
-    let soft = limits
-        .lines()
-        .find(|line| line.starts_with("Max open files"))
-        .and_then(|line| line.split_whitespace().nth(3))
-        .and_then(|soft| soft.parse::<usize>().ok());
-    match soft {
-        Some(soft) if soft < requests + 256 => bail!(
-            "{requests} connections need {} open files, the limit is {soft} (raise it with `ulimit -n {}`)",
-            requests + 256,
-            requests + 256
-        ),
-        _ => Ok(()),
-    }
 }
