@@ -40,6 +40,57 @@ impl Thumbnail {
     }
 }
 
+/// Bytes to a thumbnail: the decode stage's seam. The default,
+/// [`ImageDecoder`], decodes JPEG, PNG, WebP and GIF under the config's
+/// limits; tests and benchmarks plug in others with
+/// [`PipelineBuilder::decoder`](crate::PipelineBuilder::decoder).
+///
+/// It runs on the pipeline's decode threads, never on the UI thread or the
+/// I/O runtime; a panic in it is caught and becomes [`Error::Decode`].
+///
+/// ```
+/// use std::sync::Arc;
+/// use thumbpipe::{Decode, Error, TargetSize, Thumbnail};
+///
+/// /// Every image becomes one grey pixel.
+/// struct Grey;
+///
+/// impl Decode for Grey {
+///     fn decode(&self, url: &Arc<str>, _bytes: &[u8], _target: TargetSize) -> Result<Thumbnail, Error> {
+///         Ok(Thumbnail { url: Arc::clone(url), width: 1, height: 1, pixels: Arc::from([128u8, 128, 128, 255]) })
+///     }
+/// }
+///
+/// let pipeline = thumbpipe::Pipeline::<u32>::builder().decoder(Grey).build()?;
+/// # Ok::<(), thumbpipe::BuildError>(())
+/// ```
+pub trait Decode: Send + Sync + 'static {
+    /// A thumbnail of `bytes`, fitted inside `target`, or why there is none.
+    fn decode(&self, url: &Arc<str>, bytes: &[u8], target: TargetSize) -> Result<Thumbnail, Error>;
+}
+
+/// The default decoder: [`thumbnail_from_bytes`]'s work under a
+/// [`Config`]'s limits.
+#[derive(Clone, Copy, Debug)]
+pub struct ImageDecoder {
+    limits: DecodeLimits,
+}
+
+impl ImageDecoder {
+    /// A decoder with `config`'s dimension and allocation limits.
+    pub fn new(config: &Config) -> Self {
+        Self {
+            limits: config.into(),
+        }
+    }
+}
+
+impl Decode for ImageDecoder {
+    fn decode(&self, url: &Arc<str>, bytes: &[u8], target: TargetSize) -> Result<Thumbnail, Error> {
+        decode_thumbnail(url, bytes, target, self.limits)
+    }
+}
+
 /// The limits a decode runs under.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct DecodeLimits {
@@ -282,17 +333,17 @@ pub(crate) struct DecodePool {
 }
 
 impl DecodePool {
-    pub(crate) fn start(threads: usize, limits: DecodeLimits) -> std::io::Result<Self> {
+    pub(crate) fn start(threads: usize, decoder: Arc<dyn Decode>) -> std::io::Result<Self> {
         let (jobs, queue) = mpsc::channel::<DecodeJob>();
         // Workers take turns receiving; the lock is held only while waiting
         // for the next job, never while decoding.
         let queue = Arc::new(Mutex::new(queue));
         let threads = (0..threads)
             .map(|n| {
-                let queue = Arc::clone(&queue);
+                let (queue, decoder) = (Arc::clone(&queue), Arc::clone(&decoder));
                 std::thread::Builder::new()
                     .name(format!("thumbpipe-decode-{n}"))
-                    .spawn(move || decode_worker(&queue, limits))
+                    .spawn(move || decode_worker(&queue, decoder.as_ref()))
             })
             .collect::<std::io::Result<Vec<_>>>()?;
         Ok(Self {
@@ -332,7 +383,7 @@ impl DecodePool {
     }
 }
 
-fn decode_worker(queue: &Mutex<mpsc::Receiver<DecodeJob>>, limits: DecodeLimits) {
+fn decode_worker(queue: &Mutex<mpsc::Receiver<DecodeJob>>, decoder: &dyn Decode) {
     loop {
         let next = match queue.lock() {
             Ok(queue) => queue.recv(),
@@ -343,7 +394,15 @@ fn decode_worker(queue: &Mutex<mpsc::Receiver<DecodeJob>>, limits: DecodeLimits)
             (job.done)(None);
             continue;
         }
-        let result = decode_thumbnail(&job.url, &job.bytes, job.target, limits);
+        let result = std::panic::catch_unwind(AssertUnwindSafe(|| {
+            decoder.decode(&job.url, &job.bytes, job.target)
+        }))
+        .unwrap_or_else(|_| {
+            Err(Error::Decode {
+                url: job.url.to_string(),
+                reason: "the decoder panicked on this input".into(),
+            })
+        });
         (job.done)(Some(result));
     }
 }

@@ -133,7 +133,7 @@ use tokio_util::task::TaskTracker;
 pub use cache::CacheStats;
 pub use census::{CensusError, ThreadCensus};
 pub use config::{Config, Priority, TargetSize};
-pub use decode::Thumbnail;
+pub use decode::{Decode, ImageDecoder, Thumbnail};
 pub use deliver::Completion;
 pub use error::{BuildError, Error};
 pub use fetch::{Fetch, HttpFetcher};
@@ -174,7 +174,7 @@ pub struct Pipeline<K> {
     runtime: Option<Runtime>,
 }
 
-/// Builds a [`Pipeline`] with a runtime or fetcher of your own.
+/// Builds a [`Pipeline`] with a runtime, fetcher or decoder of your own.
 ///
 /// ```
 /// # #[tokio::main]
@@ -191,6 +191,7 @@ pub struct PipelineBuilder<K> {
     config: Config,
     runtime: Option<Handle>,
     fetcher: Option<Arc<dyn Fetch>>,
+    decoder: Option<Arc<dyn Decode>>,
     rows: std::marker::PhantomData<fn() -> K>,
 }
 
@@ -214,6 +215,13 @@ impl<K> PipelineBuilder<K> {
         self
     }
 
+    /// Decodes with `decoder` instead of an [`ImageDecoder`] (the config's
+    /// dimension and allocation limits then are the decoder's business).
+    pub fn decoder(mut self, decoder: impl Decode) -> Self {
+        self.decoder = Some(Arc::new(decoder));
+        self
+    }
+
     /// Starts the pipeline's threads and its load actor.
     pub fn build(self) -> Result<Pipeline<K>, BuildError> {
         let config = self.config;
@@ -234,7 +242,11 @@ impl<K> PipelineBuilder<K> {
                 Arc::new(HttpFetcher::new(&config)?)
             }
         };
-        let decoder = Arc::new(DecodePool::start(config.decode_threads, (&config).into())?);
+        let decode: Arc<dyn Decode> = match self.decoder {
+            Some(decoder) => decoder,
+            None => Arc::new(ImageDecoder::new(&config)),
+        };
+        let decoder = Arc::new(DecodePool::start(config.decode_threads, decode)?);
         let (commands, inbox) = mpsc::unbounded_channel();
         let (outbox, deliveries) = std::sync::mpsc::channel();
         let metrics = Arc::new(Metrics::default());
@@ -303,12 +315,13 @@ impl<K> Pipeline<K> {
         Self::builder().config(config).runtime(handle).build()
     }
 
-    /// A builder, for a runtime or fetcher of your own.
+    /// A builder, for a runtime, fetcher or decoder of your own.
     pub fn builder() -> PipelineBuilder<K> {
         PipelineBuilder {
             config: Config::default(),
             runtime: None,
             fetcher: None,
+            decoder: None,
             rows: std::marker::PhantomData,
         }
     }

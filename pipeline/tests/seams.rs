@@ -1,0 +1,72 @@
+//! The fetch and decode stages can be replaced: a custom decoder's
+//! thumbnails are delivered, and a decoder that panics costs one typed
+//! error, not a decode thread.
+
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use common::drain_until;
+use futures::future::BoxFuture;
+use thumbpipe::{Decode, Error, Fetch, Pipeline, Priority, TargetSize, Thumbnail};
+
+/// Serves the URL's last path segment as the body.
+struct Echo;
+
+impl Fetch for Echo {
+    fn fetch(&self, url: url::Url, _max: u64) -> BoxFuture<'static, Result<Bytes, Error>> {
+        let name = url.path().trim_start_matches('/').to_owned();
+        Box::pin(async move { Ok(Bytes::from(name)) })
+    }
+}
+
+/// A 1x1 thumbnail whose red channel is the body's length; panics on
+/// "boom".
+struct Measure;
+
+impl Decode for Measure {
+    fn decode(&self, url: &Arc<str>, bytes: &[u8], _: TargetSize) -> Result<Thumbnail, Error> {
+        assert_ne!(bytes, b"boom", "the decoder blew up");
+        Ok(Thumbnail {
+            url: Arc::clone(url),
+            width: 1,
+            height: 1,
+            pixels: Arc::from([bytes.len() as u8, 0, 0, 255]),
+        })
+    }
+}
+
+#[test]
+fn a_custom_decoder_is_used_and_its_panics_become_decode_errors() {
+    let mut pipeline = Pipeline::<&str>::builder()
+        .fetcher(Echo)
+        .decoder(Measure)
+        .config(thumbpipe::Config {
+            decode_threads: 1,
+            ..thumbpipe::Config::default()
+        })
+        .build()
+        .unwrap();
+    // One decode thread: if the panic killed it, the later rows would never
+    // complete.
+    for (row, url) in [
+        ("a", "http://m/abc"),
+        ("boom", "http://m/boom"),
+        ("b", "http://m/abcdefg"),
+    ] {
+        pipeline.request(row, url, TargetSize::square(8), Priority::Visible);
+    }
+    let mut done = drain_until(&mut pipeline, |all| all.len() == 3);
+    done.sort_by_key(|c| c.row);
+    let rows: Vec<&str> = done.iter().map(|c| c.row).collect();
+    assert_eq!(rows, ["a", "b", "boom"]);
+    assert_eq!(done[0].result.as_ref().unwrap().pixels[0], 3);
+    assert_eq!(done[1].result.as_ref().unwrap().pixels[0], 7);
+    match &done[2].result {
+        Err(Error::Decode { reason, .. }) => assert!(reason.contains("panicked"), "{reason}"),
+        other => panic!("{other:?}"),
+    }
+}
