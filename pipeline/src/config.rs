@@ -45,6 +45,13 @@ pub struct Config {
     pub max_decode_alloc: u64,
     /// Decode threads, named `thumbpipe-decode-N`. Default: one per core.
     pub decode_threads: usize,
+    /// Images whose header declares more pixels than this are large: they
+    /// decode on at most `decode_threads - 1` threads at once, so that with
+    /// two or more decode threads a small thumbnail never waits behind a
+    /// large decode. Default: 2,000,000 (a 1920x1080 image is large, a
+    /// 1600x1200 one is not). `u64::MAX` lets large images use every
+    /// thread.
+    pub large_image_pixels: u64,
     /// Worker threads of the pipeline's own I/O runtime, named
     /// `thumbpipe-io-N` (unused with [`crate::Pipeline::with_runtime`]).
     /// Default: 2.
@@ -85,6 +92,7 @@ impl Default for Config {
             max_dimension: 16_384,
             max_decode_alloc: 256 * 1024 * 1024,
             decode_threads: std::thread::available_parallelism().map_or(2, |n| n.get()),
+            large_image_pixels: 2_000_000,
             io_threads: 2,
             cache_cost_limit: 64 * 1024 * 1024,
             cache_count_limit: 4096,

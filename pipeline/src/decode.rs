@@ -3,22 +3,25 @@
 //! that still covers the thumbnail; everything else is decoded in full and
 //! downscaled.
 //!
-//! Owns the decode threads (`thumbpipe-decode-N`). Jobs arrive from the load
-//! actor through a channel; each job checks its cancellation token before it
-//! decodes, and reports back to the actor. The threads end when the pool is
-//! dropped: the channel closes, queued jobs are skipped, and `Drop` joins them.
+//! Owns the decode threads (`thumbpipe-decode-N`) and their queue. Jobs
+//! arrive from the load actor and are served visible rows first, newest
+//! first, with large images kept off the last free thread; a job cancelled
+//! while queued is skipped, and every job reports back to the actor once.
+//! The threads end when the pool is shut down: queued jobs report
+//! cancelled, running decodes finish, and `shutdown` joins the threads.
 
+use std::collections::HashMap;
 use std::io::Cursor;
 use std::panic::AssertUnwindSafe;
-use std::sync::mpsc;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
 
 use bytes::Bytes;
 use image::{DynamicImage, ImageFormat, ImageReader, Limits};
 use tokio_util::sync::CancellationToken;
 
-use crate::{Config, Error, TargetSize};
+use crate::queue::{TaskId, TaskQueue};
+use crate::{Config, Error, Priority, TargetSize};
 
 /// A decoded, downscaled image: RGBA8, shared without copying.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -312,6 +315,9 @@ fn not_an_image(bytes: &[u8]) -> String {
 
 /// One decode for the pool.
 pub(crate) struct DecodeJob {
+    /// The load task it belongs to: the key to change its priority by.
+    pub(crate) task: TaskId,
+    pub(crate) priority: Priority,
     pub(crate) url: Arc<str>,
     pub(crate) bytes: Bytes,
     pub(crate) target: TargetSize,
@@ -324,55 +330,103 @@ pub(crate) struct DecodeJob {
 /// Reports a decode job's outcome: `None` when it was cancelled first.
 pub(crate) type DecodeDone = Box<dyn FnOnce(Option<Result<Thumbnail, Error>>) + Send>;
 
-/// A fixed set of decode threads fed by a channel.
+/// A fixed set of decode threads serving one queue, visible rows first and
+/// newest first, in which large images may hold all threads but one.
+///
+/// A decode cannot be interrupted, so a thumbnail that arrives while every
+/// thread is busy with a 12-megapixel photo would wait for the photo. Images
+/// over [`Config::large_image_pixels`] (read from the header, before any
+/// thread commits to them) therefore run on at most `threads - 1` threads at
+/// once: with two or more threads, one is always left for small images.
 pub(crate) struct DecodePool {
-    // Std mutexes, held only to send or to take the handles; never across an
-    // `.await` or a decode.
-    jobs: Mutex<Option<mpsc::Sender<DecodeJob>>>,
+    shared: Arc<Shared>,
     threads: Mutex<Vec<JoinHandle<()>>>,
 }
 
+struct Shared {
+    // A std mutex, held only to queue or take a job, never across a decode
+    // or a `done` call.
+    state: Mutex<PoolState>,
+    work: Condvar,
+    decoder: Arc<dyn Decode>,
+    large_pixels: u64,
+    /// Most large decodes running at once.
+    large_limit: usize,
+}
+
+#[derive(Default)]
+struct PoolState {
+    order: TaskQueue,
+    waiting: HashMap<TaskId, Waiting>,
+    large_running: usize,
+    closed: bool,
+}
+
+struct Waiting {
+    job: DecodeJob,
+    large: bool,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, PoolState> {
+        // Nothing panics while the lock is held (decodes and callbacks run
+        // outside it), and the state is consistent between statements.
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
 impl DecodePool {
-    pub(crate) fn start(threads: usize, decoder: Arc<dyn Decode>) -> std::io::Result<Self> {
-        let (jobs, queue) = mpsc::channel::<DecodeJob>();
-        // Workers take turns receiving; the lock is held only while waiting
-        // for the next job, never while decoding.
-        let queue = Arc::new(Mutex::new(queue));
+    pub(crate) fn start(
+        threads: usize,
+        large_pixels: u64,
+        decoder: Arc<dyn Decode>,
+    ) -> std::io::Result<Self> {
+        let shared = Arc::new(Shared {
+            state: Mutex::default(),
+            work: Condvar::new(),
+            decoder,
+            large_pixels,
+            large_limit: threads.saturating_sub(1).max(1),
+        });
         let threads = (0..threads)
             .map(|n| {
-                let (queue, decoder) = (Arc::clone(&queue), Arc::clone(&decoder));
+                let shared = Arc::clone(&shared);
                 std::thread::Builder::new()
                     .name(format!("thumbpipe-decode-{n}"))
-                    .spawn(move || decode_worker(&queue, decoder.as_ref()))
+                    .spawn(move || decode_worker(&shared))
             })
             .collect::<std::io::Result<Vec<_>>>()?;
         Ok(Self {
-            jobs: Mutex::new(Some(jobs)),
+            shared,
             threads: Mutex::new(threads),
         })
     }
 
     /// Queues a job; if the pool has shut down, the job reports cancelled.
     pub(crate) fn submit(&self, job: DecodeJob) {
-        let refused = match self.jobs.lock() {
-            Ok(jobs) => match jobs.as_ref() {
-                Some(sender) => sender.send(job).err().map(|mpsc::SendError(job)| job),
-                None => Some(job),
-            },
-            Err(_) => Some(job),
-        };
-        if let Some(job) = refused {
+        let large = is_large(&job.bytes, self.shared.large_pixels);
+        let mut state = self.shared.lock();
+        if state.closed {
+            drop(state);
             (job.done)(None);
+            return;
         }
+        state.order.push(job.task, job.priority);
+        state.waiting.insert(job.task, Waiting { job, large });
+        drop(state);
+        self.shared.work.notify_one();
+    }
+
+    /// Moves a queued job to `priority`; a job already decoding is left be.
+    pub(crate) fn reprioritize(&self, task: TaskId, priority: Priority) {
+        self.shared.lock().order.reprioritize(task, priority);
     }
 
     /// Closes the queue and joins the threads: each finishes the decode it
-    /// is running, and skips the jobs still queued (their tokens are
-    /// cancelled by then).
+    /// is running, and the jobs still queued report cancelled.
     pub(crate) fn shutdown(&self) {
-        if let Ok(mut jobs) = self.jobs.lock() {
-            jobs.take();
-        }
+        self.shared.lock().closed = true;
+        self.shared.work.notify_all();
         let threads = match self.threads.lock() {
             Ok(mut threads) => std::mem::take(&mut *threads),
             Err(_) => return,
@@ -383,19 +437,74 @@ impl DecodePool {
     }
 }
 
-fn decode_worker(queue: &Mutex<mpsc::Receiver<DecodeJob>>, decoder: &dyn Decode) {
+/// Whether `bytes`' header declares more than `limit` pixels. Unreadable
+/// headers count as small: the decoder refuses them quickly.
+fn is_large(bytes: &[u8], limit: u64) -> bool {
+    std::panic::catch_unwind(|| imagesize::blob_size(bytes))
+        .ok()
+        .and_then(Result::ok)
+        .is_some_and(|size| (size.width as u64).saturating_mul(size.height as u64) > limit)
+}
+
+/// What a worker takes from the queue.
+enum Next {
+    Decode(Waiting),
+    Skip(DecodeJob),
+    Exit,
+}
+
+/// Waits for the next job this worker may run: the first in serving order
+/// that is small, cancelled (to report it at once), or large while a large
+/// slot is free. After shutdown, every queued job is skipped.
+fn next_job(shared: &Shared) -> Next {
+    let mut state = shared.lock();
     loop {
-        let next = match queue.lock() {
-            Ok(queue) => queue.recv(),
-            Err(_) => return,
-        };
-        let Ok(job) = next else { return };
-        if job.cancel.is_cancelled() {
-            (job.done)(None);
-            continue;
+        let PoolState {
+            order,
+            waiting,
+            large_running,
+            closed,
+        } = &mut *state;
+        let free = *large_running < shared.large_limit;
+        let picked = order.pop_next(|task| {
+            *closed
+                || waiting
+                    .get(&task)
+                    .is_some_and(|w| !w.large || free || w.job.cancel.is_cancelled())
+        });
+        match picked.and_then(|task| waiting.remove(&task)) {
+            Some(waiting) if *closed || waiting.job.cancel.is_cancelled() => {
+                return Next::Skip(waiting.job);
+            }
+            Some(waiting) => {
+                if waiting.large {
+                    *large_running += 1;
+                }
+                return Next::Decode(waiting);
+            }
+            None if *closed => return Next::Exit,
+            None => {
+                state = shared
+                    .work
+                    .wait(state)
+                    .unwrap_or_else(PoisonError::into_inner)
+            }
         }
+    }
+}
+
+fn decode_worker(shared: &Shared) {
+    loop {
+        let Waiting { job, large } = match next_job(shared) {
+            Next::Decode(waiting) => waiting,
+            Next::Skip(job) => {
+                (job.done)(None);
+                continue;
+            }
+            Next::Exit => return,
+        };
         let result = std::panic::catch_unwind(AssertUnwindSafe(|| {
-            decoder.decode(&job.url, &job.bytes, job.target)
+            shared.decoder.decode(&job.url, &job.bytes, job.target)
         }))
         .unwrap_or_else(|_| {
             Err(Error::Decode {
@@ -403,6 +512,12 @@ fn decode_worker(queue: &Mutex<mpsc::Receiver<DecodeJob>>, decoder: &dyn Decode)
                 reason: "the decoder panicked on this input".into(),
             })
         });
+        if large {
+            shared.lock().large_running -= 1;
+            // A large job may have been waiting for this slot while the
+            // other threads sleep.
+            shared.work.notify_one();
+        }
         (job.done)(Some(result));
     }
 }
@@ -521,5 +636,222 @@ mod tests {
             decode_thumbnail(&url, truncated, TargetSize::square(64), LIMITS),
             Err(Error::Decode { .. })
         ));
+    }
+
+    /// A decoder that records the order it is called in and holds every
+    /// job whose URL starts with "hold" until the gate opens.
+    #[derive(Default)]
+    struct Gated {
+        started: Mutex<Vec<String>>,
+        open: Mutex<bool>,
+        opened: Condvar,
+    }
+
+    impl Gated {
+        fn open(&self) {
+            *self.open.lock().unwrap() = true;
+            self.opened.notify_all();
+        }
+
+        fn started(&self) -> Vec<String> {
+            self.started.lock().unwrap().clone()
+        }
+
+        /// Waits until `count` decodes have started.
+        fn wait_started(&self, count: usize) {
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+            while self.started().len() < count {
+                assert!(std::time::Instant::now() < deadline, "{:?}", self.started());
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+        }
+    }
+
+    impl Decode for Gated {
+        fn decode(&self, url: &Arc<str>, _: &[u8], _: TargetSize) -> Result<Thumbnail, Error> {
+            self.started.lock().unwrap().push(url.to_string());
+            if url.starts_with("hold") {
+                let mut open = self.open.lock().unwrap();
+                while !*open {
+                    open = self.opened.wait(open).unwrap();
+                }
+            }
+            Ok(Thumbnail {
+                url: Arc::clone(url),
+                width: 1,
+                height: 1,
+                pixels: Arc::from([0u8; 4]),
+            })
+        }
+    }
+
+    type Outcomes = Arc<Mutex<Vec<(String, Option<bool>)>>>;
+
+    fn job(
+        task: TaskId,
+        url: &str,
+        priority: Priority,
+        bytes: &[u8],
+        outcomes: &Outcomes,
+    ) -> DecodeJob {
+        let (outcomes, name) = (Arc::clone(outcomes), url.to_string());
+        DecodeJob {
+            task,
+            priority,
+            url: url.into(),
+            bytes: Bytes::copy_from_slice(bytes),
+            target: TargetSize::square(8),
+            cancel: CancellationToken::new(),
+            done: Box::new(move |outcome| {
+                let decoded = outcome.map(|result| result.is_ok());
+                outcomes.lock().unwrap().push((name, decoded));
+            }),
+        }
+    }
+
+    fn wait_outcomes(outcomes: &Outcomes, count: usize) -> Vec<(String, Option<bool>)> {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            let seen = outcomes.lock().unwrap().clone();
+            if seen.len() >= count {
+                return seen;
+            }
+            assert!(std::time::Instant::now() < deadline, "{seen:?}");
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+    }
+
+    /// With every thread but one holding a large image, large images wait
+    /// and small ones still decode; once the large ones finish, the waiting
+    /// large ones run too. Each job reports once.
+    #[test]
+    fn large_images_never_take_the_last_free_thread() {
+        let gate = Arc::new(Gated::default());
+        // 400 pixels is large here, 25 is not.
+        let (large, small) = (png(20, 20), png(5, 5));
+        let pool = DecodePool::start(3, 100, Arc::clone(&gate) as Arc<dyn Decode>).unwrap();
+        let outcomes = Outcomes::default();
+        for n in 0..4 {
+            pool.submit(job(
+                n,
+                &format!("hold-large-{n}"),
+                Priority::Visible,
+                &large,
+                &outcomes,
+            ));
+        }
+        gate.wait_started(2);
+        for n in 4..7 {
+            pool.submit(job(
+                n,
+                &format!("small-{n}"),
+                Priority::Visible,
+                &small,
+                &outcomes,
+            ));
+        }
+        let done = wait_outcomes(&outcomes, 3);
+        let mut names: Vec<_> = done.iter().map(|(name, _)| name.as_str()).collect();
+        names.sort_unstable();
+        assert_eq!(names, ["small-4", "small-5", "small-6"]);
+        // Still only two large decodes have started: the third thread was
+        // kept for the small ones.
+        let started_large = gate
+            .started()
+            .iter()
+            .filter(|u| u.contains("large"))
+            .count();
+        assert_eq!(started_large, 2, "{:?}", gate.started());
+        gate.open();
+        let done = wait_outcomes(&outcomes, 7);
+        assert_eq!(done.len(), 7);
+        assert!(
+            done.iter().all(|(_, decoded)| *decoded == Some(true)),
+            "{done:?}"
+        );
+        pool.shutdown();
+        assert_eq!(outcomes.lock().unwrap().len(), 7);
+    }
+
+    /// Queued jobs run visible first, newest first within a priority, and a
+    /// reprioritized job moves with its new priority.
+    #[test]
+    fn queued_jobs_run_visible_first_then_newest_first() {
+        let gate = Arc::new(Gated::default());
+        let small = png(5, 5);
+        let pool = DecodePool::start(1, u64::MAX, Arc::clone(&gate) as Arc<dyn Decode>).unwrap();
+        let outcomes = Outcomes::default();
+        pool.submit(job(0, "hold", Priority::Visible, &small, &outcomes));
+        gate.wait_started(1);
+        for (task, priority) in [
+            (1, Priority::Prefetch),
+            (2, Priority::Visible),
+            (3, Priority::Visible),
+            (4, Priority::Prefetch),
+            (5, Priority::Prefetch),
+        ] {
+            pool.submit(job(
+                task,
+                &format!("job-{task}"),
+                priority,
+                &small,
+                &outcomes,
+            ));
+        }
+        pool.reprioritize(1, Priority::Visible);
+        gate.open();
+        wait_outcomes(&outcomes, 6);
+        assert_eq!(
+            gate.started(),
+            ["hold", "job-3", "job-2", "job-1", "job-5", "job-4"]
+        );
+    }
+
+    /// A job cancelled while queued reports `None` without being decoded,
+    /// even a large one with no large slot free; after shutdown, queued jobs
+    /// and new ones report `None`, and the threads are joined.
+    #[test]
+    fn cancelled_and_shut_down_jobs_report_once_without_decoding() {
+        let gate = Arc::new(Gated::default());
+        let large = png(20, 20);
+        let pool = DecodePool::start(2, 100, Arc::clone(&gate) as Arc<dyn Decode>).unwrap();
+        let outcomes = Outcomes::default();
+        pool.submit(job(0, "hold-running", Priority::Visible, &large, &outcomes));
+        gate.wait_started(1);
+        let cancelled = job(1, "cancelled", Priority::Visible, &large, &outcomes);
+        let token = cancelled.cancel.clone();
+        pool.submit(cancelled);
+        pool.submit(job(2, "queued", Priority::Visible, &large, &outcomes));
+        token.cancel();
+        // Wake a worker to notice the cancellation.
+        pool.submit(job(3, "small", Priority::Visible, &png(5, 5), &outcomes));
+        let done = wait_outcomes(&outcomes, 2);
+        assert!(done.contains(&("cancelled".into(), None)), "{done:?}");
+        assert!(done.contains(&("small".into(), Some(true))), "{done:?}");
+        let opener = Arc::clone(&gate);
+        let shutting = std::thread::Builder::new()
+            .name("test-gate-opener".into())
+            .spawn(move || {
+                std::thread::sleep(std::time::Duration::from_millis(50));
+                opener.open();
+            })
+            .unwrap();
+        pool.shutdown();
+        shutting.join().unwrap();
+        pool.submit(job(4, "late", Priority::Visible, &large, &outcomes));
+        let mut done = outcomes.lock().unwrap().clone();
+        done.sort();
+        assert_eq!(
+            done,
+            [
+                ("cancelled".into(), None),
+                ("hold-running".into(), Some(true)),
+                ("late".into(), None),
+                ("queued".into(), None),
+                ("small".into(), Some(true)),
+            ]
+        );
+        assert!(!gate.started().contains(&"queued".to_string()));
+        assert!(!gate.started().contains(&"cancelled".to_string()));
     }
 }

@@ -17,9 +17,12 @@
 //! - `load`: the actor that owns the shared load tasks (coalescing), the fetch
 //!   queue and the cache.
 //! - [`cache`]: least-recently-used thumbnails under cost, count and TTL limits.
-//! - `queue`: the fetch queue, by priority and newest first.
+//! - `queue`: the serving order of the fetch and decode queues: by priority,
+//!   newest first.
 //! - [`fetch`]: the [`Fetch`] trait and its reqwest implementation.
-//! - [`decode`]: bytes to a [`Thumbnail`] on the `thumbpipe-decode-N` threads.
+//! - [`decode`]: bytes to a [`Thumbnail`] on the `thumbpipe-decode-N` threads,
+//!   where large images ([`Config::large_image_pixels`]) never hold the last
+//!   free thread, so a small thumbnail does not wait behind them.
 //! - [`deliver`]: completions back to the UI thread, and its waker.
 //! - [`metrics`] and [`census`]: counters, and the process's threads.
 //!
@@ -30,8 +33,10 @@
 //!                            load actor: cache hit? ---------------------------+
 //!                            coalesce: same (url, size) joins one task         |
 //!                            fetch queue: priority, LIFO, per-host limit       |
-//!                            reqwest fetch (cancellable, body cap) -----> decode + downscale
-//!                                                                         (skip if cancelled)
+//!                            reqwest fetch (cancellable, body cap) -----> queue: priority, LIFO
+//!                                                                         decode + downscale
+//!                                                                         (skip if cancelled;
+//!                                                                         large: all threads but one)
 //!                            load actor: cache put (TTL, cost, LRU) <---------+
 //! drain() <----------------- delivered only for the row's current generation; wake UI
 //! ```
@@ -246,7 +251,11 @@ impl<K> PipelineBuilder<K> {
             Some(decoder) => decoder,
             None => Arc::new(ImageDecoder::new(&config)),
         };
-        let decoder = Arc::new(DecodePool::start(config.decode_threads, decode)?);
+        let decoder = Arc::new(DecodePool::start(
+            config.decode_threads,
+            config.large_image_pixels,
+            decode,
+        )?);
         let (commands, inbox) = mpsc::unbounded_channel();
         let (outbox, deliveries) = std::sync::mpsc::channel();
         let metrics = Arc::new(Metrics::default());

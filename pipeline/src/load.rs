@@ -34,7 +34,7 @@ use crate::decode::{DecodeJob, DecodePool};
 use crate::deliver::{Delivery, Outbox, SubscriptionId};
 use crate::fetch::{Fetch, host_key};
 use crate::metrics::Metrics;
-use crate::queue::{FetchQueue, TaskId};
+use crate::queue::{TaskId, TaskQueue};
 use crate::{CacheStats, Error, Priority, Thumbnail};
 
 /// From the UI side.
@@ -105,7 +105,7 @@ pub(crate) struct LoadActor {
     tasks: HashMap<TaskId, Task>,
     by_key: HashMap<CacheKey, TaskId>,
     subscriptions: HashMap<SubscriptionId, TaskId>,
-    queue: FetchQueue,
+    queue: TaskQueue,
     in_flight: HashMap<String, usize>,
     cache: ThumbnailCache,
     next_task: TaskId,
@@ -122,7 +122,7 @@ impl LoadActor {
             tasks: HashMap::new(),
             by_key: HashMap::new(),
             subscriptions: HashMap::new(),
-            queue: FetchQueue::default(),
+            queue: TaskQueue::default(),
             in_flight: HashMap::new(),
             next_task: 0,
         }
@@ -175,9 +175,7 @@ impl LoadActor {
                 };
                 if let Some(task) = self.tasks.get_mut(&task_id) {
                     task.subscribers.insert(id, priority);
-                    if matches!(task.stage, Stage::Queued) {
-                        self.queue.reprioritize(task_id, task.priority());
-                    }
+                    self.reprioritize(task_id);
                 }
             }
         }
@@ -208,9 +206,7 @@ impl LoadActor {
             task.subscribers.insert(id, priority);
             task.ttl = task.ttl.max(ttl);
             self.subscriptions.insert(id, task_id);
-            if matches!(task.stage, Stage::Queued) {
-                self.queue.reprioritize(task_id, task.priority());
-            }
+            self.reprioritize(task_id);
             return;
         }
         self.next_task += 1;
@@ -242,9 +238,7 @@ impl LoadActor {
         };
         task.subscribers.remove(&id);
         if !task.subscribers.is_empty() {
-            if matches!(task.stage, Stage::Queued) {
-                self.queue.reprioritize(task_id, task.priority());
-            }
+            self.reprioritize(task_id);
             return;
         }
         // The last subscriber left: cancel the shared work.
@@ -322,6 +316,8 @@ impl LoadActor {
         Metrics::add(&self.parts.metrics.decodes_started, 1);
         let messages = self.parts.messages.clone();
         self.parts.decoder.submit(DecodeJob {
+            task: task_id,
+            priority: task.priority(),
             url: Arc::clone(&task.key.url),
             bytes,
             target: task.key.target,
@@ -330,6 +326,19 @@ impl LoadActor {
                 let _ = messages.send(Message::Event(Event::Decoded(task_id, outcome)));
             }),
         });
+    }
+
+    /// Moves a task waiting for a fetch slot or a decode thread to its
+    /// subscribers' highest priority.
+    fn reprioritize(&mut self, task_id: TaskId) {
+        let Some(task) = self.tasks.get(&task_id) else {
+            return;
+        };
+        match task.stage {
+            Stage::Queued => self.queue.reprioritize(task_id, task.priority()),
+            Stage::Decoding => self.parts.decoder.reprioritize(task_id, task.priority()),
+            Stage::Fetching => {}
+        }
     }
 
     /// Ends a task: stores a thumbnail, and delivers the outcome to every

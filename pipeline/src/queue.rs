@@ -1,8 +1,10 @@
-//! The fetch queue: tasks waiting for a fetch slot, highest priority first
-//! and, within a priority, newest first.
+//! The order tasks are served in, highest priority first and, within a
+//! priority, newest first: tasks waiting for a fetch slot, and bodies
+//! waiting for a decode thread.
 //!
-//! Plain data owned by the load actor. During a flick the rows on screen now
-//! matter more than those that just left, hence newest first (LIFO).
+//! Plain data: the load actor owns the fetch queue, the decode pool owns its
+//! own behind its lock. During a flick the rows on screen now matter more
+//! than those that just left, hence newest first (LIFO).
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -12,14 +14,14 @@ use crate::Priority;
 pub(crate) type TaskId = u64;
 
 #[derive(Default)]
-pub(crate) struct FetchQueue {
+pub(crate) struct TaskQueue {
     /// Served from the back: highest priority, then highest sequence number.
     order: BTreeMap<(Priority, u64), TaskId>,
     position: HashMap<TaskId, (Priority, u64)>,
     next_seq: u64,
 }
 
-impl FetchQueue {
+impl TaskQueue {
     pub(crate) fn push(&mut self, task: TaskId, priority: Priority) {
         self.remove(task);
         self.next_seq += 1;
@@ -70,7 +72,7 @@ mod tests {
 
     #[test]
     fn visible_before_prefetch_and_newest_first_within_a_priority() {
-        let mut queue = FetchQueue::default();
+        let mut queue = TaskQueue::default();
         queue.push(1, Priority::Prefetch);
         queue.push(2, Priority::Visible);
         queue.push(3, Priority::Visible);
@@ -81,7 +83,7 @@ mod tests {
 
     #[test]
     fn removed_and_reprioritized_tasks() {
-        let mut queue = FetchQueue::default();
+        let mut queue = TaskQueue::default();
         queue.push(1, Priority::Prefetch);
         queue.push(2, Priority::Prefetch);
         queue.push(3, Priority::Visible);
@@ -94,7 +96,7 @@ mod tests {
 
     #[test]
     fn tasks_that_cannot_start_are_skipped_not_lost() {
-        let mut queue = FetchQueue::default();
+        let mut queue = TaskQueue::default();
         queue.push(1, Priority::Visible);
         queue.push(2, Priority::Visible);
         assert_eq!(queue.pop_next(|task| task != 2), Some(1));
