@@ -13,7 +13,7 @@
 //! so `--replay i` rebuilds one input exactly.
 //!
 //! A crash is a panic (caught by thumbpipe and reported as "the decoder
-//! panicked"), a thumbnail whose pixel buffer does not match its size or
+//! panicked", or in the decode pool's header probe), a thumbnail whose pixel buffer does not match its size or
 //! that does not fit the target, or an error of a type a decoder cannot
 //! give. Crashes and inputs slower than `--slow-ms` are written to
 //! `--out` to be replayed.
@@ -297,6 +297,11 @@ impl Verdict {
 
 /// Runs one input and says whether the answer is acceptable.
 fn judge(input: &[u8], config: &Config) -> Verdict {
+    // The decode pool reads sizes with imagesize to tell large images from
+    // small ones before any decode; it must survive the same bytes.
+    if std::panic::catch_unwind(|| imagesize::blob_size(input)).is_err() {
+        return Verdict::Crash("the header probe (imagesize) panicked".into());
+    }
     match thumbnail_from_bytes("fuzz", input, TARGET, config) {
         Ok(thumbnail) => {
             let (w, h) = (thumbnail.width, thumbnail.height);
