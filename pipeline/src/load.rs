@@ -111,6 +111,8 @@ pub(crate) struct LoadActor {
     in_flight: HashMap<String, usize>,
     cache: ThumbnailCache,
     next_task: TaskId,
+    /// Tasks in [`Stage::Decoding`], kept as they move rather than counted.
+    decoding: usize,
     /// Fetches in flight, polled by the actor itself: a fetch that
     /// completes costs no task and no message.
     fetches: FuturesUnordered<FetchInFlight>,
@@ -133,6 +135,7 @@ impl LoadActor {
             queue: TaskQueue::default(),
             in_flight: HashMap::new(),
             next_task: 0,
+            decoding: 0,
             fetches: FuturesUnordered::new(),
         }
     }
@@ -299,6 +302,7 @@ impl LoadActor {
                         Metrics::add(&metrics.fetches_completed, 1);
                         Metrics::add(&metrics.bytes_fetched, bytes.len() as u64);
                         task.stage = Stage::Decoding;
+                        self.decoding += 1;
                         self.decode(task_id, bytes);
                     }
                     Err(error) => {
@@ -386,6 +390,9 @@ impl LoadActor {
     fn remove_task(&mut self, task_id: TaskId) -> Option<Task> {
         let task = self.tasks.remove(&task_id)?;
         self.by_key.remove(&task.key);
+        if matches!(task.stage, Stage::Decoding) {
+            self.decoding = self.decoding.saturating_sub(1);
+        }
         Some(task)
     }
 
@@ -432,17 +439,12 @@ impl LoadActor {
     /// Updates the gauges and the cache's published counters.
     fn publish(&self) {
         let metrics = &self.parts.metrics;
-        let decoding = self
-            .tasks
-            .values()
-            .filter(|task| matches!(task.stage, Stage::Decoding))
-            .count();
         Metrics::set(
             &metrics.in_flight,
             self.in_flight.values().sum::<usize>() as u64,
         );
         Metrics::set(&metrics.queued, self.queue.len() as u64);
-        Metrics::set(&metrics.decoding, decoding as u64);
+        Metrics::set(&metrics.decoding, self.decoding as u64);
         if let Ok(mut stats) = self.parts.cache_stats.lock() {
             *stats = self.cache.stats();
         }
