@@ -133,6 +133,7 @@ use std::time::Duration;
 use tokio::runtime::{Handle, Runtime};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 pub use cache::CacheStats;
 pub use census::{CensusError, ThreadCensus};
@@ -274,6 +275,7 @@ impl<K> PipelineBuilder<K> {
             max_per_host: config.max_concurrent_fetches,
             max_body_bytes: config.max_body_bytes,
             root: root.clone(),
+            jobs: TaskTracker::new(),
             messages: commands.clone(),
         });
         handle.spawn(actor.run(inbox));

@@ -2,11 +2,10 @@
 //! target size, for coalescing), the fetch queue and the cache.
 //!
 //! It runs on the pipeline's I/O runtime and is the only code that touches
-//! that state: the UI side sends it [`Command`]s and the decode threads send
-//! it [`Event`]s, through one unbounded channel that never blocks a sender,
-//! and it polls its fetch futures itself (no task per fetch). It ends when
-//! the pipeline's root token is cancelled; the fetches in flight are dropped
-//! with it, closing their connections.
+//! that state: the UI side sends it [`Command`]s, fetch futures and decode
+//! threads send it [`Event`]s, all through one unbounded channel that never
+//! blocks a sender. It ends when the pipeline's root token is cancelled;
+//! every fetch it started is a child of that token and ends with it.
 //!
 //! ```text
 //! Subscribe --> cache hit? -- yes --> deliver
@@ -25,11 +24,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use futures::FutureExt as _;
-use futures::future::BoxFuture;
-use futures::stream::{FuturesUnordered, StreamExt as _};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 use url::Url;
 
 use crate::cache::{CacheKey, CacheLimits, ThumbnailCache};
@@ -54,7 +51,7 @@ pub(crate) enum Command {
     SetPriority(SubscriptionId, Priority),
 }
 
-/// From the actor's fetch futures and the decode threads.
+/// From the fetch futures and decode threads.
 pub(crate) enum Event {
     Fetched(TaskId, Result<Bytes, Error>),
     Decoded(TaskId, Option<Result<Thumbnail, Error>>),
@@ -99,6 +96,7 @@ pub(crate) struct Parts {
     pub(crate) max_per_host: usize,
     pub(crate) max_body_bytes: u64,
     pub(crate) root: CancellationToken,
+    pub(crate) jobs: TaskTracker,
     pub(crate) messages: mpsc::UnboundedSender<Message>,
 }
 
@@ -113,13 +111,7 @@ pub(crate) struct LoadActor {
     next_task: TaskId,
     /// Tasks in [`Stage::Decoding`], kept as they move rather than counted.
     decoding: usize,
-    /// Fetches in flight, polled by the actor itself: a fetch that
-    /// completes costs no task and no message.
-    fetches: FuturesUnordered<FetchInFlight>,
 }
-
-/// A fetch and the task it is for; `None` when the task was cancelled.
-type FetchInFlight = BoxFuture<'static, Option<(TaskId, Result<Bytes, Error>)>>;
 
 /// How often expired cache entries are swept.
 const SWEEP_EVERY: Duration = Duration::from_secs(1);
@@ -136,7 +128,6 @@ impl LoadActor {
             in_flight: HashMap::new(),
             next_task: 0,
             decoding: 0,
-            fetches: FuturesUnordered::new(),
         }
     }
 
@@ -150,16 +141,6 @@ impl LoadActor {
             tokio::select! {
                 biased;
                 _ = root.cancelled() => break,
-                Some(fetched) = self.fetches.next(), if !self.fetches.is_empty() => {
-                    // Take every fetch that is already done in one turn.
-                    let mut fetched = Some(fetched);
-                    while let Some(done) = fetched {
-                        if let Some((task_id, result)) = done {
-                            self.event(Event::Fetched(task_id, result));
-                        }
-                        fetched = self.fetches.next().now_or_never().flatten();
-                    }
-                }
                 received = inbox.recv_many(&mut batch, 256) => {
                     if received == 0 {
                         break;
@@ -178,7 +159,7 @@ impl LoadActor {
             self.parts.outbox.wake_if_sent();
         }
         // Every task's token is a child of the root: cancelled already.
-        // Dropping the actor drops its fetches and their connections.
+        self.parts.jobs.close();
     }
 
     fn command(&mut self, command: Command) {
@@ -426,13 +407,20 @@ impl LoadActor {
                 .fetcher
                 .fetch(task.url.clone(), self.parts.max_body_bytes);
             let cancel = task.cancel.clone();
-            self.fetches.push(Box::pin(async move {
+            let messages = self.parts.messages.clone();
+            // A task per fetch, not a future polled by the actor: connecting
+            // (and a TLS handshake) happens inside the fetch future, and on
+            // the actor's one task it would hold up every command behind it
+            // and serialize a burst of connections under tokio's budget.
+            self.parts.jobs.spawn(async move {
                 tokio::select! {
                     biased;
-                    _ = cancel.cancelled() => None,
-                    result = fetch => Some((task_id, result)),
+                    _ = cancel.cancelled() => {}
+                    result = fetch => {
+                        let _ = messages.send(Message::Event(Event::Fetched(task_id, result)));
+                    }
                 }
-            }));
+            });
         }
     }
 
