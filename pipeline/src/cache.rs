@@ -3,10 +3,18 @@
 //!
 //! `ThumbnailCache` is plain data with no lock and no clock of its own
 //! (callers pass `now`), so it is tested directly. In the pipeline, the load
-//! actor (`crate::load`) owns the only instance: nothing else touches it, and
-//! it ends with the actor.
+//! actor (`crate::load`) owns the only instance: nothing else changes it,
+//! and it ends with the actor.
+//!
+//! The UI side reads it without waiting through a [`CacheView`]: a map of
+//! the same entries behind a lock, which the cache updates with every change
+//! it makes, so a thumbnail already decoded is drawn in the pass that asks
+//! for it instead of a message round trip later. The view is only read
+//! (and, by `forget`, emptied) from outside; recency and counters stay the
+//! actor's.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use lru::LruCache;
@@ -58,9 +66,68 @@ pub struct CacheStats {
     pub expired: u64,
 }
 
+#[derive(Clone)]
 struct Entry {
     thumbnail: Thumbnail,
     expires: Instant,
+}
+
+/// The cache's entries as the UI side sees them: the same thumbnails (their
+/// pixels shared, not copied) by URL and target size, with their expiry.
+///
+/// A std mutex, not an actor message: the UI thread must answer "is it
+/// decoded already?" within the pass, the critical sections are a hash
+/// lookup or insert, and no `.await` happens while it is held. The actor
+/// locks it once per cache change (a put and its evictions together).
+#[derive(Clone, Default)]
+pub(crate) struct CacheView {
+    entries: Arc<Mutex<ViewEntries>>,
+}
+
+/// Each URL's cached sizes: a list, since a URL is drawn at one or two.
+type ViewEntries = HashMap<Arc<str>, Vec<(TargetSize, Entry)>>;
+
+impl CacheView {
+    /// The live thumbnail of `url` at `target`, if the cache holds one.
+    pub(crate) fn get(&self, url: &str, target: TargetSize, now: Instant) -> Option<Thumbnail> {
+        let entries = self.lock();
+        let sizes = entries.get(url)?;
+        sizes
+            .iter()
+            .find(|(size, entry)| *size == target && entry.expires > now)
+            .map(|(_, entry)| entry.thumbnail.clone())
+    }
+
+    /// Drops every size of `url`.
+    pub(crate) fn remove_url(&self, url: &str) {
+        self.lock().remove(url);
+    }
+
+    /// Drops everything.
+    pub(crate) fn clear(&self) {
+        self.lock().clear();
+    }
+
+    fn insert(entries: &mut ViewEntries, key: &CacheKey, entry: Entry) {
+        let sizes = entries.entry(Arc::clone(&key.url)).or_default();
+        sizes.retain(|(size, _)| *size != key.target);
+        sizes.push((key.target, entry));
+    }
+
+    fn remove(entries: &mut ViewEntries, key: &CacheKey) {
+        if let Some(sizes) = entries.get_mut(&key.url) {
+            sizes.retain(|(size, _)| *size != key.target);
+            if sizes.is_empty() {
+                entries.remove(&key.url);
+            }
+        }
+    }
+
+    /// A poisoned lock still holds a consistent map: every critical section
+    /// is a single insert or removal.
+    fn lock(&self) -> MutexGuard<'_, ViewEntries> {
+        self.entries.lock().unwrap_or_else(PoisonError::into_inner)
+    }
 }
 
 /// Least-recently-used thumbnails under a cost and count budget.
@@ -68,14 +135,19 @@ pub(crate) struct ThumbnailCache {
     entries: LruCache<CacheKey, Entry>,
     limits: CacheLimits,
     stats: CacheStats,
+    /// Kept equal to `entries`, for the UI side.
+    view: CacheView,
 }
 
 impl ThumbnailCache {
-    pub(crate) fn new(limits: CacheLimits) -> Self {
+    /// An empty cache that publishes its entries to `view`.
+    pub(crate) fn new(limits: CacheLimits, view: CacheView) -> Self {
+        view.clear();
         Self {
             entries: LruCache::unbounded(),
             limits,
             stats: CacheStats::default(),
+            view,
         }
     }
 
@@ -117,15 +189,18 @@ impl ThumbnailCache {
             thumbnail,
             expires: now + ttl,
         };
+        let mut view = self.view.lock();
+        CacheView::insert(&mut view, &key, entry.clone());
         if let Some(old) = self.entries.put(key, entry) {
             self.stats.cost -= old.thumbnail.cost();
         }
         self.stats.cost += cost;
         while self.stats.cost > self.limits.cost || self.entries.len() > self.limits.count {
             let over_cost = self.stats.cost > self.limits.cost;
-            let Some((_, evicted)) = self.entries.pop_lru() else {
+            let Some((evicted_key, evicted)) = self.entries.pop_lru() else {
                 break;
             };
+            CacheView::remove(&mut view, &evicted_key);
             self.stats.cost -= evicted.thumbnail.cost();
             if over_cost {
                 self.stats.evicted_for_cost += 1;
@@ -152,10 +227,36 @@ impl ThumbnailCache {
 
     fn remove_expired(&mut self, key: &CacheKey) {
         if let Some(entry) = self.entries.pop(key) {
+            CacheView::remove(&mut self.view.lock(), key);
             self.stats.cost -= entry.thumbnail.cost();
             self.stats.expired += 1;
             self.stats.entries = self.entries.len();
         }
+    }
+
+    /// Drops every size of `url`: the app asked for it to be loaded afresh.
+    pub(crate) fn remove_url(&mut self, url: &str) {
+        let keys: Vec<CacheKey> = self
+            .entries
+            .iter()
+            .filter(|(key, _)| *key.url == *url)
+            .map(|(key, _)| key.clone())
+            .collect();
+        for key in &keys {
+            if let Some(entry) = self.entries.pop(key) {
+                self.stats.cost -= entry.thumbnail.cost();
+            }
+        }
+        self.view.remove_url(url);
+        self.stats.entries = self.entries.len();
+    }
+
+    /// Drops every entry.
+    pub(crate) fn clear(&mut self) {
+        self.entries.clear();
+        self.view.clear();
+        self.stats.cost = 0;
+        self.stats.entries = 0;
     }
 
     pub(crate) fn stats(&self) -> CacheStats {
@@ -166,6 +267,12 @@ impl ThumbnailCache {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    impl ThumbnailCache {
+        fn with_limits(limits: CacheLimits) -> Self {
+            Self::new(limits, CacheView::default())
+        }
+    }
 
     fn thumb(cost: usize) -> Thumbnail {
         Thumbnail {
@@ -187,7 +294,7 @@ mod tests {
 
     #[test]
     fn an_entry_expires_after_its_ttl_and_is_never_returned_after() {
-        let mut cache = ThumbnailCache::new(CacheLimits {
+        let mut cache = ThumbnailCache::with_limits(CacheLimits {
             cost: 1000,
             count: 10,
         });
@@ -214,8 +321,46 @@ mod tests {
     }
 
     #[test]
+    fn the_view_answers_for_live_entries_and_forgets_with_the_cache() {
+        let view = CacheView::default();
+        let mut cache = ThumbnailCache::new(
+            CacheLimits {
+                cost: 1000,
+                count: 10,
+            },
+            view.clone(),
+        );
+        let start = Instant::now();
+        let small = TargetSize::square(64);
+        cache.put(key("a"), thumb(10), Duration::from_secs(5), start);
+        cache.put(
+            CacheKey {
+                url: "a".into(),
+                target: TargetSize::square(128),
+            },
+            thumb(40),
+            TTL,
+            start,
+        );
+        cache.put(key("b"), thumb(20), TTL, start);
+        assert_eq!(view.get("a", small, start).map(|t| t.cost()), Some(10));
+        assert!(view.get("a", TargetSize::square(32), start).is_none());
+        // Expired: the view never returns it, even before a sweep.
+        assert!(
+            view.get("a", small, start + Duration::from_secs(5))
+                .is_none()
+        );
+        cache.remove_url("a");
+        assert!(view.get("a", TargetSize::square(128), start).is_none());
+        assert_eq!((cache.stats().entries, cache.stats().cost), (1, 20));
+        cache.clear();
+        assert!(view.get("b", small, start).is_none());
+        assert_eq!((cache.stats().entries, cache.stats().cost), (0, 0));
+    }
+
+    #[test]
     fn sweep_drops_expired_entries_only() {
-        let mut cache = ThumbnailCache::new(CacheLimits {
+        let mut cache = ThumbnailCache::with_limits(CacheLimits {
             cost: 1000,
             count: 10,
         });
@@ -234,7 +379,7 @@ mod tests {
 
     #[test]
     fn the_cost_limit_evicts_least_recently_used_first() {
-        let mut cache = ThumbnailCache::new(CacheLimits {
+        let mut cache = ThumbnailCache::with_limits(CacheLimits {
             cost: 300,
             count: 100,
         });
@@ -258,7 +403,7 @@ mod tests {
 
     #[test]
     fn the_count_limit_holds() {
-        let mut cache = ThumbnailCache::new(CacheLimits {
+        let mut cache = ThumbnailCache::with_limits(CacheLimits {
             cost: 10_000,
             count: 3,
         });
@@ -274,7 +419,7 @@ mod tests {
 
     #[test]
     fn an_entry_over_a_tenth_of_the_budget_is_not_cached() {
-        let mut cache = ThumbnailCache::new(CacheLimits {
+        let mut cache = ThumbnailCache::with_limits(CacheLimits {
             cost: 1000,
             count: 10,
         });
@@ -287,7 +432,7 @@ mod tests {
 
     #[test]
     fn replacing_an_entry_keeps_the_cost_right() {
-        let mut cache = ThumbnailCache::new(CacheLimits {
+        let mut cache = ThumbnailCache::with_limits(CacheLimits {
             cost: 1000,
             count: 10,
         });
@@ -416,7 +561,8 @@ mod tests {
                 count in 1usize..12,
             ) {
                 let limits = CacheLimits { cost: 1000, count };
-                let mut cache = ThumbnailCache::new(limits);
+                let view = CacheView::default();
+                let mut cache = ThumbnailCache::new(limits, view.clone());
                 let mut model = Model::default();
                 let start = Instant::now();
                 let mut now_ms = 0u64;
@@ -456,7 +602,17 @@ mod tests {
                         .iter()
                         .map(|e| (key_of(e.0).url.to_string(), e.1))
                         .collect();
-                    prop_assert_eq!(held, expected);
+                    prop_assert_eq!(&held, &expected);
+                    // The UI side's view holds exactly the same entries.
+                    let mut seen: Vec<(String, u32)> = view
+                        .lock()
+                        .iter()
+                        .flat_map(|(url, sizes)| sizes.iter().map(move |(_, e)| (url.to_string(), e.thumbnail.width)))
+                        .collect();
+                    let mut held = held;
+                    seen.sort();
+                    held.sort();
+                    prop_assert_eq!(seen, held);
                     let mut counters = model.stats;
                     counters.entries = stats.entries;
                     counters.cost = stats.cost;

@@ -63,6 +63,18 @@ pub struct Config {
     /// How long a cached thumbnail stays valid, unless the request says
     /// otherwise. Default: 300 s.
     pub cache_ttl: Duration,
+    /// Budget of the UI side's textures (`thumbpipe::egui`): the sum of
+    /// live textures' RGBA bytes. Past it, the least recently drawn
+    /// textures are freed; their thumbnails stay in the cache and come back
+    /// in the pass that asks for them. Keep it above a few screens of
+    /// thumbnails. Default: 32 MiB (512 thumbnails of 128x128).
+    pub texture_budget: usize,
+    /// Bytes of new textures the UI side (`thumbpipe::egui`) uploads in one
+    /// pass at most, so that a burst of finished loads never stalls a
+    /// frame; the rest wait for the next pass, which is requested at once.
+    /// One texture is always allowed per pass, however large. Default:
+    /// 1 MiB (16 thumbnails of 128x128, more than a screenful of rows).
+    pub upload_budget: usize,
     /// The directory `file://` URLs may read from. Default: `None`, which
     /// refuses every `file://` URL. With a root, a file loads only if its
     /// path, with symbolic links resolved, lies under the root; it is read
@@ -97,6 +109,8 @@ impl Default for Config {
             cache_cost_limit: 64 * 1024 * 1024,
             cache_count_limit: 4096,
             cache_ttl: Duration::from_secs(300),
+            texture_budget: 32 * 1024 * 1024,
+            upload_budget: 1024 * 1024,
             file_root: None,
         }
     }
@@ -109,6 +123,8 @@ impl Config {
             ("decode_threads", self.decode_threads),
             ("io_threads", self.io_threads),
             ("cache_count_limit", self.cache_count_limit),
+            ("texture_budget", self.texture_budget),
+            ("upload_budget", self.upload_budget),
         ];
         for (name, value) in positive {
             if value == 0 {

@@ -8,7 +8,7 @@
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 
-use crate::{Error, Thumbnail};
+use crate::{Error, TargetSize, Thumbnail};
 
 /// Identifies one request of one row: its generation. Unique and increasing
 /// over a pipeline's life.
@@ -31,6 +31,8 @@ pub struct Completion<K> {
     pub row: K,
     /// The URL, as given to `request`.
     pub url: Arc<str>,
+    /// The box, as given to `request`.
+    pub target: TargetSize,
     /// The row's generation: the value `request` returned for it.
     pub generation: u64,
     /// The thumbnail, or why it could not be loaded.

@@ -16,7 +16,9 @@
 //!   asks for something else or leaves the view.
 //! - `load`: the actor that owns the shared load tasks (coalescing), the fetch
 //!   queue and the cache.
-//! - [`cache`]: least-recently-used thumbnails under cost, count and TTL limits.
+//! - [`cache`]: least-recently-used thumbnails under cost, count and TTL
+//!   limits, with a view the UI side reads without waiting
+//!   ([`Pipeline::cached`]).
 //! - `queue`: the serving order of the fetch and decode queues: by priority,
 //!   newest first.
 //! - [`fetch`]: the [`Fetch`] trait and its reqwest implementation.
@@ -25,6 +27,8 @@
 //!   free thread, so a small thumbnail does not wait behind them.
 //! - [`deliver`]: completions back to the UI thread, and its waker.
 //! - [`metrics`] and [`census`]: counters, and the process's threads.
+//! - `egui` (cargo feature `egui`): `egui::Image::new(url)` through the
+//!   pipeline, textures under a budget, and a row-keyed list helper.
 //!
 //! ```text
 //! UI thread                  io runtime (2 workers)            decode pool (<= cores)
@@ -79,6 +83,8 @@
 //! | image width or height | 16384 | [`Error::TooLarge`], from the header, before decoding | [`Config::max_dimension`] |
 //! | decoded pixels and decoder allocations | 256 MiB | [`Error::TooLarge`], from the header, before decoding | [`Config::max_decode_alloc`] |
 //! | cache | 64 MiB, 4096 entries, 300 s | least recently used entries are evicted; expired ones are never returned | [`Config::cache_cost_limit`], [`Config::cache_count_limit`], [`Config::cache_ttl`] |
+//! | textures (`egui` feature) | 32 MiB | least recently drawn textures are freed; their thumbnails come back from the cache | [`Config::texture_budget`] |
+//! | texture uploads per pass (`egui` feature) | 1 MiB | the rest are uploaded in the next passes | [`Config::upload_budget`] |
 //!
 //! Change them with [`Config`]:
 //!
@@ -119,6 +125,8 @@ pub mod census;
 mod config;
 pub mod decode;
 pub mod deliver;
+#[cfg(feature = "egui")]
+pub mod egui;
 mod error;
 pub mod fetch;
 mod load;
@@ -144,7 +152,7 @@ pub use error::{BuildError, Error};
 pub use fetch::{Fetch, HttpFetcher};
 pub use metrics::Stats;
 
-use cache::CacheLimits;
+use cache::{CacheLimits, CacheView};
 use decode::DecodePool;
 use deliver::{Delivery, Outbox, SubscriptionId, Waker};
 use load::{LoadActor, Message, Parts};
@@ -172,6 +180,8 @@ pub struct Pipeline<K> {
     deliveries: std::sync::mpsc::Receiver<Delivery>,
     metrics: Arc<Metrics>,
     cache_stats: Arc<Mutex<CacheStats>>,
+    /// The cache's entries, read by [`Pipeline::cached`] without waiting.
+    cache_view: CacheView,
     waker: Arc<Mutex<Option<Waker>>>,
     root: CancellationToken,
     decoder: Arc<DecodePool>,
@@ -262,6 +272,7 @@ impl<K> PipelineBuilder<K> {
         let cache_stats = Arc::new(Mutex::new(CacheStats::default()));
         let waker = Arc::new(Mutex::new(None));
         let root = CancellationToken::new();
+        let cache_view = CacheView::default();
         let actor = LoadActor::new(Parts {
             fetcher,
             decoder: Arc::clone(&decoder),
@@ -272,6 +283,7 @@ impl<K> PipelineBuilder<K> {
                 cost: config.cache_cost_limit,
                 count: config.cache_count_limit,
             },
+            cache_view: cache_view.clone(),
             max_per_host: config.max_concurrent_fetches,
             max_body_bytes: config.max_body_bytes,
             root: root.clone(),
@@ -290,6 +302,7 @@ impl<K> PipelineBuilder<K> {
             deliveries,
             metrics,
             cache_stats,
+            cache_view,
             waker,
             root,
             decoder,

@@ -29,7 +29,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use url::Url;
 
-use crate::cache::{CacheKey, CacheLimits, ThumbnailCache};
+use crate::cache::{CacheKey, CacheLimits, CacheView, ThumbnailCache};
 use crate::decode::{DecodeJob, DecodePool};
 use crate::deliver::{Delivery, Outbox, SubscriptionId};
 use crate::fetch::{Fetch, host_key};
@@ -49,6 +49,10 @@ pub(crate) enum Command {
     },
     Unsubscribe(SubscriptionId),
     SetPriority(SubscriptionId, Priority),
+    /// Drop every cached size of this URL.
+    Forget(Arc<str>),
+    /// Drop every cached thumbnail.
+    ForgetAll,
 }
 
 /// From the fetch futures and decode threads.
@@ -93,6 +97,8 @@ pub(crate) struct Parts {
     pub(crate) metrics: Arc<Metrics>,
     pub(crate) cache_stats: Arc<Mutex<CacheStats>>,
     pub(crate) cache_limits: CacheLimits,
+    /// Where the cache publishes its entries for the UI side.
+    pub(crate) cache_view: CacheView,
     pub(crate) max_per_host: usize,
     pub(crate) max_body_bytes: u64,
     pub(crate) root: CancellationToken,
@@ -119,7 +125,7 @@ const SWEEP_EVERY: Duration = Duration::from_secs(1);
 impl LoadActor {
     pub(crate) fn new(parts: Parts) -> Self {
         Self {
-            cache: ThumbnailCache::new(parts.cache_limits),
+            cache: ThumbnailCache::new(parts.cache_limits, parts.cache_view.clone()),
             parts,
             tasks: HashMap::new(),
             by_key: HashMap::new(),
@@ -172,6 +178,8 @@ impl LoadActor {
                 ttl,
             } => self.subscribe(id, key, url, priority, ttl),
             Command::Unsubscribe(id) => self.unsubscribe(id),
+            Command::Forget(url) => self.cache.remove_url(&url),
+            Command::ForgetAll => self.cache.clear(),
             Command::SetPriority(id, priority) => {
                 let Some(&task_id) = self.subscriptions.get(&id) else {
                     return;

@@ -8,13 +8,13 @@
 
 use std::hash::Hash;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::cache::CacheKey;
 use crate::deliver::{Delivery, SubscriptionId};
 use crate::load::{Command, Message};
 use crate::metrics::Metrics;
-use crate::{Completion, Pipeline, Priority, TargetSize, fetch};
+use crate::{Completion, Pipeline, Priority, TargetSize, Thumbnail, fetch};
 
 /// A row's current request.
 pub(crate) struct Row {
@@ -139,6 +139,7 @@ impl<K: Hash + Eq + Clone> Pipeline<K> {
                     done.push(Completion {
                         row,
                         url: Arc::clone(&current.url),
+                        target: current.target,
                         generation: current.id,
                         result: delivery.result,
                     });
@@ -157,17 +158,7 @@ impl<K: Hash + Eq + Clone> Pipeline<K> {
     /// Ends a frame: every row not requested since the previous `end_frame`
     /// has scrolled out of view, and its request is cancelled.
     pub fn end_frame(&mut self) {
-        let mut gone = Vec::new();
-        self.rows.retain(|_, row| {
-            let keep = std::mem::take(&mut row.seen);
-            if !keep && row.pending {
-                gone.push(row.id);
-            }
-            keep
-        });
-        for id in gone {
-            self.unsubscribe(id, Ended::Cancelled);
-        }
+        self.cancel_rows_where(|row| !std::mem::take(&mut row.seen));
     }
 
     /// Cancels `row`'s request, if any. Never blocks.
@@ -177,9 +168,59 @@ impl<K: Hash + Eq + Clone> Pipeline<K> {
         }
     }
 
+    /// The thumbnail of `url` fitted to `target`, if the cache holds a live
+    /// one now. Never blocks and sends nothing: a UI draws a thumbnail that
+    /// is already decoded in the same frame that asks for it, and keeps
+    /// calling [`Pipeline::request`] for the row so that the cache counts
+    /// the use and the row's completion still arrives.
+    ///
+    /// ```
+    /// use thumbpipe::{Pipeline, TargetSize};
+    ///
+    /// let pipeline = Pipeline::<usize>::new(thumbpipe::Config::default())?;
+    /// assert!(pipeline.cached("http://127.0.0.1:9/a.jpg", TargetSize::square(64)).is_none());
+    /// # Ok::<(), thumbpipe::BuildError>(())
+    /// ```
+    pub fn cached(&self, url: &str, target: TargetSize) -> Option<Thumbnail> {
+        self.cache_view.get(url, target, Instant::now())
+    }
+
+    /// Forgets `url`: cancels every row's request for it and drops every
+    /// size of it from the cache, so that the next request loads it afresh.
+    /// Never blocks.
+    pub fn forget(&mut self, url: &str) {
+        self.cancel_rows_where(|row| *row.url == *url);
+        self.cache_view.remove_url(url);
+        let _ = self
+            .commands
+            .send(Message::Command(Command::Forget(Arc::from(url))));
+    }
+
+    /// Forgets everything: cancels every row's request and empties the
+    /// cache. Never blocks.
+    pub fn forget_all(&mut self) {
+        self.cancel_rows_where(|_| true);
+        self.cache_view.clear();
+        let _ = self.commands.send(Message::Command(Command::ForgetAll));
+    }
+
     /// Rows with a request that has not completed yet.
     pub fn pending_rows(&self) -> usize {
         self.rows.values().filter(|row| row.pending).count()
+    }
+
+    fn cancel_rows_where(&mut self, mut which: impl FnMut(&mut Row) -> bool) {
+        let mut gone = Vec::new();
+        self.rows.retain(|_, row| {
+            let cancel = which(row);
+            if cancel && row.pending {
+                gone.push(row.id);
+            }
+            !cancel
+        });
+        for id in gone {
+            self.unsubscribe(id, Ended::Cancelled);
+        }
     }
 
     fn cancel(&mut self, row: Row) {

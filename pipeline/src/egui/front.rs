@@ -1,0 +1,267 @@
+//! The UI side's front of the pipeline: a [`Pipeline`] with the levels an
+//! egui app needs in front of it (L1 textures, thumbnails delivered but not
+//! yet uploaded, errors), and the one rule for what a row may draw.
+//!
+//! Both ways into `thumbpipe::egui` are built on it: the URI loader, whose
+//! row key is the URI and size, and [`super::ThumbnailList`], whose row key
+//! is the app's. Used on the UI thread only; it owns its pipeline, so
+//! dropping it cancels every load and frees its textures.
+//!
+//! What a row draws, in order, each answered within the pass:
+//!
+//! ```text
+//! L1 texture for (url, size)?                 -> draw it
+//! failed for this row's url and size?         -> the error
+//! delivered for this row, or in the cache?    -> upload (pass budget) -> draw it
+//! otherwise                                   -> pending; the request is under way
+//! ```
+//!
+//! Everything is looked up by the URL the row shows now, so an image meant
+//! for a row's previous URL can never be drawn.
+
+use std::collections::HashMap;
+use std::hash::Hash;
+use std::sync::Arc;
+
+use ::egui::load::SizedTexture;
+use ::egui::{Context, TextureOptions};
+
+use super::textures::{TextureCache, TextureKey, TextureStats, UploadRefused};
+use crate::{BuildError, Config, Error, Pipeline, Priority, Stats, TargetSize, Thumbnail};
+
+/// What a row shows this pass.
+pub(crate) enum Look<'a> {
+    Texture(SizedTexture, &'a Thumbnail),
+    Pending,
+    Failed(&'a Error),
+}
+
+/// A row's outcome that is not a texture yet.
+struct Outcome {
+    url: Arc<str>,
+    target: TargetSize,
+    result: Result<Thumbnail, Error>,
+}
+
+pub(crate) struct Front<K> {
+    pub(crate) pipeline: Pipeline<K>,
+    textures: TextureCache,
+    /// Outcomes by row: thumbnails not uploaded yet, and errors.
+    outcomes: HashMap<K, Outcome>,
+    /// Rows asked for this pass, with the highest priority asked.
+    asked: HashMap<K, Priority>,
+    /// The egui pass whose completions have been drained.
+    pass: Option<u64>,
+}
+
+impl<K: Hash + Eq + Clone> Front<K> {
+    /// A pipeline with `config` that wakes `ctx` when loads finish.
+    pub(crate) fn new(ctx: &Context, config: Config) -> Result<Self, BuildError> {
+        let textures = TextureCache::new(config.texture_budget, config.upload_budget);
+        let pipeline = Pipeline::new(config)?;
+        let repaint = ctx.clone();
+        pipeline.set_waker(move || repaint.request_repaint());
+        Ok(Self {
+            pipeline,
+            textures,
+            outcomes: HashMap::new(),
+            asked: HashMap::new(),
+            pass: None,
+        })
+    }
+
+    /// What `row`, showing `url` in a `target` box, draws now; asks for
+    /// it if needed.
+    pub(crate) fn show(
+        &mut self,
+        ctx: &Context,
+        row: K,
+        url: &str,
+        target: TargetSize,
+        options: TextureOptions,
+    ) -> Look<'_> {
+        self.begin_pass_if_new(ctx.cumulative_pass_nr());
+        self.asked.insert(row.clone(), Priority::Visible);
+        let key = TextureKey {
+            url: Arc::from(url),
+            target,
+            options,
+        };
+        if self.textures.contains(&key) {
+            return self.texture(&key);
+        }
+        // Keeps the row's request alive, or starts it; a request already
+        // finished (the outcome below) is not repeated.
+        self.pipeline
+            .request(row.clone(), url, target, Priority::Visible);
+        let thumbnail = match self.outcomes.get(&row) {
+            Some(outcome) if *outcome.url == *url && outcome.target == target => {
+                match &outcome.result {
+                    Ok(thumbnail) => Some(thumbnail.clone()),
+                    Err(_) => return self.failed(&row),
+                }
+            }
+            _ => self.pipeline.cached(url, target),
+        };
+        let Some(thumbnail) = thumbnail else {
+            return Look::Pending;
+        };
+        match self.textures.upload(ctx, key.clone(), &thumbnail) {
+            Ok(_) => {
+                self.outcomes.remove(&row);
+                self.texture(&key)
+            }
+            Err(UploadRefused::BudgetSpent) => {
+                ctx.request_repaint();
+                Look::Pending
+            }
+            Err(UploadRefused::Unusable(error)) => {
+                self.outcomes.insert(
+                    row.clone(),
+                    Outcome {
+                        url: Arc::from(url),
+                        target,
+                        result: Err(error),
+                    },
+                );
+                self.failed(&row)
+            }
+        }
+    }
+
+    /// `row`'s thumbnail as pixels, for an app that reads them rather than
+    /// drawing: the same levels as [`Front::show`], without a texture.
+    pub(crate) fn pixels(
+        &mut self,
+        ctx: &Context,
+        row: K,
+        url: &str,
+        target: TargetSize,
+    ) -> Result<Option<Thumbnail>, &Error> {
+        self.begin_pass_if_new(ctx.cumulative_pass_nr());
+        self.asked.insert(row.clone(), Priority::Visible);
+        if let Some(thumbnail) = self.textures.thumbnail(url, target) {
+            return Ok(Some(thumbnail.clone()));
+        }
+        self.pipeline
+            .request(row.clone(), url, target, Priority::Visible);
+        match self.outcomes.get(&row) {
+            Some(outcome) if *outcome.url == *url && outcome.target == target => outcome
+                .result
+                .as_ref()
+                .map(|thumbnail| Some(thumbnail.clone())),
+            _ => Ok(self.pipeline.cached(url, target)),
+        }
+    }
+
+    /// The texture of `key`, marked most recently drawn.
+    fn texture(&mut self, key: &TextureKey) -> Look<'_> {
+        match self.textures.get(key) {
+            Some((texture, thumbnail)) => Look::Texture(texture, thumbnail),
+            None => Look::Pending,
+        }
+    }
+
+    /// The thumbnail whose texture was drawn for `url` at `target`.
+    pub(crate) fn drawn(&self, url: &str, target: TargetSize) -> Option<&Thumbnail> {
+        self.textures.thumbnail(url, target)
+    }
+
+    fn failed(&self, row: &K) -> Look<'_> {
+        match self.outcomes.get(row).map(|outcome| &outcome.result) {
+            Some(Err(error)) => Look::Failed(error),
+            _ => Look::Pending,
+        }
+    }
+
+    /// Asks for `row`'s thumbnail ahead of need, at [`Priority::Prefetch`]:
+    /// it is loaded (not uploaded) and kept through this pass's end, and is
+    /// drawn in the pass that first shows it. A row shown this pass keeps
+    /// its visible priority.
+    /// `pass` is egui's `cumulative_pass_nr`, read before the caller took
+    /// any lock of its own: this touches no egui lock.
+    pub(crate) fn prefetch(&mut self, pass: u64, row: K, url: &str, target: TargetSize) {
+        self.begin_pass_if_new(pass);
+        if self.asked.contains_key(&row) {
+            return;
+        }
+        self.asked.insert(row.clone(), Priority::Prefetch);
+        // Already drawable, or already failed: nothing to load.
+        let done = match self.outcomes.get(&row) {
+            Some(outcome) => *outcome.url == *url && outcome.target == target,
+            None => {
+                self.textures.thumbnail(url, target).is_some()
+                    || self.pipeline.cached(url, target).is_some()
+            }
+        };
+        if !done {
+            self.pipeline.request(row, url, target, Priority::Prefetch);
+        }
+    }
+
+    /// Ends a pass: rows not asked for in it are cancelled, and what was
+    /// kept for them is dropped (in the cache, it stays there).
+    pub(crate) fn end_pass(&mut self) {
+        self.pipeline.end_frame();
+        let asked = std::mem::take(&mut self.asked);
+        self.outcomes.retain(|row, _| asked.contains_key(row));
+    }
+
+    /// Drains finished loads once per egui pass, and renews the pass's
+    /// upload budget.
+    fn begin_pass_if_new(&mut self, pass: u64) {
+        if self.pass == Some(pass) {
+            return;
+        }
+        self.pass = Some(pass);
+        self.textures.begin_pass();
+        for done in self.pipeline.drain() {
+            let outcome = Outcome {
+                url: done.url,
+                target: done.target,
+                result: done.result,
+            };
+            self.outcomes.insert(done.row, outcome);
+        }
+    }
+
+    /// Forgets `url` at every level: textures, outcomes, requests, cache.
+    pub(crate) fn forget(&mut self, url: &str) {
+        self.textures.forget_url(url);
+        self.outcomes.retain(|_, outcome| *outcome.url != *url);
+        self.pipeline.forget(url);
+    }
+
+    /// Forgets everything at every level.
+    pub(crate) fn forget_all(&mut self) {
+        self.textures.clear();
+        self.outcomes.clear();
+        self.pipeline.forget_all();
+    }
+
+    /// Bytes of pixels held here and in the pipeline's cache (textures are
+    /// in [`Front::texture_stats`]).
+    pub(crate) fn pixel_bytes(&self) -> usize {
+        let waiting: usize = self
+            .outcomes
+            .values()
+            .filter_map(|outcome| outcome.result.as_ref().ok())
+            .map(Thumbnail::cost)
+            .sum();
+        waiting + self.pipeline.stats().cache.cost
+    }
+
+    /// Whether a load is under way, or a thumbnail waits for its upload.
+    pub(crate) fn has_pending(&self) -> bool {
+        self.pipeline.pending_rows() > 0
+            || self.outcomes.values().any(|outcome| outcome.result.is_ok())
+    }
+
+    pub(crate) fn texture_stats(&self) -> TextureStats {
+        self.textures.stats()
+    }
+
+    pub(crate) fn stats(&self) -> Stats {
+        self.pipeline.stats()
+    }
+}

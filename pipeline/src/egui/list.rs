@@ -1,0 +1,162 @@
+//! The row-keyed list: a [`Front`] keyed by the app's own row keys, for
+//! lists that need more than the URI — a feed whose rows change URL, rows
+//! that want their state (loading, failed) beside the image.
+//!
+//! Owned by the app and used on the UI thread: `show` for each visible row,
+//! `prefetch` for rows near the view, `end_pass` once the list is drawn.
+//! Dropping it cancels every load and joins its pipeline's threads.
+
+use std::hash::Hash;
+
+use ::egui::load::SizedTexture;
+use ::egui::{Align2, Color32, Context, FontId, Response, Sense, Stroke, TextureOptions, Ui, Vec2};
+
+use super::front::{Front, Look};
+use super::size::target_size;
+use super::textures::TextureStats;
+use crate::{BuildError, Config, Error, Pipeline, Stats, Thumbnail};
+
+/// Thumbnails for the rows of a list, keyed by row: one live request per
+/// row (a new URL cancels the old one), rows not shown during a pass
+/// cancelled at its end, and a thumbnail already decoded drawn in the pass
+/// that asks for it.
+///
+/// ```no_run
+/// use thumbpipe::egui::ThumbnailList;
+///
+/// struct App {
+///     thumbnails: ThumbnailList<usize>,
+///     urls: Vec<String>,
+/// }
+///
+/// impl App {
+///     fn list(&mut self, ui: &mut egui::Ui) {
+///         let size = egui::vec2(64.0, 64.0);
+///         egui::ScrollArea::vertical().show_rows(ui, 72.0, self.urls.len(), |ui, rows| {
+///             for row in rows {
+///                 ui.horizontal(|ui| {
+///                     self.thumbnails.show(ui, row, &self.urls[row], size);
+///                     ui.label(&self.urls[row]);
+///                 });
+///             }
+///         });
+///         self.thumbnails.end_pass();
+///     }
+/// }
+/// ```
+pub struct ThumbnailList<K> {
+    front: Front<K>,
+    ctx: Context,
+}
+
+/// What a row drew.
+#[derive(Clone, Debug)]
+pub enum RowThumbnail {
+    /// Its image: the texture, and the pixels it was made from.
+    Shown(SizedTexture, Thumbnail),
+    /// A spinner: the image is loading.
+    Loading,
+    /// An error mark: why the image could not be loaded (also the mark's
+    /// hover text).
+    Failed(Error),
+}
+
+impl<K: Hash + Eq + Clone> ThumbnailList<K> {
+    /// A list whose pipeline runs with `config` and wakes `ctx` when
+    /// thumbnails arrive.
+    pub fn new(ctx: &Context, config: Config) -> Result<Self, BuildError> {
+        Ok(Self {
+            front: Front::new(ctx, config)?,
+            ctx: ctx.clone(),
+        })
+    }
+
+    /// Draws `row`'s thumbnail of `url`, fitted in `size` points: the image,
+    /// a spinner while it loads, or an error mark. Call it every pass for
+    /// every visible row. Never blocks.
+    pub fn show(&mut self, ui: &mut Ui, row: K, url: &str, size: Vec2) -> (Response, RowThumbnail) {
+        let target = target_size(size, ui.pixels_per_point());
+        let look = self
+            .front
+            .show(ui.ctx(), row, url, target, TextureOptions::LINEAR);
+        match look {
+            Look::Texture(texture, thumbnail) => {
+                let shown = RowThumbnail::Shown(texture, thumbnail.clone());
+                (
+                    ui.add(::egui::Image::new(texture).fit_to_exact_size(size)),
+                    shown,
+                )
+            }
+            Look::Pending => {
+                let (rect, response) = ui.allocate_exact_size(size, Sense::hover());
+                let side = size.min_elem().min(24.0);
+                ui.put(
+                    ::egui::Rect::from_center_size(rect.center(), Vec2::splat(side)),
+                    ::egui::Spinner::new().size(side),
+                );
+                (response, RowThumbnail::Loading)
+            }
+            Look::Failed(error) => {
+                let error = error.clone();
+                let (rect, response) = ui.allocate_exact_size(size, Sense::hover());
+                let red = Color32::from_rgb(220, 70, 70);
+                let painter = ui.painter();
+                painter.rect_filled(rect, 4.0, ui.visuals().faint_bg_color);
+                painter.rect_stroke(rect, 4.0, Stroke::new(1.5, red), ::egui::StrokeKind::Inside);
+                painter.text(
+                    rect.center(),
+                    Align2::CENTER_CENTER,
+                    "!",
+                    FontId::proportional(size.min_elem() * 0.4),
+                    red,
+                );
+                (
+                    response.on_hover_text(error.to_string()),
+                    RowThumbnail::Failed(error),
+                )
+            }
+        }
+    }
+
+    /// Asks for `row`'s thumbnail of `url` ahead of need, for a cell of
+    /// `size` points, at [`crate::Priority::Prefetch`]. Call it every pass
+    /// for the rows of a [`super::PrefetchWindow`]: a row neither shown nor
+    /// prefetched during a pass is cancelled at its end.
+    pub fn prefetch(&mut self, row: K, url: &str, size: Vec2) {
+        let target = target_size(size, self.ctx.pixels_per_point());
+        let pass = self.ctx.cumulative_pass_nr();
+        self.front.prefetch(pass, row, url, target);
+    }
+
+    /// Ends the pass: rows neither shown nor prefetched since the last call
+    /// are cancelled.
+    pub fn end_pass(&mut self) {
+        self.front.end_pass();
+    }
+
+    /// Forgets `url` at every level: its textures, its cache entries, its
+    /// loads.
+    pub fn forget(&mut self, url: &str) {
+        self.front.forget(url);
+    }
+
+    /// Forgets every image at every level.
+    pub fn forget_all(&mut self) {
+        self.front.forget_all();
+    }
+
+    /// The pipeline's counters and gauges now.
+    pub fn stats(&self) -> Stats {
+        self.front.stats()
+    }
+
+    /// The textures' counters now.
+    pub fn texture_stats(&self) -> TextureStats {
+        self.front.texture_stats()
+    }
+
+    /// The pipeline underneath, for what this type does not wrap.
+    pub fn pipeline(&self) -> &Pipeline<K> {
+        &self.front.pipeline
+    }
+}

@@ -1,0 +1,125 @@
+//! Sizes: egui's size hints and point sizes to the [`TargetSize`] a
+//! thumbnail is made for, in physical pixels, rounded up to a few steps.
+//!
+//! Plain arithmetic, called on the UI thread. The steps are why a window
+//! being resized does not start a decode per pixel: every size between two
+//! steps shares one thumbnail (and one cache entry), drawn slightly scaled
+//! down, never up.
+
+use ::egui::Vec2;
+use ::egui::load::SizeHint;
+
+use crate::TargetSize;
+
+/// The smallest thumbnail side: smaller boxes share it.
+const MIN_SIDE: u32 = 16;
+/// The largest: the decoder's default [`crate::Config::max_dimension`]. A
+/// side that is unconstrained (an image sized by width alone) gets it.
+pub(crate) const MAX_SIDE: u32 = 16_384;
+/// The box for an image drawn at its own size (`SizeHint::Scale`), whose
+/// size is unknown until it is decoded: at scale 1 it fits in 1024 pixels.
+const UNSIZED_SIDE: f32 = 1024.0;
+
+/// The step at or above `pixels`: 16, 24, 32, 48, 64, 96, 128, 192, 256, ...
+/// (each power of two, and one and a half times it), within
+/// `MIN_SIDE..=MAX_SIDE`.
+pub(crate) fn step_up(pixels: u32) -> u32 {
+    let pixels = pixels.clamp(MIN_SIDE, MAX_SIDE);
+    let power = pixels.next_power_of_two();
+    let between = power / 4 * 3;
+    if pixels <= between { between } else { power }
+}
+
+/// The box for egui's `hint`, which is already in physical pixels.
+pub(crate) fn target_for_hint(hint: SizeHint) -> TargetSize {
+    match hint {
+        SizeHint::Size { width, height, .. } => TargetSize::new(step_up(width), step_up(height)),
+        SizeHint::Width(width) => TargetSize::new(step_up(width), MAX_SIDE),
+        SizeHint::Height(height) => TargetSize::new(MAX_SIDE, step_up(height)),
+        SizeHint::Scale(scale) => TargetSize::square(step_up(pixels(UNSIZED_SIDE * scale.0))),
+    }
+}
+
+/// The box for a cell of `size` points on a screen of `pixels_per_point`:
+/// what an [`egui::Image`](::egui::Image) of that exact size asks for.
+///
+/// ```
+/// use thumbpipe::TargetSize;
+///
+/// let ppp_1 = thumbpipe::egui::target_size(egui::vec2(64.0, 64.0), 1.0);
+/// let ppp_2 = thumbpipe::egui::target_size(egui::vec2(64.0, 64.0), 2.0);
+/// assert_eq!((ppp_1, ppp_2), (TargetSize::square(64), TargetSize::square(128)));
+/// ```
+pub fn target_size(size: Vec2, pixels_per_point: f32) -> TargetSize {
+    TargetSize::new(
+        step_up(pixels(size.x * pixels_per_point)),
+        step_up(pixels(size.y * pixels_per_point)),
+    )
+}
+
+/// Whole pixels, rounded as egui rounds a size hint; NaN and negatives are 0,
+/// infinity is unconstrained.
+fn pixels(value: f32) -> u32 {
+    if value.is_nan() || value <= 0.0 {
+        0
+    } else if value.is_finite() {
+        value.round().min(MAX_SIDE as f32) as u32
+    } else {
+        MAX_SIDE
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ::egui::emath::OrderedFloat;
+
+    #[test]
+    fn sizes_round_up_to_the_next_step_and_stay_in_range() {
+        let steps: Vec<u32> = [0, 1, 16, 17, 24, 25, 33, 64, 65, 97, 128, 129, 1000, 99_999]
+            .into_iter()
+            .map(step_up)
+            .collect();
+        assert_eq!(
+            steps,
+            [
+                16, 16, 16, 24, 24, 32, 48, 64, 96, 128, 128, 192, 1024, 16_384
+            ]
+        );
+    }
+
+    #[test]
+    fn a_window_resized_pixel_by_pixel_asks_for_few_sizes() {
+        let mut sizes: Vec<TargetSize> = (100..=400)
+            .map(|side| {
+                target_for_hint(SizeHint::Size {
+                    width: side,
+                    height: side,
+                    maintain_aspect_ratio: true,
+                })
+            })
+            .collect();
+        sizes.dedup();
+        assert_eq!(sizes.len(), 5, "{sizes:?}");
+    }
+
+    #[test]
+    fn every_hint_becomes_a_box_in_pixels() {
+        assert_eq!(
+            target_for_hint(SizeHint::Width(100)),
+            TargetSize::new(128, MAX_SIDE)
+        );
+        assert_eq!(
+            target_for_hint(SizeHint::Height(60)),
+            TargetSize::new(MAX_SIDE, 64)
+        );
+        assert_eq!(
+            target_for_hint(SizeHint::Scale(OrderedFloat(2.0))),
+            TargetSize::square(2048)
+        );
+        assert_eq!(
+            target_size(Vec2::new(f32::INFINITY, f32::NAN), 2.0),
+            TargetSize::new(MAX_SIDE, MIN_SIDE)
+        );
+    }
+}

@@ -1,0 +1,322 @@
+//! Textures: the UI side's level of the cache (L1). Thumbnails become egui
+//! textures here, under a byte budget with least-recently-drawn eviction
+//! that frees the GPU texture, and under a per-pass upload budget.
+//!
+//! Owned by one UI-side loader (the URI loader or a [`super::ThumbnailList`])
+//! and used on the UI thread only. A texture lives until it is evicted,
+//! forgotten, or its owner is dropped: dropping the `TextureHandle` is what
+//! frees it in egui (after the pass that last drew it is painted).
+
+use std::sync::Arc;
+
+use ::egui::load::SizedTexture;
+use ::egui::{ColorImage, Context, TextureHandle, TextureOptions};
+use lru::LruCache;
+
+use crate::{Error, TargetSize, Thumbnail};
+
+/// A texture's identity: the URL, the box its thumbnail was made for, and
+/// how egui samples it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct TextureKey {
+    pub(crate) url: Arc<str>,
+    pub(crate) target: TargetSize,
+    pub(crate) options: TextureOptions,
+}
+
+/// Counters of a texture cache.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct TextureStats {
+    /// Textures alive now.
+    pub textures: usize,
+    /// Their RGBA bytes.
+    pub bytes: usize,
+    /// The most bytes alive at once.
+    pub peak_bytes: usize,
+    /// Textures made.
+    pub uploads: u64,
+    /// Textures freed to stay under the budget.
+    pub evicted: u64,
+    /// Uploads put off to a later pass by the per-pass upload budget.
+    pub deferred: u64,
+}
+
+/// Why a thumbnail did not become a texture.
+#[derive(Debug, Clone)]
+pub(crate) enum UploadRefused {
+    /// The pass's upload budget is spent: ask again next pass.
+    BudgetSpent,
+    /// Never: the thumbnail is malformed or too large for a texture.
+    Unusable(Error),
+}
+
+struct Texture {
+    handle: TextureHandle,
+    /// The pixels it was made from (shared with the pipeline's cache, not
+    /// copied), so that an app can read what a row shows.
+    thumbnail: Thumbnail,
+}
+
+/// Thumbnails' textures, least recently drawn first out.
+pub(crate) struct TextureCache {
+    entries: LruCache<TextureKey, Texture>,
+    budget: usize,
+    upload_budget: usize,
+    /// Bytes and textures uploaded in the current pass.
+    uploaded_bytes: usize,
+    uploaded_count: usize,
+    stats: TextureStats,
+}
+
+impl TextureCache {
+    pub(crate) fn new(budget: usize, upload_budget: usize) -> Self {
+        Self {
+            entries: LruCache::unbounded(),
+            budget,
+            upload_budget,
+            uploaded_bytes: 0,
+            uploaded_count: 0,
+            stats: TextureStats::default(),
+        }
+    }
+
+    /// A new pass: its upload budget is whole again.
+    pub(crate) fn begin_pass(&mut self) {
+        self.uploaded_bytes = 0;
+        self.uploaded_count = 0;
+    }
+
+    /// The texture for `key` and its thumbnail, marked most recently drawn.
+    pub(crate) fn get(&mut self, key: &TextureKey) -> Option<(SizedTexture, &Thumbnail)> {
+        self.entries.get(key).map(|texture| {
+            (
+                SizedTexture::from_handle(&texture.handle),
+                &texture.thumbnail,
+            )
+        })
+    }
+
+    /// Whether `key` has a texture (without marking it).
+    pub(crate) fn contains(&self, key: &TextureKey) -> bool {
+        self.entries.contains(key)
+    }
+
+    /// The thumbnail drawn for `url` at `target`, with any texture options,
+    /// without marking it.
+    pub(crate) fn thumbnail(&self, url: &str, target: TargetSize) -> Option<&Thumbnail> {
+        self.entries
+            .iter()
+            .find(|(key, _)| *key.url == *url && key.target == target)
+            .map(|(_, texture)| &texture.thumbnail)
+    }
+
+    /// Makes `thumbnail` the texture for `key`, freeing least recently
+    /// drawn textures to stay within the budget.
+    pub(crate) fn upload(
+        &mut self,
+        ctx: &Context,
+        key: TextureKey,
+        thumbnail: &Thumbnail,
+    ) -> Result<SizedTexture, UploadRefused> {
+        let bytes = thumbnail.cost();
+        if bytes > self.budget {
+            return Err(UploadRefused::Unusable(Error::TooLarge {
+                url: key.url.to_string(),
+                what: format!(
+                    "its {}x{} thumbnail needs {bytes} bytes of texture, over the {}-byte \
+                     texture budget",
+                    thumbnail.width, thumbnail.height, self.budget
+                ),
+                setting: "texture_budget",
+            }));
+        }
+        if self.uploaded_count > 0 && self.uploaded_bytes + bytes > self.upload_budget {
+            self.stats.deferred += 1;
+            return Err(UploadRefused::BudgetSpent);
+        }
+        let max_side = ctx.input(|input| input.max_texture_side);
+        let image = color_image(thumbnail, max_side).map_err(|reason| {
+            UploadRefused::Unusable(Error::Decode {
+                url: key.url.to_string(),
+                reason,
+            })
+        })?;
+        let name = format!(
+            "thumbpipe:{}@{}x{}",
+            key.url, key.target.width, key.target.height
+        );
+        let handle = ctx.load_texture(name, image, key.options);
+        let texture = SizedTexture::from_handle(&handle);
+        self.uploaded_bytes += bytes;
+        self.uploaded_count += 1;
+        self.stats.uploads += 1;
+        let texture_entry = Texture {
+            handle,
+            thumbnail: thumbnail.clone(),
+        };
+        if let Some(old) = self.entries.put(key, texture_entry) {
+            self.stats.bytes -= old.thumbnail.cost();
+        }
+        self.stats.bytes += bytes;
+        while self.stats.bytes > self.budget {
+            let Some((_, evicted)) = self.entries.pop_lru() else {
+                break;
+            };
+            self.stats.bytes -= evicted.thumbnail.cost();
+            self.stats.evicted += 1;
+        }
+        self.stats.textures = self.entries.len();
+        self.stats.peak_bytes = self.stats.peak_bytes.max(self.stats.bytes);
+        Ok(texture)
+    }
+
+    /// Frees every texture of `url`.
+    pub(crate) fn forget_url(&mut self, url: &str) {
+        self.retain(|key| *key.url != *url);
+    }
+
+    /// Frees every texture.
+    pub(crate) fn clear(&mut self) {
+        self.retain(|_| false);
+    }
+
+    fn retain(&mut self, keep: impl Fn(&TextureKey) -> bool) {
+        let gone: Vec<TextureKey> = self
+            .entries
+            .iter()
+            .filter(|(key, _)| !keep(key))
+            .map(|(key, _)| key.clone())
+            .collect();
+        for key in &gone {
+            if let Some(texture) = self.entries.pop(key) {
+                self.stats.bytes -= texture.thumbnail.cost();
+            }
+        }
+        self.stats.textures = self.entries.len();
+    }
+
+    pub(crate) fn stats(&self) -> TextureStats {
+        self.stats
+    }
+}
+
+/// The thumbnail as an egui image, or why it cannot be one: a decoder of
+/// the app's own may return pixels that do not match the size, and a GPU
+/// refuses textures over its largest side.
+pub(crate) fn color_image(thumbnail: &Thumbnail, max_side: usize) -> Result<ColorImage, String> {
+    let (width, height) = (thumbnail.width as usize, thumbnail.height as usize);
+    if width.checked_mul(height).and_then(|n| n.checked_mul(4)) != Some(thumbnail.pixels.len()) {
+        return Err(format!(
+            "the decoder returned {} bytes for a {width}x{height} RGBA thumbnail",
+            thumbnail.pixels.len()
+        ));
+    }
+    if width > max_side || height > max_side {
+        return Err(format!(
+            "its thumbnail is {width}x{height}, over the GPU's largest texture side {max_side} \
+             (draw it smaller)"
+        ));
+    }
+    Ok(ColorImage::from_rgba_unmultiplied(
+        [width, height],
+        &thumbnail.pixels,
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn thumbnail(side: u32) -> Thumbnail {
+        Thumbnail {
+            url: "http://x/".into(),
+            width: side,
+            height: side,
+            pixels: vec![255; (side * side * 4) as usize].into(),
+        }
+    }
+
+    fn key(name: &str) -> TextureKey {
+        TextureKey {
+            url: name.into(),
+            target: TargetSize::square(64),
+            options: TextureOptions::LINEAR,
+        }
+    }
+
+    #[test]
+    fn the_budget_frees_the_least_recently_drawn_texture() {
+        let ctx = Context::default();
+        // Room for three 16x16 textures (1 KiB each).
+        let mut cache = TextureCache::new(3 * 1024, usize::MAX);
+        for name in ["a", "b", "c"] {
+            assert!(cache.upload(&ctx, key(name), &thumbnail(16)).is_ok());
+        }
+        assert!(cache.get(&key("a")).is_some());
+        cache.upload(&ctx, key("d"), &thumbnail(16)).unwrap();
+        assert!(cache.get(&key("b")).is_none(), "b was drawn least recently");
+        for name in ["a", "c", "d"] {
+            assert!(cache.get(&key(name)).is_some(), "{name}");
+        }
+        let stats = cache.stats();
+        assert_eq!(
+            (stats.textures, stats.bytes, stats.evicted),
+            (3, 3 * 1024, 1)
+        );
+        assert!(stats.peak_bytes <= 3 * 1024);
+    }
+
+    #[test]
+    fn a_pass_uploads_within_its_budget_and_always_at_least_one() {
+        let ctx = Context::default();
+        let mut cache = TextureCache::new(usize::MAX, 2 * 1024);
+        // A texture larger than the pass budget still goes, alone.
+        assert!(cache.upload(&ctx, key("big"), &thumbnail(32)).is_ok());
+        assert!(matches!(
+            cache.upload(&ctx, key("a"), &thumbnail(16)),
+            Err(UploadRefused::BudgetSpent)
+        ));
+        cache.begin_pass();
+        assert!(cache.upload(&ctx, key("a"), &thumbnail(16)).is_ok());
+        assert!(cache.upload(&ctx, key("b"), &thumbnail(16)).is_ok());
+        assert!(matches!(
+            cache.upload(&ctx, key("c"), &thumbnail(16)),
+            Err(UploadRefused::BudgetSpent)
+        ));
+        assert_eq!((cache.stats().uploads, cache.stats().deferred), (3, 2));
+    }
+
+    #[test]
+    fn malformed_or_oversized_thumbnails_are_refused_not_panicked_on() {
+        let ctx = Context::default();
+        let mut cache = TextureCache::new(1024, usize::MAX);
+        let mut short = thumbnail(16);
+        short.pixels = vec![0; 10].into();
+        assert!(matches!(
+            cache.upload(&ctx, key("short"), &short),
+            Err(UploadRefused::Unusable(error)) if error.to_string().contains("10 bytes")
+        ));
+        assert!(matches!(
+            cache.upload(&ctx, key("big"), &thumbnail(64)),
+            Err(UploadRefused::Unusable(error)) if error.to_string().contains("Config::texture_budget")
+        ));
+        assert!(color_image(&thumbnail(4), 2).is_err());
+        assert_eq!(cache.stats().textures, 0);
+    }
+
+    #[test]
+    fn forgetting_a_url_frees_all_its_textures() {
+        let ctx = Context::default();
+        let mut cache = TextureCache::new(usize::MAX, usize::MAX);
+        let mut large = key("a");
+        large.target = TargetSize::square(128);
+        cache.upload(&ctx, key("a"), &thumbnail(16)).unwrap();
+        cache.upload(&ctx, large, &thumbnail(16)).unwrap();
+        cache.upload(&ctx, key("b"), &thumbnail(16)).unwrap();
+        cache.forget_url("a");
+        assert_eq!((cache.stats().textures, cache.stats().bytes), (1, 1024));
+        cache.clear();
+        assert_eq!((cache.stats().textures, cache.stats().bytes), (0, 0));
+    }
+}

@@ -1,0 +1,301 @@
+//! The URI loader: egui's texture and image loader traits, answered by a
+//! [`Front`] whose row key is the URI and its size, so that after
+//! [`install`] a plain `egui::Image::new(url)` loads through thumbpipe.
+//!
+//! Registered in the egui context by [`install`] and called by egui on the
+//! UI thread; its state sits behind one mutex that only the UI thread takes.
+//! It lives as long as the context holds it: [`Loader::uninstall`] removes
+//! it and stops its pipeline's threads.
+
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use ::egui::load::{
+    ImageLoadResult, ImageLoader, ImagePoll, LoadError, SizeHint, TextureLoadResult, TextureLoader,
+    TexturePoll,
+};
+use ::egui::{ColorImage, Context, TextureOptions, Vec2};
+
+use super::front::{Front, Look};
+use super::size::{target_for_hint, target_size};
+use super::textures::{TextureStats, color_image};
+use crate::{BuildError, Config, Stats, TargetSize, Thumbnail};
+
+/// The id under which the loaders are registered (both kinds).
+const LOADER_ID: &str = ::egui::generate_loader_id!(UriLoader);
+
+/// A URI loader's row: the URI at one size. Two images of the same URI at
+/// different sizes are two rows, and a URI asked for at no size during a
+/// pass is cancelled at its end.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct UriKey {
+    uri: Arc<str>,
+    target: TargetSize,
+}
+
+pub(crate) struct UriLoader {
+    /// `None` once uninstalled.
+    front: Mutex<Option<Front<UriKey>>>,
+    /// Whether `file://` URIs are thumbpipe's (`Config::file_root` is set).
+    files: bool,
+}
+
+impl UriLoader {
+    fn front(&self) -> MutexGuard<'_, Option<Front<UriKey>>> {
+        // A panic while held leaves plain data behind: go on with it.
+        self.front.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The front, for a URI that is thumbpipe's; `NotSupported` sends
+    /// others on to egui's other loaders.
+    fn front_for(&self, uri: &str) -> Result<MutexGuard<'_, Option<Front<UriKey>>>, LoadError> {
+        if self.takes(uri) {
+            Ok(self.front())
+        } else {
+            Err(LoadError::NotSupported)
+        }
+    }
+
+    /// http(s), and file when allowed, are thumbpipe's.
+    fn takes(&self, uri: &str) -> bool {
+        let scheme = |prefix: &str| {
+            uri.get(..prefix.len())
+                .is_some_and(|start| start.eq_ignore_ascii_case(prefix))
+        };
+        scheme("http://") || scheme("https://") || (self.files && scheme("file://"))
+    }
+
+    fn key(uri: &str, target: TargetSize) -> UriKey {
+        UriKey {
+            uri: Arc::from(uri),
+            target,
+        }
+    }
+}
+
+impl TextureLoader for UriLoader {
+    fn id(&self) -> &str {
+        LOADER_ID
+    }
+
+    fn load(
+        &self,
+        ctx: &Context,
+        uri: &str,
+        texture_options: TextureOptions,
+        size_hint: SizeHint,
+    ) -> TextureLoadResult {
+        let mut front = self.front_for(uri)?;
+        let Some(front) = front.as_mut() else {
+            return Err(LoadError::NotSupported);
+        };
+        let target = target_for_hint(size_hint);
+        match front.show(ctx, Self::key(uri, target), uri, target, texture_options) {
+            Look::Texture(texture, _) => Ok(TexturePoll::Ready { texture }),
+            Look::Pending => Ok(TexturePoll::Pending { size: None }),
+            Look::Failed(error) => Err(LoadError::Loading(error.to_string())),
+        }
+    }
+
+    fn forget(&self, uri: &str) {
+        if let Some(front) = self.front().as_mut() {
+            front.forget(uri);
+        }
+    }
+
+    fn forget_all(&self) {
+        if let Some(front) = self.front().as_mut() {
+            front.forget_all();
+        }
+    }
+
+    fn end_pass(&self, _pass_index: u64) {
+        if let Some(front) = self.front().as_mut() {
+            front.end_pass();
+        }
+    }
+
+    fn byte_size(&self) -> usize {
+        self.front()
+            .as_ref()
+            .map_or(0, |front| front.texture_stats().bytes)
+    }
+}
+
+/// `ctx.try_load_image(url)`: the thumbnail's pixels, for an app that reads
+/// them. Images drawn by egui go through the texture loader above and never
+/// come here.
+impl ImageLoader for UriLoader {
+    fn id(&self) -> &str {
+        LOADER_ID
+    }
+
+    fn load(&self, ctx: &Context, uri: &str, size_hint: SizeHint) -> ImageLoadResult {
+        let mut front = self.front_for(uri)?;
+        let Some(front) = front.as_mut() else {
+            return Err(LoadError::NotSupported);
+        };
+        let target = target_for_hint(size_hint);
+        match front.pixels(ctx, Self::key(uri, target), uri, target) {
+            Ok(Some(thumbnail)) => {
+                let max_side = ctx.input(|input| input.max_texture_side);
+                let image: ColorImage =
+                    color_image(&thumbnail, max_side).map_err(LoadError::Loading)?;
+                Ok(ImagePoll::Ready {
+                    image: Arc::new(image),
+                })
+            }
+            Ok(None) => Ok(ImagePoll::Pending { size: None }),
+            Err(error) => Err(LoadError::Loading(error.to_string())),
+        }
+    }
+
+    // Forgetting and the end of a pass are the texture loader's calls
+    // above: both kinds share one front, and egui calls each kind.
+    fn forget(&self, _uri: &str) {}
+
+    fn forget_all(&self) {}
+
+    fn byte_size(&self) -> usize {
+        self.front().as_ref().map_or(0, Front::pixel_bytes)
+    }
+
+    fn has_pending(&self) -> bool {
+        self.front().as_ref().is_some_and(Front::has_pending)
+    }
+}
+
+/// Makes thumbpipe egui's loader for `http://` and `https://` image URIs
+/// (and `file://` ones under [`Config::file_root`]): after it, every
+/// `egui::Image::new(url)`, `ui.image(url)` and `Image::from_uri(url)` is
+/// fetched, decoded to the size it is drawn at, cached and cancelled by
+/// thumbpipe. Other URIs (`bytes://`, SVGs from `include_image!`, ...) still
+/// go to egui's other loaders.
+///
+/// - The size an image is drawn at, in physical pixels, rounded up to a few
+///   steps, is the thumbnail's size and part of every cache key.
+/// - A URI not drawn during a pass is cancelled at the end of that pass: a
+///   list row that scrolled away stops its download, and a row whose URL
+///   changed can never draw its old image.
+/// - An image already decoded is drawn in the pass that asks for it, and
+///   new textures are uploaded under [`Config::upload_budget`] per pass and
+///   kept under [`Config::texture_budget`].
+/// - A failed load is drawn as egui's error (`LoadError::Loading` with
+///   thumbpipe's message) and not retried while it stays in view.
+///
+/// Call it once per context; a second call is [`BuildError::AlreadyInstalled`].
+///
+/// ```no_run
+/// fn setup(ctx: &egui::Context) -> Result<thumbpipe::egui::Loader, thumbpipe::BuildError> {
+///     thumbpipe::egui::install(ctx, thumbpipe::Config::default())
+/// }
+///
+/// fn row(ui: &mut egui::Ui, url: &str) {
+///     ui.add(egui::Image::new(url).fit_to_exact_size(egui::vec2(64.0, 64.0)));
+/// }
+/// ```
+pub fn install(ctx: &Context, config: Config) -> Result<Loader, BuildError> {
+    if ctx.is_loader_installed(LOADER_ID) {
+        return Err(BuildError::AlreadyInstalled);
+    }
+    let files = config.file_root.is_some();
+    let loader = Arc::new(UriLoader {
+        front: Mutex::new(Some(Front::new(ctx, config)?)),
+        files,
+    });
+    ctx.add_texture_loader(Arc::clone(&loader) as _);
+    ctx.add_image_loader(Arc::clone(&loader) as _);
+    Ok(Loader {
+        ctx: ctx.clone(),
+        loader,
+    })
+}
+
+/// The handle [`install`] returns: stats, prefetching, and uninstalling.
+///
+/// The loaders themselves live in the context, so dropping this handle
+/// changes nothing; they (and the pipeline's threads) live until
+/// [`Loader::uninstall`], or as long as the context.
+#[derive(Clone)]
+pub struct Loader {
+    ctx: Context,
+    loader: Arc<UriLoader>,
+}
+
+impl Loader {
+    /// Asks for `uri`'s thumbnail, for an image to be drawn `size` points
+    /// large, ahead of need, at [`crate::Priority::Prefetch`]. Call it every
+    /// pass for the rows just outside the view (see [`super::PrefetchWindow`]):
+    /// a prefetch not repeated in a pass is cancelled at its end, like an
+    /// image no longer drawn. A URI drawn this pass keeps its priority.
+    ///
+    /// ```no_run
+    /// # fn f(ui: &mut egui::Ui, loader: &thumbpipe::egui::Loader) {
+    /// let size = egui::vec2(64.0, 64.0);
+    /// loader.prefetch("https://example.com/next.jpg", size);
+    /// ui.add(egui::Image::new("https://example.com/this.jpg").fit_to_exact_size(size));
+    /// # }
+    /// ```
+    pub fn prefetch(&self, uri: &str, size: Vec2) {
+        // egui's state is read before the loader's lock is taken: egui ends
+        // a pass holding its own lock while it takes the loader's, so the
+        // loader's lock must never wait for egui's from another thread.
+        let target = target_size(size, self.ctx.pixels_per_point());
+        let pass = self.ctx.cumulative_pass_nr();
+        if let Some(front) = self.loader.front().as_mut() {
+            front.prefetch(pass, UriLoader::key(uri, target), uri, target);
+        }
+    }
+
+    /// The thumbnail whose texture is drawn for `uri` at `size` points: what
+    /// the image shows, as pixels.
+    pub fn drawn(&self, uri: &str, size: Vec2) -> Option<Thumbnail> {
+        let target = target_size(size, self.ctx.pixels_per_point());
+        self.loader
+            .front()
+            .as_ref()
+            .and_then(|front| front.drawn(uri, target).cloned())
+    }
+
+    /// The pipeline's counters and gauges now; zeros once uninstalled.
+    pub fn stats(&self) -> Stats {
+        self.loader
+            .front()
+            .as_ref()
+            .map(Front::stats)
+            .unwrap_or_default()
+    }
+
+    /// The textures' counters now.
+    pub fn texture_stats(&self) -> TextureStats {
+        self.loader
+            .front()
+            .as_ref()
+            .map(Front::texture_stats)
+            .unwrap_or_default()
+    }
+
+    /// Forgets every image at every level (textures, cache, loads), as
+    /// `ctx.forget_all_images()` does.
+    pub fn clear(&self) {
+        if let Some(front) = self.loader.front().as_mut() {
+            front.forget_all();
+        }
+    }
+
+    /// Removes the loaders from the context, cancels every load, frees the
+    /// textures and joins the pipeline's threads. Images drawn after it go
+    /// to egui's other loaders.
+    pub fn uninstall(self) {
+        let loaders = self.ctx.loaders();
+        loaders
+            .texture
+            .lock()
+            .retain(|loader| loader.id() != LOADER_ID);
+        loaders
+            .image
+            .lock()
+            .retain(|loader| loader.id() != LOADER_ID);
+        let front = self.loader.front().take();
+        drop(front);
+    }
+}

@@ -1,0 +1,393 @@
+//! `thumbpipe::egui` in a headless `egui::Context`, against the fixture
+//! server: plain `egui::Image::new(url)` loads through thumbpipe, a cached
+//! image is drawn in the pass that asks for it, what is not drawn is
+//! cancelled, and the texture budget holds.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use egui::load::{ImageLoadResult, ImageLoader, ImagePoll, LoadError, SizeHint, TexturePoll};
+use egui::{Context, Vec2, vec2};
+use thumbpipe::egui::{Loader, RowThumbnail, ThumbnailList};
+use thumbpipe::{BuildError, Config};
+
+use common::{id_of, server};
+
+const CELL: Vec2 = Vec2::splat(64.0);
+
+/// Whether an image was drawn, is loading or failed, as egui saw it.
+#[derive(Clone, Debug, PartialEq)]
+enum Seen {
+    Ready(Vec2),
+    Pending,
+    Failed(String),
+}
+
+/// One egui pass that draws `uris` as `egui::Image`s of `size` points.
+fn draw(ctx: &Context, uris: &[String], size: Vec2) -> Vec<Seen> {
+    let mut seen = Vec::new();
+    let _ = ctx.run_ui(egui::RawInput::default(), |ui| {
+        for uri in uris {
+            let image = egui::Image::new(uri.as_str()).fit_to_exact_size(size);
+            seen.push(match image.load_for_size(ui.ctx(), ui.available_size()) {
+                Ok(TexturePoll::Ready { texture }) => Seen::Ready(texture.size),
+                Ok(TexturePoll::Pending { .. }) => Seen::Pending,
+                Err(error) => Seen::Failed(error.to_string()),
+            });
+            ui.add(image);
+        }
+    });
+    seen
+}
+
+/// Draws `uris` pass after pass until none is pending (10 s at most).
+fn draw_until_done(ctx: &Context, uris: &[String], size: Vec2) -> Vec<Seen> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let seen = draw(ctx, uris, size);
+        if !seen.contains(&Seen::Pending) || Instant::now() > deadline {
+            return seen;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+fn installed(config: Config) -> (Context, Loader) {
+    let ctx = Context::default();
+    let loader = thumbpipe::egui::install(&ctx, config).expect("installs");
+    (ctx, loader)
+}
+
+/// Waits until `check` holds, drawing empty passes (10 s at most).
+fn eventually(ctx: &Context, mut check: impl FnMut() -> bool) -> bool {
+    common::eventually(|| {
+        draw(ctx, &[], CELL);
+        check()
+    })
+}
+
+#[test]
+fn an_image_appears_after_its_load_and_a_cached_one_in_the_first_pass_that_asks() {
+    let server = server(20);
+    // Room for one 64x64 texture: drawing b frees a's texture, while the
+    // pipeline's cache still holds a's thumbnail.
+    let (ctx, loader) = installed(Config {
+        texture_budget: 64 * 64 * 4,
+        ..Config::default()
+    });
+    let (a, b) = (vec![server.image_url(1)], vec![server.image_url(2)]);
+    assert_eq!(draw(&ctx, &a, CELL), [Seen::Pending]);
+    assert_eq!(
+        draw_until_done(&ctx, &a, CELL),
+        [Seen::Ready(vec2(64.0, 64.0))]
+    );
+    // The texture: ready again at once.
+    assert_eq!(draw(&ctx, &a, CELL), [Seen::Ready(vec2(64.0, 64.0))]);
+    assert_eq!(
+        draw_until_done(&ctx, &b, CELL),
+        [Seen::Ready(vec2(64.0, 64.0))]
+    );
+    assert_eq!(loader.texture_stats().evicted, 1);
+    // a's texture is gone, its thumbnail is cached: drawn in this pass.
+    assert_eq!(draw(&ctx, &a, CELL), [Seen::Ready(vec2(64.0, 64.0))]);
+    let stats = loader.stats();
+    assert_eq!(stats.fetches_started, 2, "nothing fetched twice: {stats:?}");
+    assert_eq!(server.stats().requests_started, 2);
+    let drawn = loader.drawn(&a[0], CELL).expect("a is drawn");
+    assert_eq!(id_of(&drawn), Some(1));
+    loader.uninstall();
+}
+
+#[test]
+fn a_uri_not_drawn_during_a_pass_is_cancelled_and_its_transfer_stopped() {
+    let server = server(5_000);
+    let (ctx, loader) = installed(Config::default());
+    let uri = vec![server.image_url(7)];
+    assert_eq!(draw(&ctx, &uri, CELL), [Seen::Pending]);
+    assert!(common::eventually(|| server.stats().in_flight == 1));
+    // A pass without it: the image left the view.
+    draw(&ctx, &[], CELL);
+    assert!(eventually(&ctx, || server.stats().responses_aborted == 1));
+    let stats = loader.stats();
+    assert_eq!(stats.fetches_cancelled_in_flight, 1, "{stats:?}");
+    assert!(!ctx.has_pending_images());
+    loader.uninstall();
+}
+
+#[test]
+fn forget_removes_the_image_from_every_level() {
+    let server = server(10);
+    let (ctx, loader) = installed(Config::default());
+    let uri = vec![server.image_url(3)];
+    assert!(matches!(
+        draw_until_done(&ctx, &uri, CELL)[0],
+        Seen::Ready(_)
+    ));
+    assert!(eventually(&ctx, || loader.stats().cache.entries == 1));
+    ctx.forget_image(&uri[0]);
+    assert_eq!(loader.texture_stats().textures, 0);
+    // Not drawn from any level: loaded afresh.
+    assert_eq!(draw(&ctx, &uri, CELL), [Seen::Pending]);
+    assert!(matches!(
+        draw_until_done(&ctx, &uri, CELL)[0],
+        Seen::Ready(_)
+    ));
+    assert_eq!(server.stats().requests_started, 2);
+    ctx.forget_all_images();
+    assert_eq!(loader.texture_stats().textures, 0);
+    assert!(eventually(&ctx, || loader.stats().cache.entries == 0));
+    loader.uninstall();
+}
+
+#[test]
+fn the_texture_budget_evicts_and_live_textures_never_exceed_it() {
+    let server = server(5);
+    let budget = 3 * 64 * 64 * 4;
+    let (ctx, loader) = installed(Config {
+        texture_budget: budget,
+        ..Config::default()
+    });
+    for id in 0..10 {
+        let uri = vec![server.image_url(id)];
+        assert!(matches!(
+            draw_until_done(&ctx, &uri, CELL)[0],
+            Seen::Ready(_)
+        ));
+        let textures = loader.texture_stats();
+        assert!(textures.bytes <= budget, "{textures:?}");
+    }
+    let textures = loader.texture_stats();
+    assert_eq!(
+        (textures.textures, textures.evicted),
+        (3, 7),
+        "{textures:?}"
+    );
+    assert!(textures.peak_bytes <= budget);
+    assert_eq!(ctx.loaders().texture.lock()[1].byte_size(), textures.bytes);
+    loader.uninstall();
+}
+
+#[test]
+fn a_pass_uploads_within_its_budget_and_the_rest_in_the_next_passes() {
+    let server = server(5);
+    // Two 64x64 textures per pass.
+    let (ctx, loader) = installed(Config {
+        upload_budget: 2 * 64 * 64 * 4,
+        ..Config::default()
+    });
+    let uris: Vec<String> = (0..6).map(|id| server.image_url(id)).collect();
+    // Wait for every thumbnail to be decoded, without drawing them.
+    for uri in &uris {
+        loader.prefetch(uri, CELL);
+    }
+    assert!(eventually(&ctx, || {
+        uris.iter().for_each(|uri| loader.prefetch(uri, CELL));
+        loader.stats().cache.entries == 6
+    }));
+    let ready = |seen: &[Seen]| seen.iter().filter(|s| matches!(s, Seen::Ready(_))).count();
+    assert_eq!(ready(&draw(&ctx, &uris, CELL)), 2);
+    assert_eq!(ready(&draw(&ctx, &uris, CELL)), 4);
+    assert_eq!(ready(&draw(&ctx, &uris, CELL)), 6);
+    loader.uninstall();
+}
+
+/// Serves `bytes://` URIs as one white pixel: one of egui's "other loaders".
+struct OtherLoader;
+
+impl ImageLoader for OtherLoader {
+    fn id(&self) -> &str {
+        "test::OtherLoader"
+    }
+
+    fn load(&self, _ctx: &Context, uri: &str, _size_hint: SizeHint) -> ImageLoadResult {
+        if !uri.starts_with("bytes://") {
+            return Err(LoadError::NotSupported);
+        }
+        Ok(ImagePoll::Ready {
+            image: Arc::new(egui::ColorImage::filled([1, 1], egui::Color32::WHITE)),
+        })
+    }
+
+    fn forget(&self, _uri: &str) {}
+
+    fn forget_all(&self) {}
+
+    fn byte_size(&self) -> usize {
+        0
+    }
+}
+
+#[test]
+fn other_uris_fall_through_to_eguis_other_loaders() {
+    let ctx = Context::default();
+    ctx.add_image_loader(Arc::new(OtherLoader));
+    let loader = thumbpipe::egui::install(&ctx, Config::default()).expect("installs");
+    let seen = draw(&ctx, &["bytes://white.png".to_owned()], CELL);
+    assert_eq!(seen, [Seen::Ready(vec2(1.0, 1.0))]);
+    // file:// without Config::file_root is not thumbpipe's either.
+    let seen = draw(&ctx, &["file:///tmp/a.png".to_owned()], CELL);
+    assert!(
+        matches!(&seen[0], Seen::Failed(message) if message.contains("No matching ImageLoader")),
+        "{seen:?}"
+    );
+    assert_eq!(loader.stats().requested, 0);
+    loader.uninstall();
+}
+
+#[test]
+fn pixels_per_point_2_gives_a_twice_as_large_thumbnail() {
+    let server = server(5);
+    let (ctx, loader) = installed(Config::default());
+    let uri = vec![server.image_url(4)];
+    assert_eq!(
+        draw_until_done(&ctx, &uri, CELL),
+        [Seen::Ready(vec2(64.0, 64.0))]
+    );
+    ctx.set_pixels_per_point(2.0);
+    draw(&ctx, &[], CELL);
+    assert_eq!(ctx.pixels_per_point(), 2.0);
+    assert_eq!(
+        draw_until_done(&ctx, &uri, CELL),
+        [Seen::Ready(vec2(128.0, 128.0))]
+    );
+    let drawn = loader.drawn(&uri[0], CELL).expect("drawn at ppp 2");
+    assert_eq!((drawn.width, drawn.height), (128, 128));
+    assert_eq!(id_of(&drawn), Some(4));
+    loader.uninstall();
+}
+
+#[test]
+fn load_errors_reach_egui_with_thumbpipes_message() {
+    let server = server(5);
+    let (ctx, loader) = installed(Config::default());
+    let uri = vec![format!("{}?fault=404", server.image_url(5))];
+    let seen = draw_until_done(&ctx, &uri, CELL);
+    assert!(
+        matches!(&seen[0], Seen::Failed(message) if message.contains("answered 404")),
+        "{seen:?}"
+    );
+    // Not retried while it stays in view.
+    draw(&ctx, &uri, CELL);
+    assert_eq!(server.stats().requests_started, 1);
+    loader.uninstall();
+}
+
+#[test]
+fn a_refreshing_list_never_draws_a_rows_old_image() {
+    let server = server(30);
+    let (ctx, loader) = installed(Config::default());
+    let (mut shown, mut wrong) = (0, 0);
+    for pass in 0..400_u32 {
+        // Five rows whose image changes every 40 passes (about 150 ms).
+        let generation = pass / 40;
+        // The last row's server is too slow for it ever to finish: each
+        // new image supersedes a load still under way.
+        let uris: Vec<String> = (0..5)
+            .map(|row| {
+                let url = server.image_url(generation * 5 + row);
+                if row == 4 {
+                    format!("{url}?latency_ms=1000")
+                } else {
+                    url
+                }
+            })
+            .collect();
+        for (row, seen) in draw(&ctx, &uris, CELL).iter().enumerate() {
+            if let Seen::Ready(_) = seen {
+                shown += 1;
+                let drawn = loader.drawn(&uris[row], CELL).expect("drawn");
+                if id_of(&drawn) != Some(generation * 5 + row as u32) {
+                    wrong += 1;
+                }
+            }
+        }
+        std::thread::sleep(Duration::from_millis(3));
+    }
+    assert!(shown > 50, "{shown}");
+    assert_eq!(wrong, 0);
+    assert!(
+        loader.stats().fetches_cancelled_in_flight + loader.stats().fetches_cancelled_queued > 0
+    );
+    loader.uninstall();
+}
+
+#[test]
+fn prefetched_images_load_ahead_and_are_cancelled_once_out_of_the_window() {
+    let server = server(20);
+    let (ctx, loader) = installed(Config::default());
+    let near = server.image_url(10);
+    assert!(eventually(&ctx, || {
+        loader.prefetch(&near, CELL);
+        loader.stats().cache.entries == 1
+    }));
+    assert_eq!(draw(&ctx, &[near], CELL), [Seen::Ready(vec2(64.0, 64.0))]);
+    // A prefetch not repeated in the next pass is cancelled at its end.
+    let slow = format!("{}?latency_ms=5000", server.image_url(11));
+    loader.prefetch(&slow, CELL);
+    draw(&ctx, &[], CELL);
+    assert!(eventually(&ctx, || loader.stats().fetches_cancelled_queued
+        + loader.stats().fetches_cancelled_in_flight
+        == 1));
+    loader.uninstall();
+}
+
+#[test]
+fn installing_twice_is_a_typed_error_and_uninstall_stops_the_threads() {
+    let ctx = Context::default();
+    let loader = thumbpipe::egui::install(&ctx, Config::default()).expect("installs");
+    assert!(matches!(
+        thumbpipe::egui::install(&ctx, Config::default()),
+        Err(BuildError::AlreadyInstalled)
+    ));
+    loader.uninstall();
+    assert_eq!(ctx.loaders().texture.lock().len(), 1, "only egui's own");
+    assert!(ctx.loaders().image.lock().is_empty());
+    let again = thumbpipe::egui::install(&ctx, Config::default()).expect("installs again");
+    again.uninstall();
+}
+
+#[test]
+fn the_list_helper_cancels_a_rows_old_url_and_shows_its_state() {
+    let server = server(20);
+    let ctx = Context::default();
+    let mut list = ThumbnailList::<usize>::new(&ctx, Config::default()).expect("builds");
+    let slow = format!("{}?latency_ms=5000", server.image_url(1));
+    let show = |list: &mut ThumbnailList<usize>, url: &str| {
+        let mut state = None;
+        let _ = ctx.run_ui(egui::RawInput::default(), |ui| {
+            state = Some(list.show(ui, 0, url, CELL).1);
+            list.end_pass();
+        });
+        state.expect("drawn")
+    };
+    assert!(matches!(show(&mut list, &slow), RowThumbnail::Loading));
+    assert!(common::eventually(|| server.stats().in_flight == 1));
+    // The row's URL changes: the old load is cancelled at once.
+    let fast = server.image_url(2);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let shown = loop {
+        match show(&mut list, &fast) {
+            RowThumbnail::Shown(_, thumbnail) => break Some(thumbnail),
+            _ if Instant::now() > deadline => break None,
+            _ => std::thread::sleep(Duration::from_millis(5)),
+        }
+    };
+    assert_eq!(shown.as_ref().and_then(id_of), Some(2));
+    assert!(common::eventually(|| server.stats().responses_aborted == 1));
+    assert_eq!(list.stats().superseded, 1);
+    let broken = format!("{}?fault=404", server.image_url(3));
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let failed = loop {
+        match show(&mut list, &broken) {
+            RowThumbnail::Failed(error) => break Some(error),
+            _ if Instant::now() > deadline => break None,
+            _ => std::thread::sleep(Duration::from_millis(5)),
+        }
+    };
+    assert!(matches!(
+        failed,
+        Some(thumbpipe::Error::Status { status: 404, .. })
+    ));
+}
