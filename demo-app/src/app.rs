@@ -7,11 +7,14 @@
 
 use std::time::{Duration, Instant};
 
+use std::sync::Arc;
+
 use crate::loaders::{
-    Counts, EguiExtrasLoader, Loader, NaiveLoader, PipelineLoader, RowState, THUMB_SIDE,
+    Counts, EguiExtrasLoader, EguiImageLoader, Loader, NaiveLoader, PipelineLoader, RowState,
+    THUMB_SIDE,
 };
 use crate::measure::{Measurements, Report, percentile};
-use crate::script::{Flick, QUIET_AFTER_TAIL, STILL_FRAMES, STILL_FRAMES_MAX};
+use crate::script::{QUIET_AFTER_TAIL, STILL_FRAMES, STILL_FRAMES_MAX, Script, ScriptKind};
 use crate::server::ServerLink;
 
 /// How the rows' images are loaded.
@@ -19,14 +22,24 @@ use crate::server::ServerLink;
 pub enum Mode {
     Naive,
     EguiExtras,
+    /// `egui::Image::new(url)` through `thumbpipe::egui::install`.
+    EguiImage,
     Pipeline,
 }
 
 impl Mode {
+    pub const ALL: [Mode; 4] = [
+        Mode::Naive,
+        Mode::EguiExtras,
+        Mode::EguiImage,
+        Mode::Pipeline,
+    ];
+
     pub fn name(self) -> &'static str {
         match self {
             Mode::Naive => "naive",
             Mode::EguiExtras => "egui-extras",
+            Mode::EguiImage => "egui-image",
             Mode::Pipeline => "pipeline",
         }
     }
@@ -40,7 +53,12 @@ pub struct Demo {
     refresh: Option<Duration>,
     latency_ms: u64,
     server: ServerLink,
-    script: Option<Flick>,
+    /// Images of the user's (`--urls`), which rows cycle through; `None`
+    /// for the fixture server's numbered images.
+    urls: Option<Arc<Vec<String>>>,
+    script: Option<ScriptKind>,
+    /// The script laid out for the list, on the first frame of a run.
+    plan: Option<Script>,
     loader: Option<Box<dyn Loader>>,
     measurements: Measurements,
     mode_started: Instant,
@@ -50,6 +68,15 @@ pub struct Demo {
     /// Last time the loader or the server had a request unfinished, after
     /// the flick.
     last_busy: Option<Instant>,
+    /// The scroll offset of the last frame, and when it last changed.
+    last_offset: Option<f32>,
+    last_moved: Option<Instant>,
+    /// The first frame since the list last moved in which every visible row
+    /// showed its image.
+    settled: Option<Instant>,
+    /// (frame, visible row) pairs without their image on the way back.
+    placeholders_back: u64,
+    texture_bytes_peak: Option<u64>,
     report: Option<Report>,
     error: Option<String>,
 }
@@ -61,7 +88,8 @@ impl Demo {
         refresh: Option<Duration>,
         latency_ms: u64,
         server: ServerLink,
-        script: bool,
+        urls: Option<Vec<String>>,
+        script: Option<ScriptKind>,
     ) -> Self {
         Self {
             mode,
@@ -69,7 +97,9 @@ impl Demo {
             refresh,
             latency_ms,
             server,
-            script: script.then(|| Flick::new(rows)),
+            urls: urls.map(Arc::new),
+            script,
+            plan: None,
             loader: None,
             measurements: Measurements::default(),
             mode_started: Instant::now(),
@@ -77,6 +107,11 @@ impl Demo {
             flick_started: None,
             flick_ended: None,
             last_busy: None,
+            last_offset: None,
+            last_moved: None,
+            settled: None,
+            placeholders_back: 0,
+            texture_bytes_peak: None,
             report: None,
             error: None,
         }
@@ -96,19 +131,33 @@ impl Demo {
         self.loader = match mode {
             Mode::Naive => Some(Box::new(NaiveLoader::new())),
             Mode::EguiExtras => Some(Box::new(EguiExtrasLoader::new(ctx))),
-            Mode::Pipeline => match PipelineLoader::new(ctx) {
-                Ok(loader) => Some(Box::new(loader)),
-                Err(error) => {
-                    self.error = Some(format!("{error:#}"));
-                    None
-                }
-            },
+            Mode::EguiImage => self.started(EguiImageLoader::new(ctx)),
+            Mode::Pipeline => self.started(PipelineLoader::new(ctx)),
         };
         self.mode_started = Instant::now();
         self.frame = 0;
         self.flick_started = None;
         self.flick_ended = None;
         self.last_busy = None;
+        self.plan = None;
+        self.last_offset = None;
+        self.last_moved = None;
+        self.settled = None;
+        self.placeholders_back = 0;
+        self.texture_bytes_peak = None;
+    }
+
+    fn started(
+        &mut self,
+        loader: anyhow::Result<impl Loader + 'static>,
+    ) -> Option<Box<dyn Loader>> {
+        match loader {
+            Ok(loader) => Some(Box::new(loader)),
+            Err(error) => {
+                self.error = Some(format!("{error:#}"));
+                None
+            }
+        }
     }
 
     /// The image row `row` shows now. With a refresh period, every row gets
@@ -137,14 +186,18 @@ impl Demo {
         }
         let counts = self.loader.as_ref().map(|l| l.counts()).unwrap_or_default();
         self.measurements.waiting_for_connection = counts.waiting_for_connection as usize;
+        if let Some(bytes) = counts.texture_bytes {
+            self.texture_bytes_peak = Some(self.texture_bytes_peak.unwrap_or(0).max(bytes));
+        }
         if let Some(mode) = self.top_bar(ui, counts) {
             self.reset(&ctx, mode);
         }
         let offset = self.scripted_offset(ui);
-        self.list(ui, offset);
+        let states = self.list(ui, offset);
         if let Some(loader) = &mut self.loader {
             loader.end_frame();
         }
+        self.watch_rows(started, offset, &states);
         self.advance_script(counts);
         self.measurements
             .frame(started.elapsed().as_secs_f64() * 1000.0);
@@ -153,18 +206,41 @@ impl Demo {
         }
     }
 
-    fn scripted_offset(&self, ui: &egui::Ui) -> Option<f32> {
-        let flick = self.script?;
+    fn scripted_offset(&mut self, ui: &egui::Ui) -> Option<f32> {
+        let kind = self.script?;
         let spacing = ui.spacing().item_spacing.y;
-        let content = self.rows as f32 * (ROW_HEIGHT + spacing);
+        let pitch = ROW_HEIGHT + spacing;
+        let content = self.rows as f32 * pitch;
         let viewport = (ui.available_height() - 8.0).max(ROW_HEIGHT);
         let range = (content - viewport).max(0.0);
-        let position = flick.position(self.frame).unwrap_or(0.0);
-        Some(position * range)
+        let plan = *self
+            .plan
+            .get_or_insert_with(|| Script::new(kind, self.rows, pitch, viewport, range));
+        Some(plan.offset(self.frame).unwrap_or(0.0))
+    }
+
+    /// Settling and placeholders, from what the visible rows drew.
+    fn watch_rows(&mut self, now: Instant, offset: Option<f32>, states: &[RowState]) {
+        let all_shown = states.iter().all(|state| *state == RowState::Shown);
+        let moved = offset.is_some() && offset != self.last_offset;
+        self.last_offset = offset;
+        if moved {
+            self.last_moved = Some(now);
+            self.settled = all_shown.then_some(now);
+        } else if self.settled.is_none() && all_shown {
+            self.settled = Some(now);
+        }
+        if self
+            .plan
+            .is_some_and(|plan| plan.on_the_way_back(self.frame))
+        {
+            let placeholders = states.iter().filter(|s| **s != RowState::Shown).count();
+            self.placeholders_back += placeholders as u64;
+        }
     }
 
     fn advance_script(&mut self, counts: Counts) {
-        let Some(flick) = self.script else { return };
+        let Some(plan) = self.plan else { return };
         if self.report.is_some() {
             return;
         }
@@ -172,17 +248,17 @@ impl Demo {
             self.flick_started = Some(Instant::now());
         }
         self.frame += 1;
-        if self.frame == flick.frames() {
+        if self.frame == plan.frames() {
             self.flick_ended = Some(Instant::now());
         }
         // Busy while the loader has requests it has not finished (queued
         // ones included) or the server is still answering. With an external
-        // server, in_flight() is a request to it: only after the flick, whose
-        // frames are the ones measured.
+        // server, in_flight() is a request to it: only after the script,
+        // whose frames are the ones measured.
         if self.flick_ended.is_some() && (counts.in_flight > 0 || self.server.in_flight() > 0) {
             self.last_busy = Some(Instant::now());
         }
-        let still = self.frame.saturating_sub(flick.frames());
+        let still = self.frame.saturating_sub(plan.frames());
         let quiet = match (self.flick_ended, self.last_busy) {
             (Some(_), Some(busy)) => busy.elapsed() >= QUIET_AFTER_TAIL,
             (Some(_), None) => true,
@@ -211,11 +287,17 @@ impl Demo {
             (Some(end), Some(busy)) => (busy - end).as_secs_f64() * 1000.0,
             _ => 0.0,
         };
-        let flick_frames = self.script.map_or(0, |f| f.frames()).min(m.frame_ms.len());
+        let settle_ms = match (self.last_moved, self.settled) {
+            (Some(moved), Some(settled)) => Some((settled - moved).as_secs_f64() * 1000.0),
+            _ => None,
+        };
+        let kind = self.script.unwrap_or(ScriptKind::Flick);
+        let flick_frames = self.plan.map_or(0, |p| p.frames()).min(m.frame_ms.len());
         let flick_ms = &m.frame_ms[..flick_frames];
         let stalls: Vec<f64> = flick_ms.iter().copied().filter(|ms| *ms > 50.0).collect();
         Report {
             mode: self.mode.name().to_owned(),
+            script: kind.name().to_owned(),
             rows: self.rows,
             latency_ms: self.latency_ms,
             refresh_ms: self.refresh.map(|r| r.as_millis() as u64),
@@ -238,8 +320,13 @@ impl Demo {
             server_completed: server.responses_completed,
             server_aborted: server.responses_aborted,
             images_shown: m.images_shown,
-            wrong_row_images: m.wrong_row_images,
+            // Images of the user's carry no id to check.
+            wrong_row_images: self.urls.is_none().then_some(m.wrong_row_images),
             tail_after_stop_ms,
+            settle_ms,
+            placeholder_row_frames_back: (kind == ScriptKind::Browse)
+                .then_some(self.placeholders_back),
+            texture_bytes_peak: self.texture_bytes_peak,
             frame_ms: flick_ms.to_vec(),
         }
     }
@@ -253,7 +340,7 @@ impl Demo {
             ui.horizontal(|ui| {
                 ui.heading("thumbpipe demo");
                 ui.add_space(12.0);
-                for mode in [Mode::Naive, Mode::EguiExtras, Mode::Pipeline] {
+                for mode in Mode::ALL {
                     if ui.selectable_label(self.mode == mode, mode.name()).clicked()
                         && self.mode != mode
                     {
@@ -283,20 +370,29 @@ impl Demo {
                         m.peak_blocked_io_threads
                     ));
                     ui.label(format!(
-                        "RSS {:.0} MB (start {:.0}, peak {:.0}) · cache {:.1} MB",
+                        "RSS {:.0} MB (start {:.0}, peak {:.0}) · cache {:.1} MB · textures {}",
                         m.rss_now_mb,
                         m.rss_start_mb,
                         m.rss_peak_mb,
-                        counts.cache_bytes as f64 / 1e6
+                        counts.cache_bytes as f64 / 1e6,
+                        counts
+                            .texture_bytes
+                            .map_or("?".to_owned(), |b| format!("{:.1} MB", b as f64 / 1e6))
                     ));
                     ui.label(format!(
                         "requests: {} in flight · {} completed · {} cancelled · {} failed",
                         counts.in_flight, counts.completed, counts.cancelled, counts.failed
                     ));
-                    let wrong = egui::RichText::new(format!(
-                        "wrong-row images: {} of {} shown",
-                        m.wrong_row_images, m.images_shown
-                    ));
+                    let wrong = egui::RichText::new(match self.urls {
+                        None => format!(
+                            "wrong-row images: {} of {} shown",
+                            m.wrong_row_images, m.images_shown
+                        ),
+                        Some(_) => format!(
+                            "wrong-row images: unknown (your images carry no id) · {} shown",
+                            m.images_shown
+                        ),
+                    });
                     ui.label(if m.wrong_row_images > 0 {
                         wrong.color(egui::Color32::from_rgb(230, 90, 80)).strong()
                     } else {
@@ -312,29 +408,39 @@ impl Demo {
         chosen
     }
 
-    fn list(&mut self, ui: &mut egui::Ui, offset: Option<f32>) {
+    /// Draws the list; returns what each visible row showed.
+    fn list(&mut self, ui: &mut egui::Ui, offset: Option<f32>) -> Vec<RowState> {
         let ids: Vec<u32> = (0..self.rows).map(|row| self.image_id(row)).collect();
         let base = self.server.base_url().to_owned();
+        let urls = self.urls.clone();
         let Some(loader) = self.loader.as_mut() else {
-            return;
+            return Vec::new();
         };
         let measurements = &mut self.measurements;
+        let mut states = Vec::new();
         egui::CentralPanel::default().show(ui, |ui| {
             let mut area = egui::ScrollArea::vertical().auto_shrink(false);
             if let Some(offset) = offset {
                 area = area.vertical_scroll_offset(offset);
             }
+            let mut visible = 0..0;
             area.show_rows(ui, ROW_HEIGHT, ids.len(), |ui, range| {
+                visible = range.clone();
                 for row in range {
                     let id = ids[row];
-                    let url = format!("{base}/img/{id}.jpg");
+                    let url = url_of(&base, urls.as_deref(), id);
+                    let checked_id = urls.is_none().then_some(id);
                     ui.horizontal(|ui| {
                         ui.set_height(ROW_HEIGHT);
-                        let state = loader.show_row(ui, row, id, &url, measurements);
+                        let state = loader.show_row(ui, row, checked_id, &url, measurements);
                         ui.add_space(8.0);
                         ui.vertical(|ui| {
                             ui.add_space(12.0);
-                            ui.label(egui::RichText::new(format!("Image #{id}")).strong());
+                            let title = match &urls {
+                                None => format!("Image #{id}"),
+                                Some(_) => url.rsplit('/').next().unwrap_or(&url).to_owned(),
+                            };
+                            ui.label(egui::RichText::new(title).strong());
                             let (text, color) = match &state {
                                 RowState::Loading => {
                                     ("loading…".to_owned(), ui.visuals().weak_text_color())
@@ -348,10 +454,24 @@ impl Demo {
                             };
                             ui.label(egui::RichText::new(text).small().color(color));
                         });
+                        states.push(state);
                     });
                 }
             });
+            loader.prefetch(visible, ids.len(), &|row| {
+                url_of(&base, urls.as_deref(), ids[row])
+            });
         });
+        states
+    }
+}
+
+/// The URL of image `id`: the fixture server's numbered image, or one of
+/// the user's, cycled through.
+fn url_of(base: &str, urls: Option<&Vec<String>>, id: u32) -> String {
+    match urls {
+        Some(urls) if !urls.is_empty() => urls[id as usize % urls.len()].clone(),
+        _ => format!("{base}/img/{id}.jpg"),
     }
 }
 

@@ -1,11 +1,14 @@
-//! `demo-app`: a list of thumbnails loaded three ways — the classic broken
-//! loader (`naive`), egui's default loaders (`egui-extras`) and thumbpipe
-//! (`pipeline`) — with live measurements, a scripted flick and a JSON report.
+//! `demo-app`: a list of thumbnails loaded four ways — the classic broken
+//! loader (`naive`), egui's default loaders (`egui-extras`), plain
+//! `egui::Image::new(url)` through thumbpipe (`egui-image`) and thumbpipe's
+//! row-keyed list (`pipeline`) — with live measurements, scripted scrolls
+//! and a JSON report.
 //!
 //! ```text
 //! cargo run --release -p demo-app                                  # a window, pipeline mode
 //! cargo run --release -p demo-app -- --mode naive --refresh-ms 400 --script flick
-//! cargo run --release -p demo-app -- --headless --script flick --json
+//! cargo run --release -p demo-app -- --headless --script browse --json --mode egui-image
+//! cargo run --release -p demo-app -- --urls my-images.txt         # your own images
 //! ```
 
 mod app;
@@ -20,9 +23,10 @@ use anyhow::{Context as _, bail};
 use clap::Parser;
 
 use app::{Demo, Mode};
+use script::ScriptKind;
 use server::ServerLink;
 
-/// A list of thumbnails loaded three ways, with live measurements.
+/// A list of thumbnails loaded four ways, with live measurements.
 #[derive(Debug, Parser)]
 #[command(version, about)]
 struct Args {
@@ -42,10 +46,16 @@ struct Args {
     /// Give every row a new image every N ms, like a feed that refreshes.
     #[arg(long, value_name = "N")]
     refresh_ms: Option<u64>,
-    /// Run a script: `flick` scrolls to the bottom and back, waits 3 s and
-    /// exits.
+    /// Run a script, wait for the loads to end (3 s at least) and exit:
+    /// `flick` scrolls to the bottom and back; `browse` scrolls down three
+    /// screens at a row every 250 ms, stops 2 s and comes back.
     #[arg(long, value_enum)]
-    script: Option<Script>,
+    script: Option<ScriptKind>,
+    /// A file of image URLs, one per line: rows cycle through them instead
+    /// of the fixture server's numbered images (wrong-row images are then
+    /// unknown, not counted).
+    #[arg(long, value_name = "FILE")]
+    urls: Option<std::path::PathBuf>,
     /// Run the UI without a window, paced at 60 Hz.
     #[arg(long)]
     headless: bool,
@@ -56,11 +66,6 @@ struct Args {
     /// --script, otherwise after two seconds. Needs a window.
     #[arg(long, value_name = "PATH")]
     screenshot: Option<std::path::PathBuf>,
-}
-
-#[derive(Clone, Copy, Debug, clap::ValueEnum)]
-enum Script {
-    Flick,
 }
 
 fn main() {
@@ -75,7 +80,7 @@ fn run(args: Args) -> anyhow::Result<()> {
         bail!("--rows must be at least 1");
     }
     if args.json && args.script.is_none() {
-        bail!("--json reports a scripted run: add --script flick");
+        bail!("--json reports a scripted run: add --script flick (or browse)");
     }
     if args.headless && args.screenshot.is_some() {
         bail!("--screenshot needs a window: leave out --headless");
@@ -92,6 +97,10 @@ fn run(args: Args) -> anyhow::Result<()> {
             ServerLink::Embedded(server, base)
         }
     };
+    let urls = match &args.urls {
+        Some(path) => Some(read_urls(path)?),
+        None => None,
+    };
     // Frames before the screenshot: a third of the way into the flick.
     let screenshot_frame = if args.script.is_some() {
         script::Flick::new(args.rows).frames() / 3
@@ -106,7 +115,8 @@ fn run(args: Args) -> anyhow::Result<()> {
             .map(Duration::from_millis),
         args.latency_ms,
         server,
-        args.script.is_some(),
+        urls,
+        args.script,
     );
     let report = if args.headless {
         run_headless(demo)?
@@ -118,6 +128,26 @@ fn run(args: Args) -> anyhow::Result<()> {
         println!("{}", serde_json::to_string(&report)?);
     }
     Ok(())
+}
+
+/// The image URLs in `path`, one per line; blank lines and lines starting
+/// with `#` are skipped.
+fn read_urls(path: &std::path::Path) -> anyhow::Result<Vec<String>> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read the URL list {}", path.display()))?;
+    let urls: Vec<String> = text
+        .lines()
+        .map(str::trim)
+        .filter(|line| !line.is_empty() && !line.starts_with('#'))
+        .map(str::to_owned)
+        .collect();
+    if urls.is_empty() {
+        bail!(
+            "{} has no URLs: write one image URL per line",
+            path.display()
+        );
+    }
+    Ok(urls)
 }
 
 /// Drives the UI without a window at a 60 Hz pace until the script ends.
@@ -142,7 +172,7 @@ fn run_headless(mut demo: Demo) -> anyhow::Result<Option<measure::Report>> {
         }
         scripted_frames += 1;
         if scripted_frames > 10 * 60 * 60 {
-            bail!("headless runs need --script flick (none ended after 10 minutes)");
+            bail!("headless runs need --script flick or browse (none ended after 10 minutes)");
         }
         next += frame;
         let now = Instant::now();

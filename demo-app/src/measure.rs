@@ -110,13 +110,17 @@ impl Measurements {
 
     /// Counts a row's first showing of an image, and whether it was the
     /// wrong one: `read` reads the id from the image's pixels ([`read_id`]),
-    /// `expected_id` is the one the row displays. The reading's time is not
-    /// the UI's work and is left out of the frame time.
-    pub fn image_shown(&mut self, expected_id: u32, read: impl FnOnce() -> Option<u32>) {
+    /// `expected_id` is the one the row displays (`None` for images that
+    /// carry no id: they are counted, never judged). The reading's time is
+    /// not the UI's work and is left out of the frame time.
+    pub fn image_shown(&mut self, expected_id: Option<u32>, read: impl FnOnce() -> Option<u32>) {
+        self.images_shown += 1;
+        let Some(expected_id) = expected_id else {
+            return;
+        };
         let started = std::time::Instant::now();
         let read_id = read();
         self.detecting_ms += started.elapsed().as_secs_f64() * 1000.0;
-        self.images_shown += 1;
         if read_id != Some(expected_id) {
             self.wrong_row_images += 1;
         }
@@ -163,6 +167,8 @@ pub fn rss_mb() -> f64 {
 #[derive(Debug, Serialize, serde::Deserialize, PartialEq)]
 pub struct Report {
     pub mode: String,
+    /// `flick` or `browse`.
+    pub script: String,
     pub rows: usize,
     pub latency_ms: u64,
     pub refresh_ms: Option<u64>,
@@ -187,8 +193,17 @@ pub struct Report {
     pub server_completed: u64,
     pub server_aborted: u64,
     pub images_shown: u64,
-    pub wrong_row_images: u64,
+    /// `None` (unknown) for images of the user's, which carry no id.
+    pub wrong_row_images: Option<u64>,
     pub tail_after_stop_ms: f64,
+    /// From the last frame that moved the list to the first in which every
+    /// visible row showed its image; `None` if that never happened.
+    pub settle_ms: Option<f64>,
+    /// On the browse's way back: (frame, visible row) pairs that showed no
+    /// image. `None` for other scripts.
+    pub placeholder_row_frames_back: Option<u64>,
+    /// Peak bytes of live textures, where the loader can tell.
+    pub texture_bytes_peak: Option<u64>,
     /// The UI-thread time of every frame of the flick, in order.
     pub frame_ms: Vec<f64>,
 }

@@ -1,9 +1,14 @@
-//! The scripted flick: top to bottom and back, the same position every
-//! frame of every run, then a still period to watch the tail.
+//! The scripts: the same scroll position every frame of every run, then a
+//! still period to watch the tail.
 //!
-//! Plain arithmetic, driven by the app's frame counter. The flick advances
-//! per frame, not per second: a slow frame makes the flick take longer, as a
-//! real one would.
+//! - `flick`: top to bottom and back, fast.
+//! - `browse`: down three screens at a reading pace (one row every 250 ms),
+//!   a 2 s stop, and back to the top at the same pace: the way back shows
+//!   whether images already seen come back without a placeholder.
+//!
+//! Plain arithmetic, driven by the app's frame counter. A script advances
+//! per frame, not per second: a slow frame makes it take longer, as a real
+//! scroll would.
 
 /// Frames of the flick for 200 rows: 7.3 s at 60 Hz.
 const FRAMES_PER_200_ROWS: usize = 438;
@@ -15,6 +20,115 @@ pub const STILL_FRAMES: usize = 180;
 pub const STILL_FRAMES_MAX: usize = 1800;
 /// Quiet time that ends the still period after [`STILL_FRAMES`].
 pub const QUIET_AFTER_TAIL: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// Frames to scroll one row while browsing: 250 ms at 60 Hz.
+const BROWSE_FRAMES_PER_ROW: f32 = 15.0;
+/// Frames of the browse's stop at the bottom: 2 s.
+const BROWSE_STOP_FRAMES: usize = 120;
+/// Screens the browse scrolls down.
+const BROWSE_SCREENS: f32 = 3.0;
+
+/// Which script, as chosen on the command line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ScriptKind {
+    Flick,
+    Browse,
+}
+
+impl ScriptKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            ScriptKind::Flick => "flick",
+            ScriptKind::Browse => "browse",
+        }
+    }
+}
+
+/// A script laid out for a list: its length in frames and its offset, in
+/// points, at every frame.
+#[derive(Clone, Copy, Debug)]
+pub enum Script {
+    Flick { flick: Flick, range: f32 },
+    Browse(Browse),
+}
+
+impl Script {
+    /// `kind` for a list of `rows` rows `pitch` points apart, whose viewport
+    /// is `viewport` points high and which scrolls `range` points in all.
+    pub fn new(kind: ScriptKind, rows: usize, pitch: f32, viewport: f32, range: f32) -> Self {
+        match kind {
+            ScriptKind::Flick => Script::Flick {
+                flick: Flick::new(rows),
+                range,
+            },
+            ScriptKind::Browse => Script::Browse(Browse::new(pitch, viewport, range)),
+        }
+    }
+
+    /// Frames of scrolling (the stop included).
+    pub fn frames(&self) -> usize {
+        match self {
+            Script::Flick { flick, .. } => flick.frames(),
+            Script::Browse(browse) => browse.frames(),
+        }
+    }
+
+    /// The scroll offset at `frame`; `None` after the script.
+    pub fn offset(&self, frame: usize) -> Option<f32> {
+        match self {
+            Script::Flick { flick, range } => flick.position(frame).map(|p| p * range),
+            Script::Browse(browse) => browse.offset(frame),
+        }
+    }
+
+    /// Whether `frame` is on the way back over rows already shown (the
+    /// browse's return to the top).
+    pub fn on_the_way_back(&self, frame: usize) -> bool {
+        match self {
+            Script::Flick { .. } => false,
+            Script::Browse(browse) => frame >= browse.leg + BROWSE_STOP_FRAMES,
+        }
+    }
+}
+
+/// Down `distance` points at one row per 250 ms, a stop, and back.
+#[derive(Clone, Copy, Debug)]
+pub struct Browse {
+    /// Points per frame.
+    speed: f32,
+    distance: f32,
+    /// Frames of each way.
+    leg: usize,
+}
+
+impl Browse {
+    fn new(pitch: f32, viewport: f32, range: f32) -> Self {
+        let distance = (BROWSE_SCREENS * viewport).min(range).max(0.0);
+        let speed = (pitch / BROWSE_FRAMES_PER_ROW).max(0.01);
+        Self {
+            speed,
+            distance,
+            leg: (distance / speed).ceil() as usize,
+        }
+    }
+
+    fn frames(&self) -> usize {
+        2 * self.leg + BROWSE_STOP_FRAMES
+    }
+
+    fn offset(&self, frame: usize) -> Option<f32> {
+        let back_from = self.leg + BROWSE_STOP_FRAMES;
+        if frame >= self.frames() {
+            None
+        } else if frame < self.leg {
+            Some(frame as f32 * self.speed)
+        } else if frame < back_from {
+            Some(self.distance)
+        } else {
+            Some((self.distance - (frame - back_from) as f32 * self.speed).max(0.0))
+        }
+    }
+}
 
 /// A flick over `rows` rows at the same speed in rows per frame whatever the
 /// list's length.
@@ -61,5 +175,24 @@ mod tests {
         assert!(flick.position(437).unwrap() < 0.01);
         assert_eq!(flick.position(438), None);
         assert_eq!(Flick::new(2000).frames(), 4380);
+    }
+
+    #[test]
+    fn browsing_goes_down_three_screens_a_row_per_250_ms_stops_and_comes_back() {
+        // Rows 72 points apart, a 720-point viewport (10 rows), a long list.
+        let script = Script::new(ScriptKind::Browse, 200, 72.0, 720.0, 100_000.0);
+        // 30 rows down at 15 frames a row, 120 frames still, 30 rows up.
+        assert_eq!(script.frames(), 450 + 120 + 450);
+        assert_eq!(script.offset(0), Some(0.0));
+        assert_eq!(script.offset(15), Some(72.0));
+        assert_eq!(script.offset(500), Some(2160.0));
+        assert!(!script.on_the_way_back(569));
+        assert!(script.on_the_way_back(570));
+        let last = script.offset(1019).unwrap();
+        assert!((last - 4.8).abs() < 0.01, "{last}");
+        assert_eq!(script.offset(1020), None);
+        // A list shorter than three screens: down to its end and back.
+        let short = Script::new(ScriptKind::Browse, 20, 72.0, 720.0, 720.0);
+        assert_eq!(short.frames(), 150 + 120 + 150);
     }
 }

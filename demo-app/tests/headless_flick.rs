@@ -1,6 +1,7 @@
-//! The scripted flick, headless, in each mode that proves something: the
-//! pipeline shows no wrong image and parks no thread; the naive loader does
-//! show wrong images, so the detector sees real mismatches.
+//! The scripts, headless, in each mode that proves something: thumbpipe's
+//! two modes show no wrong image, park no thread, and bring rows already
+//! seen back without a placeholder; the naive loader does show wrong
+//! images, so the detector sees real mismatches.
 
 // A failure anywhere here is a test failure.
 #![allow(clippy::unwrap_used)]
@@ -9,8 +10,9 @@ use std::process::Command;
 
 use serde_json::Value;
 
-const KEYS: [&str; 26] = [
+const KEYS: [&str; 30] = [
     "mode",
+    "script",
     "rows",
     "latency_ms",
     "refresh_ms",
@@ -35,27 +37,24 @@ const KEYS: [&str; 26] = [
     "images_shown",
     "wrong_row_images",
     "tail_after_stop_ms",
+    "settle_ms",
+    "placeholder_row_frames_back",
+    "texture_bytes_peak",
     "frame_ms",
 ];
 
 /// Runs a headless flick over 40 rows at 50 ms with a 400 ms refresh and
 /// returns its report, the last line of stdout.
 fn flick(mode: &str) -> Value {
+    demo(&["--script", "flick", "--refresh-ms", "400", "--mode", mode])
+}
+
+/// Runs the demo headless over 40 rows at 50 ms with `args`; returns its
+/// report.
+fn demo(args: &[&str]) -> Value {
     let output = Command::new(env!("CARGO_BIN_EXE_demo-app"))
-        .args([
-            "--headless",
-            "--script",
-            "flick",
-            "--json",
-            "--rows",
-            "40",
-            "--latency-ms",
-            "50",
-            "--refresh-ms",
-            "400",
-            "--mode",
-            mode,
-        ])
+        .args(["--headless", "--json", "--rows", "40", "--latency-ms", "50"])
+        .args(args)
         .output()
         .unwrap();
     assert!(
@@ -69,22 +68,71 @@ fn flick(mode: &str) -> Value {
 }
 
 #[test]
-fn pipeline_shows_no_wrong_image_cancels_and_parks_no_thread() {
-    let report = flick("pipeline");
-    for key in KEYS {
-        assert!(report.get(key).is_some(), "report lacks {key}: {report}");
+fn thumbpipes_modes_show_no_wrong_image_cancel_and_park_no_thread() {
+    for mode in ["pipeline", "egui-image"] {
+        let report = flick(mode);
+        for key in KEYS {
+            assert!(report.get(key).is_some(), "report lacks {key}: {report}");
+        }
+        assert_eq!(report["mode"], mode);
+        assert_eq!(report["rows"], 40);
+        assert_eq!(report["frames"], 88);
+        assert_eq!(report["frame_ms"].as_array().map(Vec::len), Some(88));
+        assert!(report["images_shown"].as_u64().unwrap() >= 40, "{report}");
+        assert_eq!(report["wrong_row_images"], 0, "{report}");
+        assert!(
+            report["requests_cancelled"].as_u64().unwrap() > 0,
+            "{report}"
+        );
+        assert_eq!(report["peak_blocked_io_threads"], 0, "{report}");
+        assert!(report["texture_bytes_peak"].as_u64().unwrap() <= 32 * 1024 * 1024);
     }
-    assert_eq!(report["mode"], "pipeline");
-    assert_eq!(report["rows"], 40);
-    assert_eq!(report["frames"], 88);
-    assert_eq!(report["frame_ms"].as_array().map(Vec::len), Some(88));
-    assert!(report["images_shown"].as_u64().unwrap() >= 40, "{report}");
-    assert_eq!(report["wrong_row_images"], 0, "{report}");
-    assert!(
-        report["requests_cancelled"].as_u64().unwrap() > 0,
-        "{report}"
-    );
-    assert_eq!(report["peak_blocked_io_threads"], 0, "{report}");
+}
+
+#[test]
+fn browsing_back_shows_every_row_already_seen_without_a_placeholder() {
+    for mode in ["egui-image", "pipeline"] {
+        let report = demo(&["--script", "browse", "--mode", mode]);
+        assert_eq!(report["script"], "browse");
+        assert_eq!(report["placeholder_row_frames_back"], 0, "{report}");
+        assert!(report["settle_ms"].as_f64().is_some(), "{report}");
+        assert_eq!(report["wrong_row_images"], 0, "{report}");
+    }
+}
+
+#[test]
+fn a_url_list_of_the_users_is_loaded_and_wrong_rows_are_unknown() {
+    let server = fixture_server::FixtureServer::start_dedicated(Default::default()).unwrap();
+    let dir = std::env::temp_dir().join(format!("demo-urls-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let list = dir.join("urls.txt");
+    let urls: Vec<String> = (0..3).map(|id| server.image_url(id)).collect();
+    std::fs::write(&list, format!("# mine\n{}\n\n", urls.join("\n"))).unwrap();
+    let report = demo(&[
+        "--script",
+        "flick",
+        "--mode",
+        "pipeline",
+        "--urls",
+        list.to_str().unwrap(),
+    ]);
+    assert!(report["images_shown"].as_u64().unwrap() > 0, "{report}");
+    assert!(report["wrong_row_images"].is_null(), "{report}");
+    let empty = dir.join("empty.txt");
+    std::fs::write(&empty, "\n# nothing\n").unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_demo-app"))
+        .args([
+            "--headless",
+            "--script",
+            "flick",
+            "--urls",
+            empty.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    assert!(String::from_utf8_lossy(&output.stderr).contains("has no URLs"));
+    let _ = std::fs::remove_dir_all(dir);
 }
 
 #[test]

@@ -37,7 +37,7 @@ impl Loader for EguiExtrasLoader {
         &mut self,
         ui: &mut egui::Ui,
         row: usize,
-        id: u32,
+        id: Option<u32>,
         url: &str,
         measurements: &mut Measurements,
     ) -> RowState {
@@ -71,6 +71,17 @@ impl Loader for EguiExtrasLoader {
 
     fn counts(&self) -> Counts {
         // egui's loaders keep no counts; the server's are in the report.
-        Counts::default()
+        let textures = self
+            .ctx
+            .loaders()
+            .texture
+            .lock()
+            .iter()
+            .map(|l| l.byte_size())
+            .sum::<usize>();
+        Counts {
+            texture_bytes: Some(textures as u64),
+            ..Counts::default()
+        }
     }
 }

@@ -1,13 +1,15 @@
-//! The three ways the demo loads its row images, behind one trait.
+//! The four ways the demo loads its row images, behind one trait.
 //!
 //! Each loader is owned by the app, runs its `show_row` on the UI thread
 //! for every visible row, and ends (with its threads or pipeline) when the
 //! app switches mode or exits.
 
+mod egui_image;
 mod extras;
 mod naive;
 mod pipelined;
 
+pub use egui_image::EguiImageLoader;
 pub use extras::EguiExtrasLoader;
 pub use naive::NaiveLoader;
 pub use pipelined::PipelineLoader;
@@ -34,6 +36,8 @@ pub struct Counts {
     pub failed: u64,
     /// Bytes its cache holds, where it has one.
     pub cache_bytes: u64,
+    /// Bytes of its live textures, where it can tell.
+    pub texture_bytes: Option<u64>,
     /// Threads blocked inside a blocking fetch waiting for a connection
     /// (they hold no socket yet, so the thread census cannot see them).
     pub waiting_for_connection: u64,
@@ -43,19 +47,48 @@ pub struct Counts {
     pub abandoned: Option<u64>,
 }
 
+impl Counts {
+    /// A thumbpipe mode's counts, from its pipeline's stats.
+    pub fn from_stats(stats: &thumbpipe::Stats, texture_bytes: usize) -> Self {
+        let cancelled = stats.fetches_cancelled_queued + stats.fetches_cancelled_in_flight;
+        Counts {
+            in_flight: stats.in_flight + stats.queued,
+            completed: stats.fetches_completed,
+            cancelled,
+            failed: stats.fetches_failed,
+            cache_bytes: stats.cache.cost as u64,
+            texture_bytes: Some(texture_bytes as u64),
+            // Fetches are futures: nothing waits on a thread.
+            waiting_for_connection: 0,
+            abandoned: Some(cancelled + stats.loads_abandoned_after_fetch),
+        }
+    }
+}
+
 /// A way to load and draw row thumbnails.
 pub trait Loader {
     /// Called at the start of every frame, before any row.
     fn begin_frame(&mut self, ctx: &egui::Context);
-    /// Draws the thumbnail cell of `row`, which shows image `id` at `url`.
+    /// Draws the thumbnail cell of `row`, which shows `url`: the fixture
+    /// image `id`, or an image of the user's (`None`).
     fn show_row(
         &mut self,
         ui: &mut egui::Ui,
         row: usize,
-        id: u32,
+        id: Option<u32>,
         url: &str,
         measurements: &mut Measurements,
     ) -> RowState;
+    /// Asks for rows near the `visible` ones ahead of need, where the loader
+    /// can; `url_of` gives a row's URL.
+    fn prefetch(
+        &mut self,
+        visible: std::ops::Range<usize>,
+        total: usize,
+        url_of: &dyn Fn(usize) -> String,
+    ) {
+        let _ = (visible, total, url_of);
+    }
     /// Called after the list is drawn.
     fn end_frame(&mut self);
     /// The loader's own request counts.

@@ -282,7 +282,7 @@ impl Loader for NaiveLoader {
         &mut self,
         ui: &mut egui::Ui,
         row: usize,
-        id: u32,
+        id: Option<u32>,
         url: &str,
         measurements: &mut Measurements,
     ) -> RowState {
@@ -344,6 +344,12 @@ impl Loader for NaiveLoader {
             waiting_for_connection: self.shared.connections.waiting.load(Relaxed),
             abandoned: None,
             cache_bytes: self.shared.cached_bytes.load(Relaxed),
+            texture_bytes: Some(
+                self.decoded
+                    .values()
+                    .map(|(texture, _)| texture.byte_size() as u64)
+                    .sum(),
+            ),
         }
     }
 }
