@@ -6,6 +6,10 @@
 //!   fast path every frame takes).
 //! - `scrolling`: the list moves one row per frame; one row enters (a new
 //!   request, answered from the cache) and one leaves (cancelled).
+//! - `cached_30`: `Pipeline::cached` for 30 rows whose thumbnails are in the
+//!   cache: what a UI pays to draw decoded thumbnails in the pass that asks
+//!   for them (a lock and a hash lookup each) instead of a message round
+//!   trip to the load actor a frame later.
 
 // Benchmark set-up unwraps: a failure there is a broken benchmark.
 #![allow(clippy::unwrap_used)]
@@ -91,6 +95,15 @@ fn ui_frame(c: &mut Criterion) {
         b.iter(|| {
             first = (first + 1) % (ROWS - VISIBLE);
             black_box(frame(&mut pipeline, &urls, first))
+        })
+    });
+
+    let pipeline = warm_pipeline();
+    group.bench_function("cached_30", |b| {
+        b.iter(|| {
+            (0..VISIBLE)
+                .filter(|row| pipeline.cached(&urls[*row], SIZE).is_some())
+                .count()
         })
     });
     group.finish();

@@ -8,15 +8,17 @@
 //! ```
 //!
 //! Starts `fixture-server` (600x600 JPEGs at `--latency-ms`), then runs
-//! `demo-app --headless --script flick --json` for `naive`, `egui-extras`
-//! and `pipeline`, `--runs` times each, without refresh and with
-//! `--refresh-ms`. Each run is a fresh process, so no mode inherits another's
-//! threads, memory or connections. Then, unless `--no-window`, one windowed
-//! run per mode under `xvfb-run` (software rendering, real texture uploads).
+//! `demo-app --headless --script flick --json` for `naive`, `egui-extras`,
+//! `egui-image` and `pipeline`, `--runs` times each, without refresh and with
+//! `--refresh-ms`; then `--script browse` (down three screens at a reading
+//! pace, a stop, back up) `--runs` times per mode. Each run is a fresh
+//! process, so no mode inherits another's threads, memory or connections.
+//! Then, unless `--no-window`, one windowed flick per mode under `xvfb-run`
+//! (software rendering, real texture uploads).
 //!
-//! Writes `scroll-report.md` (the tables, the targets for the pipeline and
-//! whether each is met) and `frame-times.png` (frame time over the flick for
-//! the three modes) to `--out`, and prints the tables.
+//! Writes `scroll-report.md` (the tables, the targets for thumbpipe's two
+//! modes and whether each is met) and `frame-times.png` (frame time over the
+//! flick for every mode) to `--out`, and prints the tables.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -51,7 +53,12 @@ struct Args {
     out: PathBuf,
 }
 
-const MODES: [&str; 3] = ["naive", "egui-extras", "pipeline"];
+const MODES: [&str; 4] = ["naive", "egui-extras", "egui-image", "pipeline"];
+/// The modes that load through thumbpipe, held to its targets.
+const THUMBPIPE_MODES: [&str; 2] = ["egui-image", "pipeline"];
+/// thumbpipe's default cache and texture budgets (`Config`), in MB.
+const CACHE_MB: f64 = 64.0 * 1024.0 * 1024.0 / 1e6;
+const TEXTURE_MB: f64 = 32.0 * 1024.0 * 1024.0 / 1e6;
 
 /// The demo's JSON report (the fields this report uses).
 #[derive(Clone, Debug, Deserialize)]
@@ -75,6 +82,9 @@ struct DemoReport {
     images_shown: u64,
     wrong_row_images: u64,
     tail_after_stop_ms: f64,
+    settle_ms: Option<f64>,
+    placeholder_row_frames_back: Option<u64>,
+    texture_bytes_peak: Option<u64>,
     frame_ms: Vec<f64>,
 }
 
@@ -103,7 +113,7 @@ fn run(args: Args) -> anyhow::Result<()> {
         "600".into(),
     ])?;
     let window = !args.no_window && xvfb_available();
-    let total = MODES.len() * (2 * args.runs + usize::from(window));
+    let total = MODES.len() * (3 * args.runs + usize::from(window));
     let bar = ProgressBar::new(total as u64).with_style(
         ProgressStyle::with_template(
             "{bar:40} {pos}/{len} runs, elapsed {elapsed}, eta {eta} {msg}",
@@ -122,6 +132,7 @@ fn run(args: Args) -> anyhow::Result<()> {
                     demo: &demo,
                     server: server.base_url(),
                     mode,
+                    script: "flick",
                     args: &args,
                     refresh,
                 };
@@ -132,6 +143,24 @@ fn run(args: Args) -> anyhow::Result<()> {
         }
         tables.push((refresh, columns));
     }
+    let mut browsing = Vec::new();
+    for mode in MODES {
+        let mut runs = Vec::new();
+        for run in 0..args.runs {
+            bar.set_message(format!("{mode}, browse {}", run + 1));
+            let browse = Flick {
+                demo: &demo,
+                server: server.base_url(),
+                mode,
+                script: "browse",
+                args: &args,
+                refresh: None,
+            };
+            runs.push(browse.run(false)?);
+            bar.inc(1);
+        }
+        browsing.push(Column { mode, runs });
+    }
     let mut windowed = Vec::new();
     if window {
         for mode in MODES {
@@ -140,6 +169,7 @@ fn run(args: Args) -> anyhow::Result<()> {
                 demo: &demo,
                 server: server.base_url(),
                 mode,
+                script: "flick",
                 args: &args,
                 refresh: Some(args.refresh_ms),
             };
@@ -163,7 +193,7 @@ fn run(args: Args) -> anyhow::Result<()> {
     if let Some((_, columns)) = tables.last() {
         plot_frame_times(&plot, columns, &args)?;
     }
-    let markdown = report(&args, &tables, &windowed, window, &plot);
+    let markdown = report(&args, &tables, &browsing, &windowed, window, &plot);
     let path = args.out.join(format!("scroll-report{suffix}.md"));
     std::fs::write(&path, &markdown).with_context(|| format!("cannot write {}", path.display()))?;
     println!("{markdown}");
@@ -180,6 +210,8 @@ struct Flick<'a> {
     demo: &'a Path,
     server: &'a str,
     mode: &'a str,
+    /// `flick` or `browse`.
+    script: &'a str,
     args: &'a Args,
     refresh: Option<u64>,
 }
@@ -202,7 +234,7 @@ impl Flick<'_> {
             demo.arg("--headless");
             demo
         };
-        command.args(["--script", "flick", "--json", "--mode", self.mode]);
+        command.args(["--script", self.script, "--json", "--mode", self.mode]);
         command.args(["--rows", &self.args.rows.to_string()]);
         command.args(["--server", self.server]);
         command.args(["--latency-ms", &self.args.latency_ms.to_string()]);
@@ -367,7 +399,49 @@ fn rows(nominal: f64, refreshing: bool) -> Vec<Row> {
         "requests still finishing after the scroll stopped, ms",
         Box::new(|r| spread(r, 0, |x| x.tail_after_stop_ms)),
     ));
+    rows.push((
+        "settled (every visible row shows its image) after the scroll stopped, ms",
+        Box::new(settle),
+    ));
+    rows.push(("live textures at peak, MB", Box::new(texture_peak)));
     rows
+}
+
+/// The browse table's rows: its own, then some of the flick table's.
+fn browse_rows(nominal: f64) -> Vec<Row> {
+    const SHARED: [&str; 5] = [
+        "settled (every visible row shows its image) after the scroll stopped, ms",
+        "live textures at peak, MB",
+        "frame time p99, ms",
+        "RSS start -> peak, MB",
+        "requests completed / cancelled",
+    ];
+    let placeholders: Row = (
+        "(frame, visible row) pairs without their image on the way back",
+        Box::new(|r| spread(r, 0, |x| x.placeholder_row_frames_back.unwrap_or(0) as f64)),
+    );
+    std::iter::once(placeholders)
+        .chain(
+            rows(nominal, false)
+                .into_iter()
+                .filter(|(name, _)| SHARED.contains(name)),
+        )
+        .collect()
+}
+
+fn settle(runs: &[DemoReport]) -> String {
+    if runs.iter().any(|x| x.settle_ms.is_none()) {
+        let never = runs.iter().filter(|x| x.settle_ms.is_none()).count();
+        return format!("never, in {never} of {} runs", runs.len());
+    }
+    spread(runs, 0, |x| x.settle_ms.unwrap_or(0.0))
+}
+
+fn texture_peak(runs: &[DemoReport]) -> String {
+    if runs.iter().any(|x| x.texture_bytes_peak.is_none()) {
+        return "-".to_owned();
+    }
+    spread(runs, 1, |x| x.texture_bytes_peak.unwrap_or(0) as f64 / 1e6)
 }
 
 /// Of the loads whose rows all left, the share cancelled before their
@@ -401,6 +475,7 @@ fn table(out: &mut String, columns: &[Column], rows: &[Row]) {
 fn report(
     args: &Args,
     tables: &[(Option<u64>, Vec<Column>)],
+    browsing: &[Column],
     windowed: &[Column],
     window: bool,
     plot: &Path,
@@ -435,6 +510,12 @@ fn report(
         table(&mut out, columns, &rows(nominal, refresh.is_some()));
         out.push('\n');
     }
+    let _ = writeln!(
+        out,
+        "## Headless, browsing: down three screens at a row every 250 ms, 2 s still, back up\n"
+    );
+    table(&mut out, browsing, &browse_rows(nominal));
+    out.push('\n');
     if window {
         let _ = writeln!(
             out,
@@ -446,10 +527,15 @@ fn report(
     } else {
         out.push_str("No windowed runs (`--no-window`, or xvfb-run missing).\n\n");
     }
-    if let Some((_, columns)) = tables.last()
-        && let Some(pipeline) = columns.iter().find(|c| c.mode == "pipeline")
-    {
-        out.push_str(&targets(&pipeline.runs, args, nominal));
+    for mode in THUMBPIPE_MODES {
+        let flicks = tables
+            .last()
+            .and_then(|(_, columns)| columns.iter().find(|c| c.mode == mode));
+        let browses = browsing.iter().find(|c| c.mode == mode);
+        if let (Some(flicks), Some(browses)) = (flicks, browses) {
+            out.push_str(&targets(mode, &flicks.runs, &browses.runs, args, nominal));
+            out.push('\n');
+        }
     }
     let _ = writeln!(
         out,
@@ -460,10 +546,18 @@ fn report(
     out
 }
 
-/// The pipeline's targets, from the refreshing runs, each met or not.
-fn targets(runs: &[DemoReport], args: &Args, nominal: f64) -> String {
+/// A thumbpipe mode's targets, from the refreshing flicks and the browses,
+/// each met or not.
+fn targets(
+    mode: &str,
+    runs: &[DemoReport],
+    browses: &[DemoReport],
+    args: &Args,
+    nominal: f64,
+) -> String {
     let decode_threads = std::thread::available_parallelism().map_or(2, |n| n.get());
-    let cache_mb = 64.0 * 1024.0 * 1024.0 / 1e6;
+    let budget_mb = CACHE_MB + TEXTURE_MB;
+    let texture_peak_mb = |x: &DemoReport| x.texture_bytes_peak.unwrap_or(u64::MAX) as f64 / 1e6;
     let worst =
         |figure: &dyn Fn(&DemoReport) -> f64| runs.iter().map(figure).fold(f64::MIN, f64::max);
     let least =
@@ -503,9 +597,39 @@ fn targets(runs: &[DemoReport], args: &Args, nominal: f64) -> String {
             ),
         ),
         (
-            format!("RSS peak - start <= cache limit ({cache_mb:.1} MB) + 16 MB"),
-            worst(&|x| x.rss_peak_mb - x.rss_start_mb) <= cache_mb + 16.0,
+            format!(
+                "RSS peak - start <= cache ({CACHE_MB:.1} MB) + texture ({TEXTURE_MB:.1} MB) \
+                 budgets + 16 MB"
+            ),
+            worst(&|x| x.rss_peak_mb - x.rss_start_mb) <= budget_mb + 16.0,
             format!("worst {:.1} MB", worst(&|x| x.rss_peak_mb - x.rss_start_mb)),
+        ),
+        (
+            format!("live textures within the texture budget ({TEXTURE_MB:.1} MB)"),
+            runs.iter()
+                .chain(browses)
+                .all(|x| texture_peak_mb(x) <= TEXTURE_MB),
+            format!(
+                "worst {:.1} MB",
+                runs.iter()
+                    .chain(browses)
+                    .map(texture_peak_mb)
+                    .fold(0.0, f64::max)
+            ),
+        ),
+        (
+            "browse: 0 (frame, row) pairs without their image on the way back".into(),
+            browses
+                .iter()
+                .all(|x| x.placeholder_row_frames_back == Some(0)),
+            format!(
+                "worst {}",
+                browses
+                    .iter()
+                    .map(|x| x.placeholder_row_frames_back.unwrap_or(u64::MAX))
+                    .max()
+                    .unwrap_or(0)
+            ),
         ),
         (
             "cancelled >= 90% of loads for rows that scrolled away".into(),
@@ -524,8 +648,8 @@ fn targets(runs: &[DemoReport], args: &Args, nominal: f64) -> String {
         ),
     ];
     let mut out = format!(
-        "## Targets for the pipeline ({} rows, {} ms, refresh {} ms; every run must meet them)\n\n\
-         | target | met | measured |\n|---|---|---|\n",
+        "## Targets for `{mode}` ({} rows, {} ms, refresh {} ms, and the browses; every run \
+         must meet them)\n\n| target | met | measured |\n|---|---|---|\n",
         args.rows, args.latency_ms, args.refresh_ms
     );
     for (target, met, measured) in checks {
@@ -595,6 +719,7 @@ fn plot_frame_times(path: &Path, columns: &[Column], args: &Args) -> anyhow::Res
     let colours = [
         RGBColor(214, 69, 65),
         RGBColor(230, 145, 30),
+        RGBColor(40, 160, 90),
         RGBColor(40, 110, 200),
     ];
     for ((mode, frame_ms), colour) in series.iter().zip(colours) {
