@@ -47,8 +47,9 @@ struct Args {
     #[arg(long, value_name = "N")]
     refresh_ms: Option<u64>,
     /// Run a script, wait for the loads to end (3 s at least) and exit:
-    /// `flick` scrolls to the bottom and back; `browse` scrolls down three
-    /// screens at a row every 250 ms, stops 2 s and comes back.
+    /// `flick` scrolls to the bottom and back; `browse` stays 1 s on the
+    /// first screen, scrolls down three screens at a row every 250 ms, stops
+    /// 2 s and comes back.
     #[arg(long, value_enum)]
     script: Option<ScriptKind>,
     /// A file of image URLs, one per line: rows cycle through them instead

@@ -2,9 +2,12 @@
 //! still period to watch the tail.
 //!
 //! - `flick`: top to bottom and back, fast.
-//! - `browse`: down three screens at a reading pace (one row every 250 ms),
-//!   a 2 s stop, and back to the top at the same pace: the way back shows
-//!   whether images already seen come back without a placeholder.
+//! - `browse`: a second on the first screen, then down three screens at a
+//!   reading pace (one row every 250 ms), a 2 s stop, and back to the top at
+//!   the same pace: the way back shows whether images already seen come
+//!   back without a placeholder. (Without the first second, the top row
+//!   leaves the view 250 ms after the list opens, just before its image can
+//!   arrive at 250 ms latency, and it is then new on the way back.)
 //!
 //! Plain arithmetic, driven by the app's frame counter. A script advances
 //! per frame, not per second: a slow frame makes it take longer, as a real
@@ -25,6 +28,8 @@ pub const QUIET_AFTER_TAIL: std::time::Duration = std::time::Duration::from_mill
 const BROWSE_FRAMES_PER_ROW: f32 = 15.0;
 /// Frames of the browse's stop at the bottom: 2 s.
 const BROWSE_STOP_FRAMES: usize = 120;
+/// Frames on the first screen before the browse scrolls: 1 s.
+const BROWSE_START_FRAMES: usize = 60;
 /// Screens the browse scrolls down.
 const BROWSE_SCREENS: f32 = 3.0;
 
@@ -86,7 +91,7 @@ impl Script {
     pub fn on_the_way_back(&self, frame: usize) -> bool {
         match self {
             Script::Flick { .. } => false,
-            Script::Browse(browse) => frame >= browse.leg + BROWSE_STOP_FRAMES,
+            Script::Browse(browse) => frame >= browse.back_from(),
         }
     }
 }
@@ -113,15 +118,22 @@ impl Browse {
     }
 
     fn frames(&self) -> usize {
-        2 * self.leg + BROWSE_STOP_FRAMES
+        BROWSE_START_FRAMES + 2 * self.leg + BROWSE_STOP_FRAMES
+    }
+
+    /// The first frame of the way back up.
+    fn back_from(&self) -> usize {
+        BROWSE_START_FRAMES + self.leg + BROWSE_STOP_FRAMES
     }
 
     fn offset(&self, frame: usize) -> Option<f32> {
-        let back_from = self.leg + BROWSE_STOP_FRAMES;
+        let back_from = self.back_from();
         if frame >= self.frames() {
             None
-        } else if frame < self.leg {
-            Some(frame as f32 * self.speed)
+        } else if frame < BROWSE_START_FRAMES {
+            Some(0.0)
+        } else if frame < BROWSE_START_FRAMES + self.leg {
+            Some((frame - BROWSE_START_FRAMES) as f32 * self.speed)
         } else if frame < back_from {
             Some(self.distance)
         } else {
@@ -181,18 +193,19 @@ mod tests {
     fn browsing_goes_down_three_screens_a_row_per_250_ms_stops_and_comes_back() {
         // Rows 72 points apart, a 720-point viewport (10 rows), a long list.
         let script = Script::new(ScriptKind::Browse, 200, 72.0, 720.0, 100_000.0);
-        // 30 rows down at 15 frames a row, 120 frames still, 30 rows up.
-        assert_eq!(script.frames(), 450 + 120 + 450);
-        assert_eq!(script.offset(0), Some(0.0));
-        assert_eq!(script.offset(15), Some(72.0));
-        assert_eq!(script.offset(500), Some(2160.0));
-        assert!(!script.on_the_way_back(569));
-        assert!(script.on_the_way_back(570));
-        let last = script.offset(1019).unwrap();
+        // 60 frames on the first screen, 30 rows down at 15 frames a row,
+        // 120 frames still, 30 rows up.
+        assert_eq!(script.frames(), 60 + 450 + 120 + 450);
+        assert_eq!(script.offset(59), Some(0.0));
+        assert_eq!(script.offset(75), Some(72.0));
+        assert_eq!(script.offset(560), Some(2160.0));
+        assert!(!script.on_the_way_back(629));
+        assert!(script.on_the_way_back(630));
+        let last = script.offset(1079).unwrap();
         assert!((last - 4.8).abs() < 0.01, "{last}");
-        assert_eq!(script.offset(1020), None);
+        assert_eq!(script.offset(1080), None);
         // A list shorter than three screens: down to its end and back.
         let short = Script::new(ScriptKind::Browse, 20, 72.0, 720.0, 720.0);
-        assert_eq!(short.frames(), 150 + 120 + 150);
+        assert_eq!(short.frames(), 60 + 150 + 120 + 150);
     }
 }

@@ -75,7 +75,7 @@
 //!
 //! | limit | default | when it is exceeded | setting |
 //! |---|---|---|---|
-//! | fetches in flight per host | 6 | the rest wait in the queue, costing no thread | [`Config::max_concurrent_fetches`] |
+//! | fetches in flight per host | 16 | the rest wait in the queue, costing no thread | [`Config::max_concurrent_fetches`] |
 //! | connect timeout | 5 s | [`Error::Timeout`] | [`Config::connect_timeout`] |
 //! | whole-response timeout (headers and body) | 30 s | [`Error::Timeout`]; the slot is free again at once | [`Config::total_timeout`] |
 //! | response body | 16 MiB | [`Error::TooLarge`], from `Content-Length` or while streaming, never buffered past the cap | [`Config::max_body_bytes`] |

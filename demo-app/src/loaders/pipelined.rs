@@ -20,15 +20,8 @@ pub struct PipelineLoader {
 
 impl PipelineLoader {
     pub fn new(ctx: &egui::Context) -> anyhow::Result<Self> {
-        let config = thumbpipe::Config {
-            // A screenful of rows (13 here) in one round trip: with the
-            // default 6 per host, the rows in view when a flick stops would
-            // take three.
-            max_concurrent_fetches: 16,
-            ..thumbpipe::Config::default()
-        };
         Ok(Self {
-            list: ThumbnailList::new(ctx, config)?,
+            list: ThumbnailList::new(ctx, thumbpipe::Config::default())?,
             prefetch: PrefetchWindow::default(),
             shown: HashMap::new(),
         })

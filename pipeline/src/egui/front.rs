@@ -88,6 +88,9 @@ impl<K: Hash + Eq + Clone> Front<K> {
             options,
         };
         if self.textures.contains(&key) {
+            // Whatever else arrived for the row is this image again, or one
+            // for a URL it no longer shows.
+            self.outcomes.remove(&row);
             return self.texture(&key);
         }
         // Keeps the row's request alive, or starts it; a request already
@@ -251,10 +254,9 @@ impl<K: Hash + Eq + Clone> Front<K> {
         waiting + self.pipeline.stats().cache.cost
     }
 
-    /// Whether a load is under way, or a thumbnail waits for its upload.
+    /// Whether a load is under way.
     pub(crate) fn has_pending(&self) -> bool {
         self.pipeline.pending_rows() > 0
-            || self.outcomes.values().any(|outcome| outcome.result.is_ok())
     }
 
     pub(crate) fn texture_stats(&self) -> TextureStats {

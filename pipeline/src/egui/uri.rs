@@ -214,7 +214,9 @@ pub fn install(ctx: &Context, config: Config) -> Result<Loader, BuildError> {
 ///
 /// The loaders themselves live in the context, so dropping this handle
 /// changes nothing; they (and the pipeline's threads) live until
-/// [`Loader::uninstall`], or as long as the context.
+/// [`Loader::uninstall`], or as long as the process: the loaders hold the
+/// context to wake it, so a context dropped without `uninstall` keeps them.
+/// Use the handle on the UI thread, where the context's passes run.
 #[derive(Clone)]
 pub struct Loader {
     ctx: Context,
