@@ -6,7 +6,7 @@
 //! actor (`crate::load`) owns the only instance: nothing else changes it,
 //! and it ends with the actor.
 //!
-//! The UI side reads it without waiting through a [`CacheView`]: a map of
+//! The UI side reads it without waiting through a `CacheView`: a map of
 //! the same entries behind a lock, which the cache updates with every change
 //! it makes, so a thumbnail already decoded is drawn in the pass that asks
 //! for it instead of a message round trip later. The view is only read

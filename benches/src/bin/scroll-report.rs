@@ -512,7 +512,8 @@ fn report(
     }
     let _ = writeln!(
         out,
-        "## Headless, browsing: down three screens at a row every 250 ms, 2 s still, back up\n"
+        "## Headless, browsing: 1 s on the first screen, down three screens at a row every \
+         250 ms, 2 s still, back up\n"
     );
     table(&mut out, browsing, &browse_rows(nominal));
     out.push('\n');

@@ -19,7 +19,7 @@
 //! Everything is looked up by the URL the row shows now, so an image meant
 //! for a row's previous URL can never be drawn.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::hash::Hash;
 use std::sync::Arc;
 
@@ -48,8 +48,8 @@ pub(crate) struct Front<K> {
     textures: TextureCache,
     /// Outcomes by row: thumbnails not uploaded yet, and errors.
     outcomes: HashMap<K, Outcome>,
-    /// Rows asked for this pass, with the highest priority asked.
-    asked: HashMap<K, Priority>,
+    /// Rows shown or prefetched this pass.
+    asked: HashSet<K>,
     /// The egui pass whose completions have been drained.
     pass: Option<u64>,
 }
@@ -65,7 +65,7 @@ impl<K: Hash + Eq + Clone> Front<K> {
             pipeline,
             textures,
             outcomes: HashMap::new(),
-            asked: HashMap::new(),
+            asked: HashSet::new(),
             pass: None,
         })
     }
@@ -81,7 +81,7 @@ impl<K: Hash + Eq + Clone> Front<K> {
         options: TextureOptions,
     ) -> Look<'_> {
         self.begin_pass_if_new(ctx.cumulative_pass_nr());
-        self.asked.insert(row.clone(), Priority::Visible);
+        self.asked.insert(row.clone());
         let key = TextureKey {
             url: Arc::from(url),
             target,
@@ -142,7 +142,7 @@ impl<K: Hash + Eq + Clone> Front<K> {
         target: TargetSize,
     ) -> Result<Option<Thumbnail>, &Error> {
         self.begin_pass_if_new(ctx.cumulative_pass_nr());
-        self.asked.insert(row.clone(), Priority::Visible);
+        self.asked.insert(row.clone());
         if let Some(thumbnail) = self.textures.thumbnail(url, target) {
             return Ok(Some(thumbnail.clone()));
         }
@@ -185,10 +185,9 @@ impl<K: Hash + Eq + Clone> Front<K> {
     /// any lock of its own: this touches no egui lock.
     pub(crate) fn prefetch(&mut self, pass: u64, row: K, url: &str, target: TargetSize) {
         self.begin_pass_if_new(pass);
-        if self.asked.contains_key(&row) {
+        if !self.asked.insert(row.clone()) {
             return;
         }
-        self.asked.insert(row.clone(), Priority::Prefetch);
         // Already drawable, or already failed: nothing to load.
         let done = match self.outcomes.get(&row) {
             Some(outcome) => *outcome.url == *url && outcome.target == target,
@@ -207,7 +206,7 @@ impl<K: Hash + Eq + Clone> Front<K> {
     pub(crate) fn end_pass(&mut self) {
         self.pipeline.end_frame();
         let asked = std::mem::take(&mut self.asked);
-        self.outcomes.retain(|row, _| asked.contains_key(row));
+        self.outcomes.retain(|row, _| asked.contains(row));
     }
 
     /// Drains finished loads once per egui pass, and renews the pass's
