@@ -14,7 +14,12 @@ use thumbpipe::{Config, Pipeline, Priority, TargetSize};
 #[test]
 fn end_frame_cancels_rows_not_requested_and_nothing_is_decoded_for_them() {
     let server = server(300);
-    let mut pipeline = Pipeline::<u32>::new(Config::default()).unwrap();
+    // Six slots for twenty rows: some loads wait in the queue, some fly.
+    let config = Config {
+        max_concurrent_fetches: 6,
+        ..Config::default()
+    };
+    let mut pipeline = Pipeline::<u32>::new(config).unwrap();
     let url = |row: u32| format!("{}?w=64&h=64", server.image_url(row));
     // Frame 1: twenty rows on screen.
     for row in 0..20 {
