@@ -67,8 +67,13 @@ pub struct Config {
     /// Budget of the UI side's textures (`thumbpipe::egui`): the sum of
     /// live textures' RGBA bytes. Past it, the least recently drawn
     /// textures are freed; their thumbnails stay in the cache and come back
-    /// in the pass that asks for them. Keep it above a few screens of
-    /// thumbnails. Default: 32 MiB (512 thumbnails of 128x128).
+    /// in the pass that asks for them. The textures drawn in one pass are
+    /// never freed in that pass, so a screen that alone needs more than the
+    /// budget goes over it rather than reloading images every frame. A
+    /// texture is kept by recency alone: [`Config::cache_ttl`] applies to
+    /// the cache behind it; forget an image to load it afresh. Keep the
+    /// budget above a few screens of thumbnails. Default: 32 MiB (512
+    /// thumbnails of 128x128).
     pub texture_budget: usize,
     /// Bytes of new textures the UI side (`thumbpipe::egui`) uploads in one
     /// pass at most, so that a burst of finished loads never stalls a

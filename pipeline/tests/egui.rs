@@ -259,6 +259,35 @@ fn pixels_per_point_2_gives_a_twice_as_large_thumbnail() {
 }
 
 #[test]
+fn an_image_at_its_own_size_is_drawn_one_texel_a_pixel() {
+    let server = server(5);
+    let (ctx, loader) = installed(Config::default());
+    ctx.set_pixels_per_point(2.0);
+    draw(&ctx, &[], CELL);
+    let uri = server.image_url(6);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let size = loop {
+        let mut size = None;
+        let _ = ctx.run_ui(egui::RawInput::default(), |ui| {
+            let image = egui::Image::new(uri.as_str()).fit_to_original_size(1.0);
+            if let Ok(TexturePoll::Ready { texture }) =
+                image.load_for_size(ui.ctx(), ui.available_size())
+            {
+                size = Some(texture.size);
+            }
+        });
+        match size {
+            Some(size) => break Some(size),
+            None if Instant::now() > deadline => break None,
+            None => std::thread::sleep(Duration::from_millis(5)),
+        }
+    };
+    // 600x600 texels (never scaled up), 300x300 points at 2 pixels a point.
+    assert_eq!(size, Some(vec2(300.0, 300.0)));
+    loader.uninstall();
+}
+
+#[test]
 fn load_errors_reach_egui_with_thumbpipes_message() {
     let server = server(5);
     let (ctx, loader) = installed(Config::default());

@@ -88,9 +88,6 @@ impl<K: Hash + Eq + Clone> Front<K> {
             options,
         };
         if self.textures.contains(&key) {
-            // Whatever else arrived for the row is this image again, or one
-            // for a URL it no longer shows.
-            self.outcomes.remove(&row);
             return self.texture(&key);
         }
         // Keeps the row's request alive, or starts it; a request already
@@ -109,11 +106,10 @@ impl<K: Hash + Eq + Clone> Front<K> {
         let Some(thumbnail) = thumbnail else {
             return Look::Pending;
         };
+        // The outcome stays while the row is shown: should its texture be
+        // freed, it is made again from it without asking the pipeline.
         match self.textures.upload(ctx, key.clone(), &thumbnail) {
-            Ok(_) => {
-                self.outcomes.remove(&row);
-                self.texture(&key)
-            }
+            Ok(_) => self.texture(&key),
             Err(UploadRefused::BudgetSpent) => {
                 ctx.request_repaint();
                 Look::Pending
@@ -241,16 +237,10 @@ impl<K: Hash + Eq + Clone> Front<K> {
         self.pipeline.forget_all();
     }
 
-    /// Bytes of pixels held here and in the pipeline's cache (textures are
-    /// in [`Front::texture_stats`]).
+    /// Bytes of decoded pixels in the pipeline's cache (the rows' outcomes
+    /// share those pixels; textures are in [`Front::texture_stats`]).
     pub(crate) fn pixel_bytes(&self) -> usize {
-        let waiting: usize = self
-            .outcomes
-            .values()
-            .filter_map(|outcome| outcome.result.as_ref().ok())
-            .map(Thumbnail::cost)
-            .sum();
-        waiting + self.pipeline.stats().cache.cost
+        self.pipeline.stats().cache.cost
     }
 
     /// Whether a load is under way.

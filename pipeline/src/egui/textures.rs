@@ -53,6 +53,10 @@ pub(crate) enum UploadRefused {
 
 struct Texture {
     handle: TextureHandle,
+    /// The pass that last drew it: a texture drawn in the current pass is
+    /// never freed to make room, or two images that do not fit the budget
+    /// together would evict each other every pass.
+    drawn_in: u64,
     /// The pixels it was made from (shared with the pipeline's cache, not
     /// copied), so that an app can read what a row shows.
     thumbnail: Thumbnail,
@@ -63,6 +67,8 @@ pub(crate) struct TextureCache {
     entries: LruCache<TextureKey, Texture>,
     budget: usize,
     upload_budget: usize,
+    /// The current pass, counted by `begin_pass`.
+    pass: u64,
     /// Bytes and textures uploaded in the current pass.
     uploaded_bytes: usize,
     uploaded_count: usize,
@@ -75,6 +81,7 @@ impl TextureCache {
             entries: LruCache::unbounded(),
             budget,
             upload_budget,
+            pass: 0,
             uploaded_bytes: 0,
             uploaded_count: 0,
             stats: TextureStats::default(),
@@ -83,13 +90,16 @@ impl TextureCache {
 
     /// A new pass: its upload budget is whole again.
     pub(crate) fn begin_pass(&mut self) {
+        self.pass += 1;
         self.uploaded_bytes = 0;
         self.uploaded_count = 0;
     }
 
     /// The texture for `key` and its thumbnail, marked most recently drawn.
     pub(crate) fn get(&mut self, key: &TextureKey) -> Option<(SizedTexture, &Thumbnail)> {
-        self.entries.get(key).map(|texture| {
+        let pass = self.pass;
+        self.entries.get_mut(key).map(|texture| {
+            texture.drawn_in = pass;
             (
                 SizedTexture::from_handle(&texture.handle),
                 &texture.thumbnail,
@@ -153,6 +163,7 @@ impl TextureCache {
         self.stats.uploads += 1;
         let texture_entry = Texture {
             handle,
+            drawn_in: self.pass,
             thumbnail: thumbnail.clone(),
         };
         if let Some(old) = self.entries.put(key, texture_entry) {
@@ -160,6 +171,14 @@ impl TextureCache {
         }
         self.stats.bytes += bytes;
         while self.stats.bytes > self.budget {
+            if self
+                .entries
+                .peek_lru()
+                .is_none_or(|(_, oldest)| oldest.drawn_in == self.pass)
+            {
+                // Everything left was drawn in this pass.
+                break;
+            }
             let Some((_, evicted)) = self.entries.pop_lru() else {
                 break;
             };
@@ -251,8 +270,10 @@ mod tests {
         // Room for three 16x16 textures (1 KiB each).
         let mut cache = TextureCache::new(3 * 1024, usize::MAX);
         for name in ["a", "b", "c"] {
+            cache.begin_pass();
             assert!(cache.upload(&ctx, key(name), &thumbnail(16)).is_ok());
         }
+        cache.begin_pass();
         assert!(cache.get(&key("a")).is_some());
         cache.upload(&ctx, key("d"), &thumbnail(16)).unwrap();
         assert!(cache.get(&key("b")).is_none(), "b was drawn least recently");
@@ -265,6 +286,26 @@ mod tests {
             (3, 3 * 1024, 1)
         );
         assert!(stats.peak_bytes <= 3 * 1024);
+    }
+
+    #[test]
+    fn textures_drawn_in_this_pass_are_never_freed_to_make_room() {
+        let ctx = Context::default();
+        // Room for one 16x16 texture; a screen that needs two goes over the
+        // budget for as long as it shows both, instead of thrashing.
+        let mut cache = TextureCache::new(1024, usize::MAX);
+        cache.begin_pass();
+        cache.upload(&ctx, key("a"), &thumbnail(16)).unwrap();
+        cache.upload(&ctx, key("b"), &thumbnail(16)).unwrap();
+        cache.begin_pass();
+        assert!(cache.get(&key("a")).is_some() && cache.get(&key("b")).is_some());
+        assert_eq!((cache.stats().textures, cache.stats().evicted), (2, 0));
+        // Once a pass draws only one, the other goes at the next upload.
+        cache.begin_pass();
+        assert!(cache.get(&key("b")).is_some());
+        cache.upload(&ctx, key("c"), &thumbnail(16)).unwrap();
+        assert!(cache.get(&key("a")).is_none());
+        assert_eq!(cache.stats().evicted, 1);
     }
 
     #[test]

@@ -55,13 +55,15 @@ impl UriLoader {
         }
     }
 
-    /// http(s), and file when allowed, are thumbpipe's.
+    /// http(s), and file when allowed, are thumbpipe's, except SVGs, which
+    /// are vector images for egui's SVG loader to rasterise.
     fn takes(&self, uri: &str) -> bool {
         let scheme = |prefix: &str| {
             uri.get(..prefix.len())
                 .is_some_and(|start| start.eq_ignore_ascii_case(prefix))
         };
-        scheme("http://") || scheme("https://") || (self.files && scheme("file://"))
+        (scheme("http://") || scheme("https://") || (self.files && scheme("file://")))
+            && !::egui::load::has_extension(uri, "svg")
     }
 
     fn key(uri: &str, target: TargetSize) -> UriKey {
@@ -88,9 +90,20 @@ impl TextureLoader for UriLoader {
         let Some(front) = front.as_mut() else {
             return Err(LoadError::NotSupported);
         };
+        let uri = without_fragment(uri);
         let target = target_for_hint(size_hint);
         match front.show(ctx, Self::key(uri, target), uri, target, texture_options) {
-            Look::Texture(texture, _) => Ok(TexturePoll::Ready { texture }),
+            Look::Texture(mut texture, _) => {
+                // Drawn at its own size: egui draws `size * scale` points,
+                // and the thumbnail's texels were already scaled by the
+                // hint (pixels per point times scale). One texel a pixel.
+                if let SizeHint::Scale(scale) = size_hint
+                    && scale.0 > 0.0
+                {
+                    texture.size /= scale.0;
+                }
+                Ok(TexturePoll::Ready { texture })
+            }
             Look::Pending => Ok(TexturePoll::Pending { size: None }),
             Look::Failed(error) => Err(LoadError::Loading(error.to_string())),
         }
@@ -98,7 +111,7 @@ impl TextureLoader for UriLoader {
 
     fn forget(&self, uri: &str) {
         if let Some(front) = self.front().as_mut() {
-            front.forget(uri);
+            front.forget(without_fragment(uri));
         }
     }
 
@@ -134,6 +147,7 @@ impl ImageLoader for UriLoader {
         let Some(front) = front.as_mut() else {
             return Err(LoadError::NotSupported);
         };
+        let uri = without_fragment(uri);
         let target = target_for_hint(size_hint);
         match front.pixels(ctx, Self::key(uri, target), uri, target) {
             Ok(Some(thumbnail)) => {
@@ -164,6 +178,13 @@ impl ImageLoader for UriLoader {
     }
 }
 
+/// The URI without its `#fragment`: egui asks for frame N of a `.gif` or
+/// `.webp` as `uri#N`, and thumbpipe loads the first frame of the URL
+/// itself, so that forgetting, prefetching and drawing the URL all meet.
+fn without_fragment(uri: &str) -> &str {
+    uri.split('#').next().unwrap_or(uri)
+}
+
 /// Makes thumbpipe egui's loader for `http://` and `https://` image URIs
 /// (and `file://` ones under [`Config::file_root`]): after it, every
 /// `egui::Image::new(url)`, `ui.image(url)` and `Image::from_uri(url)` is
@@ -181,6 +202,11 @@ impl ImageLoader for UriLoader {
 ///   kept under [`Config::texture_budget`].
 /// - A failed load is drawn as egui's error (`LoadError::Loading` with
 ///   thumbpipe's message) and not retried while it stays in view.
+/// - GIFs and animated WebPs are drawn as their first frame; `.svg` URIs are
+///   left to egui's SVG loader.
+/// - Draw these images in the root viewport: egui ends every viewport's
+///   pass on the loaders, and an image drawn only in another viewport is
+///   cancelled at the end of the root's pass.
 ///
 /// Call it once per context; a second call is [`BuildError::AlreadyInstalled`].
 ///
@@ -238,6 +264,7 @@ impl Loader {
     /// # }
     /// ```
     pub fn prefetch(&self, uri: &str, size: Vec2) {
+        let uri = without_fragment(uri);
         // egui's state is read before the loader's lock is taken: egui ends
         // a pass holding its own lock while it takes the loader's, so the
         // loader's lock must never wait for egui's from another thread.
@@ -251,6 +278,7 @@ impl Loader {
     /// The thumbnail whose texture is drawn for `uri` at `size` points: what
     /// the image shows, as pixels.
     pub fn drawn(&self, uri: &str, size: Vec2) -> Option<Thumbnail> {
+        let uri = without_fragment(uri);
         let target = target_size(size, self.ctx.pixels_per_point());
         self.loader
             .front()
@@ -299,5 +327,16 @@ impl Loader {
             .retain(|loader| loader.id() != LOADER_ID);
         let front = self.loader.front().take();
         drop(front);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_animated_images_frame_uri_is_its_url() {
+        assert_eq!(without_fragment("https://x/a.gif#0"), "https://x/a.gif");
+        assert_eq!(without_fragment("https://x/a.jpg"), "https://x/a.jpg");
     }
 }
