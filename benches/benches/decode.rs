@@ -23,13 +23,9 @@ const BATCH: usize = 8;
 type Path = fn(&[u8], u32, &Config) -> usize;
 
 fn thumbpipe_path(jpeg: &[u8], side: u32, config: &Config) -> usize {
-    let thumbnail = thumbpipe::decode::thumbnail_from_bytes(
-        "bench",
-        black_box(jpeg),
-        TargetSize::square(side),
-        config,
-    )
-    .unwrap();
+    let thumbnail =
+        thumbpipe::thumbnail_from_bytes("bench", black_box(jpeg), TargetSize::square(side), config)
+            .unwrap();
     thumbnail.pixels.len()
 }
 

@@ -1,6 +1,8 @@
 //! Shared parts of thumbpipe's report binaries: finding and starting the
-//! workspace's own programs as separate processes, and reading a process's
-//! threads and memory from `/proc`.
+//! workspace's own programs as separate processes, another process's thread
+//! count, the open-file limit and the machine from `/proc`, and medians of
+//! runs. (This process's threads, memory and percentiles are in
+//! `fixture_server`, which the tests and the demo share.)
 //!
 //! Nothing here runs on its own. A [`ServerProcess`] is killed when dropped,
 //! so a report that fails half-way leaves no server behind.
@@ -118,7 +120,7 @@ pub fn median_and_range(values: &mut [f64]) -> Option<(f64, f64, f64)> {
     Some((median, *first, *last))
 }
 
-/// Fails with what to do when `connections` sockets would not fit under
+/// Fails with what to do when `requests` sockets would not fit under
 /// this process's open-file limit.
 pub fn check_file_limit(requests: usize) -> anyhow::Result<()> {
     let Ok(limits) = std::fs::read_to_string("/proc/self/limits") else {

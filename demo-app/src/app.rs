@@ -13,7 +13,9 @@ use crate::loaders::{
     Counts, EguiExtrasLoader, EguiImageLoader, Loader, NaiveLoader, PipelineLoader, RowState,
     THUMB_SIDE,
 };
-use crate::measure::{Measurements, Report, percentile};
+use fixture_server::percentile;
+
+use crate::measure::{Measurements, Report};
 use crate::script::{QUIET_AFTER_TAIL, STILL_FRAMES, STILL_FRAMES_MAX, Script, ScriptKind};
 use crate::server::ServerLink;
 

@@ -7,8 +7,8 @@
 
 use std::collections::VecDeque;
 
+use fixture_server::ThreadCensus;
 use serde::Serialize;
-use thumbpipe::ThreadCensus;
 
 /// Frames between two samples of `/proc`.
 const SAMPLE_EVERY: u64 = 5;
@@ -50,7 +50,7 @@ impl Measurements {
     /// memory are its baseline.
     pub fn start() -> Self {
         let threads = census().map_or(0, |c| threads_outside_server(&c));
-        let rss = rss_mb();
+        let rss = fixture_server::resident_mb().unwrap_or(0.0);
         Self {
             baseline_threads: threads,
             threads_now: threads,
@@ -98,7 +98,7 @@ impl Measurements {
                 + self.waiting_for_connection;
             self.peak_blocked_io_threads = self.peak_blocked_io_threads.max(self.blocked_now);
         }
-        self.rss_now_mb = rss_mb();
+        self.rss_now_mb = fixture_server::resident_mb().unwrap_or(0.0);
         self.rss_peak_mb = self.rss_peak_mb.max(self.rss_now_mb);
     }
 
@@ -150,19 +150,6 @@ fn threads_outside_server(census: &ThreadCensus) -> usize {
     census.total - census.with_prefix(fixture_server::THREAD_PREFIX)
 }
 
-/// This process's resident memory, in MB (`VmRSS`).
-pub fn rss_mb() -> f64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|status| {
-            status
-                .lines()
-                .find_map(|line| line.strip_prefix("VmRSS:"))
-                .and_then(|kb| kb.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
-        })
-        .map_or(0.0, |kb| kb / 1024.0)
-}
-
 /// The JSON report of a scripted run.
 #[derive(Debug, Serialize, serde::Deserialize, PartialEq)]
 pub struct Report {
@@ -206,29 +193,4 @@ pub struct Report {
     pub texture_bytes_peak: Option<u64>,
     /// The UI-thread time of every frame of the flick, in order.
     pub frame_ms: Vec<f64>,
-}
-
-/// The `p`th percentile (0-100) of `values`, nearest rank.
-pub fn percentile(values: &[f64], p: f64) -> f64 {
-    if values.is_empty() {
-        return 0.0;
-    }
-    let mut sorted = values.to_vec();
-    sorted.sort_by(f64::total_cmp);
-    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
-    sorted[rank.clamp(1, sorted.len()) - 1]
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn percentiles_by_nearest_rank() {
-        let values: Vec<f64> = (1..=100).map(f64::from).collect();
-        assert_eq!(percentile(&values, 50.0), 50.0);
-        assert_eq!(percentile(&values, 99.0), 99.0);
-        assert_eq!(percentile(&values, 100.0), 100.0);
-        assert_eq!(percentile(&[], 50.0), 0.0);
-    }
 }

@@ -17,6 +17,9 @@
 //! - `server`: routes, the accept loop and the [`FixtureServer`] handle.
 //! - [`blocking_client`]: a blocking HTTP/1.1 client, for the thread-per-request
 //!   baselines that thumbpipe is measured against.
+//! - `measure`: [`percentile`] and [`resident_mb`], shared by the reports.
+//! - `census`: this process's threads by name and by what blocks them
+//!   ([`ThreadCensus`]), for tests that count threads.
 //!
 //! # Endpoints
 //!
@@ -54,17 +57,22 @@
 #![warn(missing_docs)]
 
 pub mod blocking_client;
+mod census;
 pub mod config;
 mod faults;
 mod images;
+mod measure;
 pub mod picture;
 mod random;
 mod server;
 mod stats;
 
+pub use census::{CensusError, ThreadCensus};
 pub use config::{Config, ConfigError, FaultKind, UnknownFault, parse_fault_spec};
 pub use faults::HUGE_BYTES;
 pub use images::BOMB_SIDE;
+pub use measure::{percentile, resident_mb};
 pub use picture::{MAX_ID, decode_id};
+pub use random::splitmix64;
 pub use server::{DEDICATED_BLOCKING, DEDICATED_WORKERS, FixtureServer, StartError, THREAD_PREFIX};
 pub use stats::StatsSnapshot;

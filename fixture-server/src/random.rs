@@ -5,8 +5,14 @@
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
-/// Advances `state` and returns the next SplitMix64 output.
-pub(crate) fn splitmix64(state: &mut u64) -> u64 {
+/// Advances `state` and returns the next SplitMix64 output: a small, fast
+/// generator whose outputs are well spread even from consecutive seeds.
+///
+/// ```
+/// let mut state = 7;
+/// assert_ne!(fixture_server::splitmix64(&mut state), fixture_server::splitmix64(&mut state));
+/// ```
+pub fn splitmix64(state: &mut u64) -> u64 {
     *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
     let mut z = *state;
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);

@@ -47,6 +47,7 @@ impl CacheLimits {
 
 /// Counters of what the cache did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct CacheStats {
     /// Thumbnails held now.
     pub entries: usize,

@@ -14,15 +14,17 @@ use crate::BuildError;
 /// ```
 /// use std::time::Duration;
 ///
-/// let config = thumbpipe::Config {
-///     max_concurrent_fetches: 4,
-///     total_timeout: Duration::from_secs(10),
-///     ..thumbpipe::Config::default()
-/// };
+/// let mut config = thumbpipe::Config::default();
+/// config.max_concurrent_fetches = 4;
+/// config.total_timeout = Duration::from_secs(10);
 /// let pipeline = thumbpipe::Pipeline::<usize>::new(config)?;
 /// # Ok::<(), thumbpipe::BuildError>(())
 /// ```
+///
+/// New settings are added over time, so the struct is `#[non_exhaustive]`:
+/// start from [`Config::default`] and change the fields you need.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct Config {
     /// Fetches in flight at once to one host; the rest wait in the queue,
     /// costing no thread. Default: 16, so that a screenful of list rows
@@ -89,10 +91,8 @@ pub struct Config {
     ///
     /// ```
     /// let dir = std::env::temp_dir();
-    /// let config = thumbpipe::Config {
-    ///     file_root: Some(dir.clone()),
-    ///     ..thumbpipe::Config::default()
-    /// };
+    /// let mut config = thumbpipe::Config::default();
+    /// config.file_root = Some(dir.clone());
     /// let pipeline = thumbpipe::Pipeline::<usize>::new(config)?;
     /// # Ok::<(), thumbpipe::BuildError>(())
     /// ```
@@ -143,39 +143,5 @@ impl Config {
             ));
         }
         Ok(())
-    }
-}
-
-/// How urgently a row wants its thumbnail. The fetch queue serves
-/// [`Priority::Visible`] before [`Priority::Prefetch`], and within a
-/// priority the newest request first.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
-pub enum Priority {
-    /// Rows near the viewport, loaded ahead of need.
-    Prefetch,
-    /// Rows on screen now.
-    #[default]
-    Visible,
-}
-
-/// The box a thumbnail must fit in. The image is scaled down to fit inside
-/// it, keeping its aspect ratio, and never scaled up.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct TargetSize {
-    /// Largest width, in pixels.
-    pub width: u32,
-    /// Largest height, in pixels.
-    pub height: u32,
-}
-
-impl TargetSize {
-    /// A `width` x `height` box.
-    pub const fn new(width: u32, height: u32) -> Self {
-        Self { width, height }
-    }
-
-    /// A square box.
-    pub const fn square(side: u32) -> Self {
-        Self::new(side, side)
     }
 }

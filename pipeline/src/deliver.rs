@@ -8,11 +8,8 @@
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 
+use crate::rows::SubscriptionId;
 use crate::{Error, TargetSize, Thumbnail};
-
-/// Identifies one request of one row: its generation. Unique and increasing
-/// over a pipeline's life.
-pub(crate) type SubscriptionId = u64;
 
 /// A finished load for one subscription.
 #[derive(Debug)]

@@ -66,7 +66,7 @@ pub enum Error {
     Timeout {
         /// The URL.
         url: String,
-        /// What did not finish: "connection" or "response".
+        /// What did not finish: "connection" or "complete response".
         phase: &'static str,
         /// The limit that ran out.
         limit: Duration,

@@ -43,6 +43,44 @@ pub trait Fetch: Send + Sync + 'static {
     fn fetch(&self, url: Url, max_bytes: u64) -> BoxFuture<'static, Result<Bytes, Error>>;
 }
 
+/// A [`Fetch`] made from a function of the URL and the body cap, for bytes
+/// that do not come over HTTP: a test's fixtures, an archive, a database.
+/// Made by [`fetch_fn`].
+#[derive(Clone, Debug)]
+pub struct FetchFn<F>(F);
+
+/// A [`Fetch`] that calls `fetch` for every URL; the future it returns is
+/// dropped if the load is cancelled.
+///
+/// ```
+/// use bytes::Bytes;
+///
+/// static PNG: &[u8] = &[0x89, b'P', b'N', b'G'];
+/// let pipeline = thumbpipe::Pipeline::<u32>::builder()
+///     .fetcher(thumbpipe::fetch_fn(|_url, _max_bytes| async {
+///         Ok(Bytes::from_static(PNG))
+///     }))
+///     .build()?;
+/// # Ok::<(), thumbpipe::BuildError>(())
+/// ```
+pub fn fetch_fn<F, Fut>(fetch: F) -> FetchFn<F>
+where
+    F: Fn(Url, u64) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<Bytes, Error>> + Send + 'static,
+{
+    FetchFn(fetch)
+}
+
+impl<F, Fut> Fetch for FetchFn<F>
+where
+    F: Fn(Url, u64) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<Bytes, Error>> + Send + 'static,
+{
+    fn fetch(&self, url: Url, max_bytes: u64) -> BoxFuture<'static, Result<Bytes, Error>> {
+        Box::pin((self.0)(url, max_bytes))
+    }
+}
+
 /// The default fetcher: one reqwest client, connections reused, timeouts
 /// and redirect limit from [`Config`]; TLS by rustls, checked against the
 /// platform's trusted roots. Reads `file://` URLs under

@@ -10,40 +10,67 @@
 //!
 //! # Layout
 //!
-//! In the order a request travels:
+//! The modules are private; everything public is re-exported here, except
+//! [`egui`] (cargo feature `egui`). In the order a request travels:
 //!
-//! - [`rows`]: the UI side; one live request per row, cancelled when the row
-//!   asks for something else or leaves the view.
-//! - `load`: the actor that owns the shared load tasks (coalescing), the fetch
-//!   queue and the cache.
-//! - [`cache`]: least-recently-used thumbnails under cost, count and TTL
-//!   limits, with a view the UI side reads without waiting
-//!   ([`Pipeline::cached`]).
-//! - `queue`: the serving order of the fetch and decode queues: by priority,
-//!   newest first.
-//! - [`fetch`]: the [`Fetch`] trait and its reqwest implementation.
-//! - [`decode`]: bytes to a [`Thumbnail`] on the `thumbpipe-decode-N` threads,
-//!   where large images ([`Config::large_image_pixels`]) never hold the last
-//!   free thread, so a small thumbnail does not wait behind them.
-//! - [`deliver`]: completions back to the UI thread, and its waker.
-//! - [`metrics`] and [`census`]: counters, and the process's threads.
-//! - `egui` (cargo feature `egui`): `egui::Image::new(url)` through the
+//! - `rows`: the UI side, [`Pipeline::request`] / [`Pipeline::drain`]; one
+//!   live request per row, cancelled when the row asks for something else
+//!   or leaves the view. The request's [`Priority`] and [`TargetSize`].
+//! - `load`: the load actor, a dispatcher over plain-data parts:
+//!   `load/registry.rs` (one shared task per url and size: coalescing,
+//!   subscribers, stages) and `load/schedule.rs` (the fetch queue and
+//!   per-host slots). The UI side reaches it through one handle.
+//! - `cache`: least-recently-used thumbnails under cost, count and TTL
+//!   limits, owned by the actor, with a view the UI side reads without
+//!   waiting ([`Pipeline::cached`]).
+//! - `queue`: the serving order of the fetch and decode queues: by
+//!   priority, newest first.
+//! - `fetch`: the [`Fetch`] trait, its reqwest implementation
+//!   [`HttpFetcher`], and [`fetch_fn`].
+//! - `decode`: the [`Decode`] trait and its default [`ImageDecoder`]
+//!   (JPEG's scaled path in `decode/jpeg.rs`), and the decode pool
+//!   (`decode/pool.rs`, threads `thumbpipe-decode-N`) where large images
+//!   ([`Config::large_image_pixels`]) never hold the last free thread.
+//! - `thumbnail`: the [`Thumbnail`] every stage after decode shares.
+//! - `deliver`: [`Completion`]s back to the UI thread, and its waker.
+//! - `metrics`: the counters behind [`Pipeline::stats`].
+//! - `config` and `error`: [`Config`]; [`Error`] and [`BuildError`].
+//! - [`egui`] (cargo feature `egui`): `egui::Image::new(url)` through the
 //!   pipeline, textures under a budget, and a row-keyed list helper.
 //!
 //! ```text
-//! UI thread                  io runtime (2 workers)            decode pool (<= cores)
-//! ---------                  ----------------------            ----------------------
-//! request(row, url, size) -> rows: one live request per row
-//!                            load actor: cache hit? ---------------------------+
-//!                            coalesce: same (url, size) joins one task         |
-//!                            fetch queue: priority, LIFO, per-host limit       |
-//!                            reqwest fetch (cancellable, body cap) -----> queue: priority, LIFO
-//!                                                                         decode + downscale
-//!                                                                         (skip if cancelled;
-//!                                                                         large: all threads but one)
-//!                            load actor: cache put (TTL, cost, LRU) <---------+
-//! drain() <----------------- delivered only for the row's current generation; wake UI
+//! UI thread                 io runtime (2 workers)                 decode pool (<= cores)
+//! ---------                 ----------------------                 ----------------------
+//! request(row, url, size)
+//!   rows: one live request
+//!   per row ---subscribe--> load actor: cache hit? ---------------------+
+//!                           registry: same (url, size) joins one task   |
+//!                           scheduler: priority, LIFO, per-host slots   |
+//!                           fetch task (cancellable, body cap)          |
+//!                             --Fetched--> load actor --submit-------------> queue: priority, LIFO
+//!                                                                          decode + downscale
+//!                                                                          (skipped if cancelled;
+//!                                                                          large: all threads but one)
+//!                           load actor <--Decoded--------------------------+
+//!                           cache put (TTL, cost, LRU)                  |
+//! drain() <---------------- deliver to every subscriber <---------------+
+//!   only the row's current generation; the waker asks for a frame
 //! ```
+//!
+//! # Where to change what
+//!
+//! - **A new priority**: a [`Priority`] variant; both queues (`queue.rs`)
+//!   order by it, and the registry gives a task its subscribers' highest.
+//! - **A new stage** (a disk tier between the cache and the network): a
+//!   `Stage` in `load/registry.rs`, an `Event` the actor handles in
+//!   `load/mod.rs`, and a seam trait like [`Fetch`] if it is pluggable.
+//! - **A new image format**: a match arm in `decode_thumbnail`
+//!   (`decode/mod.rs`), a faster path in its own file like `decode/jpeg.rs`,
+//!   and a line in "What is loaded" below.
+//! - **A new UI toolkit**: the row-keyed [`Pipeline`] is toolkit-free; a
+//!   module like [`egui`] turns its completions into the toolkit's textures
+//!   and its frame into `request` / `end_frame` calls, behind a cargo
+//!   feature.
 //!
 //! # Example
 //!
@@ -91,12 +118,10 @@
 //! ```
 //! use std::time::Duration;
 //!
-//! let config = thumbpipe::Config {
-//!     total_timeout: Duration::from_secs(10),
-//!     max_body_bytes: 4 * 1024 * 1024,
-//!     max_dimension: 8192,
-//!     ..thumbpipe::Config::default()
-//! };
+//! let mut config = thumbpipe::Config::default();
+//! config.total_timeout = Duration::from_secs(10);
+//! config.max_body_bytes = 4 * 1024 * 1024;
+//! config.max_dimension = 8192;
 //! let pipeline = thumbpipe::Pipeline::<u32>::new(config)?;
 //! # Ok::<(), thumbpipe::BuildError>(())
 //! ```
@@ -114,49 +139,49 @@
 //!   untrusted users can write to.
 //! - Every other scheme is [`Error::UnsupportedUrl`], delivered at the next
 //!   [`Pipeline::drain`].
-//! - JPEG, PNG, WebP and GIF (its first frame). Anything else, and any
+//! - The formats [`ImageDecoder`] lists. Anything else, and any
 //!   malformed input, is [`Error::Decode`]; a decoder panic is caught and
 //!   becomes [`Error::Decode`] too.
 
 #![warn(missing_docs)]
 
-pub mod cache;
-pub mod census;
+mod cache;
 mod config;
-pub mod decode;
-pub mod deliver;
+mod decode;
+mod deliver;
 #[cfg(feature = "egui")]
 pub mod egui;
 mod error;
-pub mod fetch;
+mod fetch;
 mod load;
-pub mod metrics;
+mod metrics;
 mod queue;
-pub mod rows;
+mod rows;
+mod thumbnail;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::runtime::{Handle, Runtime};
-use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
-use tokio_util::task::TaskTracker;
 
 pub use cache::CacheStats;
-pub use census::{CensusError, ThreadCensus};
-pub use config::{Config, Priority, TargetSize};
-pub use decode::{Decode, ImageDecoder, Thumbnail};
+pub use config::Config;
+pub use decode::{Decode, ImageDecoder, thumbnail_from_bytes};
 pub use deliver::Completion;
 pub use error::{BuildError, Error};
-pub use fetch::{Fetch, HttpFetcher};
+pub use fetch::{Fetch, FetchFn, HttpFetcher, fetch_fn};
 pub use metrics::Stats;
+pub use rows::{Priority, TargetSize};
+pub use thumbnail::Thumbnail;
 
 use cache::{CacheLimits, CacheView};
 use decode::DecodePool;
-use deliver::{Delivery, Outbox, SubscriptionId, Waker};
-use load::{LoadActor, Message, Parts};
+use deliver::{Delivery, Outbox, Waker};
+use load::{LoadHandle, Parts};
 use metrics::Metrics;
+use rows::SubscriptionId;
 
 /// The thumbnail pipeline, keyed by row keys of type `K` (a row index, an
 /// item id: anything small, hashable and cloneable).
@@ -176,7 +201,8 @@ pub struct Pipeline<K> {
     default_ttl: Duration,
     /// Whether `file://` URLs may be requested (`Config::file_root` is set).
     files_allowed: bool,
-    commands: mpsc::UnboundedSender<Message>,
+    /// The load actor; dropping it ends the actor.
+    loads: LoadHandle,
     deliveries: std::sync::mpsc::Receiver<Delivery>,
     metrics: Arc<Metrics>,
     cache_stats: Arc<Mutex<CacheStats>>,
@@ -184,7 +210,7 @@ pub struct Pipeline<K> {
     cache_view: CacheView,
     waker: Arc<Mutex<Option<Waker>>>,
     root: CancellationToken,
-    decoder: Arc<DecodePool>,
+    decode_pool: Arc<DecodePool>,
     /// Present when the pipeline owns its runtime.
     runtime: Option<Runtime>,
 }
@@ -261,21 +287,20 @@ impl<K> PipelineBuilder<K> {
             Some(decoder) => decoder,
             None => Arc::new(ImageDecoder::new(&config)),
         };
-        let decoder = Arc::new(DecodePool::start(
+        let decode_pool = Arc::new(DecodePool::start(
             config.decode_threads,
             config.large_image_pixels,
             decode,
         )?);
-        let (commands, inbox) = mpsc::unbounded_channel();
         let (outbox, deliveries) = std::sync::mpsc::channel();
         let metrics = Arc::new(Metrics::default());
         let cache_stats = Arc::new(Mutex::new(CacheStats::default()));
         let waker = Arc::new(Mutex::new(None));
         let root = CancellationToken::new();
         let cache_view = CacheView::default();
-        let actor = LoadActor::new(Parts {
+        let parts = Parts {
             fetcher,
-            decoder: Arc::clone(&decoder),
+            decode_pool: Arc::clone(&decode_pool),
             outbox: Outbox::new(outbox, Arc::clone(&waker)),
             metrics: Arc::clone(&metrics),
             cache_stats: Arc::clone(&cache_stats),
@@ -287,10 +312,8 @@ impl<K> PipelineBuilder<K> {
             max_per_host: config.max_concurrent_fetches,
             max_body_bytes: config.max_body_bytes,
             root: root.clone(),
-            jobs: TaskTracker::new(),
-            messages: commands.clone(),
-        });
-        handle.spawn(actor.run(inbox));
+        };
+        let loads = load::start(parts, &handle);
         Ok(Pipeline {
             rows: HashMap::new(),
             owners: HashMap::new(),
@@ -298,14 +321,14 @@ impl<K> PipelineBuilder<K> {
             next_id: 0,
             default_ttl: config.cache_ttl,
             files_allowed: config.file_root.is_some(),
-            commands,
+            loads,
             deliveries,
             metrics,
             cache_stats,
             cache_view,
             waker,
             root,
-            decoder,
+            decode_pool,
             runtime,
         })
     }
@@ -367,7 +390,7 @@ impl<K> Drop for Pipeline<K> {
     /// Cancels everything and joins the pipeline's threads.
     fn drop(&mut self) {
         self.root.cancel();
-        self.decoder.shutdown();
+        self.decode_pool.shutdown();
         if let Some(runtime) = self.runtime.take() {
             if Handle::try_current().is_ok() {
                 runtime.shutdown_background();

@@ -2,18 +2,16 @@
 //! priority, newest first: tasks waiting for a fetch slot, and bodies
 //! waiting for a decode thread.
 //!
-//! Plain data: the load actor owns the fetch queue, the decode pool owns its
-//! own behind its lock. During a flick the rows on screen now matter more
+//! Plain data: the load actor's fetch scheduler owns one, the decode pool
+//! owns its own behind its lock. During a flick the rows on screen now matter more
 //! than those that just left, hence newest first (LIFO).
 
 use std::collections::{BTreeMap, HashMap};
 
 use crate::Priority;
+use crate::load::TaskId;
 
-/// Identifies one load task for its whole life.
-pub(crate) type TaskId = u64;
-
-#[derive(Default)]
+#[derive(Debug, Default)]
 pub(crate) struct TaskQueue {
     /// Served from the back: highest priority, then highest sequence number.
     order: BTreeMap<(Priority, u64), TaskId>,

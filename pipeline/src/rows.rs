@@ -3,18 +3,55 @@
 //! are cancelled when it ends.
 //!
 //! Owned by the [`Pipeline`] handle and run on the caller's (UI) thread:
-//! every method here only updates a map and sends on an unbounded channel, so
-//! none of them blocks or awaits.
+//! every method here only updates a map and sends to the load actor through
+//! its handle (an unbounded channel), so none of them blocks or awaits. The
+//! request's parameters, [`Priority`] and [`TargetSize`], live here too.
 
 use std::hash::Hash;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::cache::CacheKey;
-use crate::deliver::{Delivery, SubscriptionId};
-use crate::load::{Command, Message};
+use crate::deliver::Delivery;
 use crate::metrics::Metrics;
-use crate::{Completion, Pipeline, Priority, TargetSize, Thumbnail, fetch};
+use crate::{Completion, Pipeline, Thumbnail, fetch};
+
+/// Identifies one request of one row: its generation. Allocated by
+/// [`Pipeline::request`], unique and increasing over a pipeline's life.
+pub(crate) type SubscriptionId = u64;
+
+/// How urgently a row wants its thumbnail. The fetch queue serves
+/// [`Priority::Visible`] before [`Priority::Prefetch`], and within a
+/// priority the newest request first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub enum Priority {
+    /// Rows near the viewport, loaded ahead of need.
+    Prefetch,
+    /// Rows on screen now.
+    #[default]
+    Visible,
+}
+
+/// The box a thumbnail must fit in. The image is scaled down to fit inside
+/// it, keeping its aspect ratio, and never scaled up.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct TargetSize {
+    /// Largest width, in pixels.
+    pub width: u32,
+    /// Largest height, in pixels.
+    pub height: u32,
+}
+
+impl TargetSize {
+    /// A `width` x `height` box.
+    pub const fn new(width: u32, height: u32) -> Self {
+        Self { width, height }
+    }
+
+    /// A square box.
+    pub const fn square(side: u32) -> Self {
+        Self::new(side, side)
+    }
+}
 
 /// A row's current request.
 pub(crate) struct Row {
@@ -75,9 +112,7 @@ impl<K: Hash + Eq + Clone> Pipeline<K> {
             if current.priority != priority {
                 current.priority = priority;
                 if current.pending {
-                    let _ = self
-                        .commands
-                        .send(Message::Command(Command::SetPriority(current.id, priority)));
+                    self.loads.set_priority(current.id, priority);
                 }
             }
             return current.id;
@@ -94,17 +129,8 @@ impl<K: Hash + Eq + Clone> Pipeline<K> {
         self.owners.insert(id, row.clone());
         match fetch::parse_url(&url, self.files_allowed) {
             Ok(parsed) => {
-                let command = Command::Subscribe {
-                    id,
-                    key: CacheKey {
-                        url: Arc::clone(&url),
-                        target,
-                    },
-                    url: parsed,
-                    priority,
-                    ttl,
-                };
-                let _ = self.commands.send(Message::Command(command));
+                self.loads
+                    .subscribe(id, Arc::clone(&url), parsed, target, priority, ttl);
             }
             // Delivered by the next `drain`, like any other result.
             Err(error) => self.ready.push(Delivery {
@@ -191,9 +217,7 @@ impl<K: Hash + Eq + Clone> Pipeline<K> {
     pub fn forget(&mut self, url: &str) {
         self.cancel_rows_where(|row| *row.url == *url);
         self.cache_view.remove_url(url);
-        let _ = self
-            .commands
-            .send(Message::Command(Command::Forget(Arc::from(url))));
+        self.loads.forget(Arc::from(url));
     }
 
     /// Forgets everything: cancels every row's request and empties the
@@ -201,7 +225,7 @@ impl<K: Hash + Eq + Clone> Pipeline<K> {
     pub fn forget_all(&mut self) {
         self.cancel_rows_where(|_| true);
         self.cache_view.clear();
-        let _ = self.commands.send(Message::Command(Command::ForgetAll));
+        self.loads.forget_all();
     }
 
     /// Rows with a request that has not completed yet.
@@ -236,9 +260,7 @@ impl<K: Hash + Eq + Clone> Pipeline<K> {
             Ended::Superseded => &self.metrics.superseded,
         };
         Metrics::add(counter, 1);
-        let _ = self
-            .commands
-            .send(Message::Command(Command::Unsubscribe(id)));
+        self.loads.unsubscribe(id);
     }
 }
 

@@ -26,9 +26,10 @@ fn the_bomb_is_refused_before_any_large_allocation() {
     let configs = [
         (Config::default(), "max_dimension"),
         (
-            Config {
-                max_dimension: 100_000,
-                ..Config::default()
+            {
+                let mut config = Config::default();
+                config.max_dimension = 100_000;
+                config
             },
             "max_decode_alloc",
         ),

@@ -12,7 +12,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use common::{FAULTS, Lcg, eventually, id_of, is_error_for_fault, server};
-use thumbpipe::{Completion, Config, Pipeline, Priority, TargetSize, ThreadCensus};
+use fixture_server::ThreadCensus;
+use thumbpipe::{Completion, Config, Pipeline, Priority, TargetSize};
 
 const ROWS: u32 = 200;
 const VISIBLE: u32 = 30;
@@ -155,13 +156,11 @@ fn every_request_ends_exactly_once_under_faults() {
     }));
     let census = ThreadCensus::take().is_ok();
     let server = server(10);
-    let config = Config {
-        connect_timeout: Duration::from_millis(500),
-        total_timeout: Duration::from_millis(600),
-        max_body_bytes: 1024 * 1024,
-        max_concurrent_fetches: 12,
-        ..Config::default()
-    };
+    let mut config = Config::default();
+    config.connect_timeout = Duration::from_millis(500);
+    config.total_timeout = Duration::from_millis(600);
+    config.max_body_bytes = 1024 * 1024;
+    config.max_concurrent_fetches = 12;
     let mut pipeline = Pipeline::<u32>::new(config).unwrap();
     let mut rng = Lcg(2026);
     let mut next_id = 0;

@@ -11,7 +11,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use common::{eventually, server};
-use thumbpipe::{Config, Pipeline, Priority, TargetSize, ThreadCensus};
+use fixture_server::ThreadCensus;
+use thumbpipe::{Config, Pipeline, Priority, TargetSize};
 
 #[test]
 fn drop_with_a_thousand_requests_in_flight_joins_every_thread() {
@@ -21,10 +22,8 @@ fn drop_with_a_thousand_requests_in_flight_joins_every_thread() {
     let server = server(500);
     let before = ThreadCensus::take().unwrap();
     assert_eq!(before.with_prefix("thumbpipe-"), 0);
-    let config = Config {
-        max_concurrent_fetches: 400,
-        ..Config::default()
-    };
+    let mut config = Config::default();
+    config.max_concurrent_fetches = 400;
     let mut pipeline = Pipeline::<u32>::new(config).unwrap();
     let wakes = Arc::new(AtomicUsize::new(0));
     let counter = Arc::clone(&wakes);

@@ -7,7 +7,8 @@
 mod common;
 
 use common::{drain_until, server};
-use thumbpipe::{Config, Pipeline, Priority, TargetSize, ThreadCensus};
+use fixture_server::ThreadCensus;
+use thumbpipe::{Config, Pipeline, Priority, TargetSize};
 
 #[test]
 fn a_thousand_concurrent_requests_use_only_the_fixed_threads() {
@@ -18,12 +19,10 @@ fn a_thousand_concurrent_requests_use_only_the_fixed_threads() {
     let server = server(200);
     let outside_server = |census: &ThreadCensus| census.total - census.with_prefix("fixture-");
     let baseline = outside_server(&ThreadCensus::take().unwrap());
-    let config = Config {
-        max_concurrent_fetches: 1000,
-        decode_threads: 2,
-        io_threads: 2,
-        ..Config::default()
-    };
+    let mut config = Config::default();
+    config.max_concurrent_fetches = 1000;
+    config.decode_threads = 2;
+    config.io_threads = 2;
     // 2 I/O workers, at most 1 blocking thread (name lookups), 2 decoders.
     let fixed = 2 + 1 + 2;
     let mut pipeline = Pipeline::<u32>::new(config).unwrap();

@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context as _;
 use clap::Parser;
 use indicatif::{ProgressBar, ProgressStyle};
-use thumbpipe::decode::thumbnail_from_bytes;
+use thumbpipe::thumbnail_from_bytes;
 use thumbpipe::{Config, Error, TargetSize};
 use thumbpipe_benches::machine;
 
@@ -147,7 +147,7 @@ fn run(args: Args) -> anyhow::Result<()> {
 
 /// The seed files: the decoder's test corpus and a few fixture images.
 fn seeds() -> anyhow::Result<Vec<Vec<u8>>> {
-    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("../pipeline/tests/corpus");
+    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("../pipeline/tests/it/corpus");
     let mut seeds = Vec::new();
     let mut names: Vec<_> = std::fs::read_dir(&corpus)
         .with_context(|| format!("cannot read the corpus at {}", corpus.display()))?
@@ -166,7 +166,8 @@ fn seeds() -> anyhow::Result<Vec<Vec<u8>>> {
     Ok(seeds)
 }
 
-/// SplitMix64: small, fast, and enough to spread the mutations.
+/// SplitMix64 ([`fixture_server::splitmix64`]): small, fast, and enough to
+/// spread the mutations.
 struct Rng(u64);
 
 impl Rng {
@@ -177,11 +178,7 @@ impl Rng {
     }
 
     fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
+        fixture_server::splitmix64(&mut self.0)
     }
 
     fn below(&mut self, n: usize) -> usize {

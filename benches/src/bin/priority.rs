@@ -31,8 +31,8 @@ use std::time::{Duration, Instant};
 use anyhow::{Context as _, bail};
 use bytes::Bytes;
 use clap::Parser;
-use futures::future::BoxFuture;
-use thumbpipe::{Config, Error, Fetch, Pipeline, Priority, TargetSize};
+use fixture_server::percentile;
+use thumbpipe::{Config, Fetch, Pipeline, Priority, TargetSize};
 use thumbpipe_benches::{machine, median_and_range};
 
 #[derive(Debug, Parser)]
@@ -54,27 +54,22 @@ const SMALL_EVERY: Duration = Duration::from_millis(25);
 const TARGET: TargetSize = TargetSize::square(64);
 
 /// Answers every URL at once and notes when each response arrived.
-struct Memory {
+fn answer_from_memory(
     large: Bytes,
     small: Bytes,
     arrived: Arc<Mutex<HashMap<String, Instant>>>,
-}
-
-impl Fetch for Memory {
-    fn fetch(&self, url: url::Url, _max: u64) -> BoxFuture<'static, Result<Bytes, Error>> {
+) -> impl Fetch {
+    thumbpipe::fetch_fn(move |url, _| {
         let body = if url.path().starts_with("/large/") {
-            self.large.clone()
+            large.clone()
         } else {
-            self.small.clone()
+            small.clone()
         };
-        let arrived = Arc::clone(&self.arrived);
-        Box::pin(async move {
-            if let Ok(mut arrived) = arrived.lock() {
-                arrived.insert(url.to_string(), Instant::now());
-            }
-            Ok(body)
-        })
-    }
+        if let Ok(mut arrived) = arrived.lock() {
+            arrived.insert(url.to_string(), Instant::now());
+        }
+        std::future::ready(Ok(body))
+    })
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -121,7 +116,7 @@ fn run(args: Args) -> anyhow::Result<()> {
         let mut times = (0..5)
             .map(|_| {
                 let start = Instant::now();
-                thumbpipe::decode::thumbnail_from_bytes("x", bytes, TARGET, &Config::default())
+                thumbpipe::thumbnail_from_bytes("x", bytes, TARGET, &Config::default())
                     .map(|_| start.elapsed().as_secs_f64() * 1000.0)
             })
             .collect::<Result<Vec<_>, _>>()?;
@@ -147,8 +142,8 @@ fn run(args: Args) -> anyhow::Result<()> {
         for _ in 0..args.runs {
             let mut run = measure(scenario, threads, &large, &small, args.samples)?;
             run.delays.sort_by(f64::total_cmp);
-            p50s.push(percentile(&run.delays, 0.50));
-            p99s.push(percentile(&run.delays, 0.99));
+            p50s.push(percentile(&run.delays, 50.0));
+            p99s.push(percentile(&run.delays, 99.0));
             maxes.push(run.delays.last().copied().unwrap_or(0.0));
             rates.push(run.large_done as f64 / run.wall.as_secs_f64());
         }
@@ -179,15 +174,6 @@ fn run(args: Args) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The value below which `fraction` of the sorted `values` lie.
-fn percentile(sorted: &[f64], fraction: f64) -> f64 {
-    if sorted.is_empty() {
-        return 0.0;
-    }
-    let index = ((sorted.len() as f64 * fraction).ceil() as usize).clamp(1, sorted.len()) - 1;
-    sorted[index]
-}
-
 fn measure(
     scenario: Scenario,
     threads: usize,
@@ -196,22 +182,20 @@ fn measure(
     samples: usize,
 ) -> anyhow::Result<Run> {
     let arrived = Arc::new(Mutex::new(HashMap::new()));
-    let config = Config {
-        decode_threads: threads,
-        max_concurrent_fetches: 64,
-        large_image_pixels: match scenario {
-            Scenario::BusyNoLane => u64::MAX,
-            Scenario::Idle | Scenario::BusyLane => Config::default().large_image_pixels,
-        },
-        ..Config::default()
+    let mut config = Config::default();
+    config.decode_threads = threads;
+    config.max_concurrent_fetches = 64;
+    config.large_image_pixels = match scenario {
+        Scenario::BusyNoLane => u64::MAX,
+        Scenario::Idle | Scenario::BusyLane => Config::default().large_image_pixels,
     };
     let mut pipeline = Pipeline::<u64>::builder()
         .config(config)
-        .fetcher(Memory {
-            large: large.clone(),
-            small: small.clone(),
-            arrived: Arc::clone(&arrived),
-        })
+        .fetcher(answer_from_memory(
+            large.clone(),
+            small.clone(),
+            Arc::clone(&arrived),
+        ))
         .build()?;
     let (wake, woken) = std::sync::mpsc::sync_channel::<()>(1);
     pipeline.set_waker(move || {

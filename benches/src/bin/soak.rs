@@ -78,13 +78,11 @@ fn run(args: Args) -> anyhow::Result<()> {
     }
     let server = ServerProcess::fixture_server(&server_args)?;
     let base = server.base_url().to_owned();
-    let config = Config {
-        max_concurrent_fetches: 64,
-        connect_timeout: Duration::from_secs(1),
-        total_timeout: Duration::from_secs(1),
-        max_body_bytes: 2 * 1024 * 1024,
-        ..Config::default()
-    };
+    let mut config = Config::default();
+    config.max_concurrent_fetches = 64;
+    config.connect_timeout = Duration::from_secs(1);
+    config.total_timeout = Duration::from_secs(1);
+    config.max_body_bytes = 2 * 1024 * 1024;
     println!(
         "soak: {} requests, {} live, {:.0}% cancelled, {:.0}% faults, on {}",
         args.requests,
@@ -188,10 +186,9 @@ fn wait_idle(pipeline: &Pipeline<u64>) -> bool {
 fn time_drops(base: &str, config: &Config, runs: usize) -> anyhow::Result<Vec<f64>> {
     let mut took = Vec::new();
     for run in 0..runs {
-        let mut pipeline = Pipeline::<u32>::new(Config {
-            max_concurrent_fetches: 400,
-            ..config.clone()
-        })?;
+        let mut warm_config = config.clone();
+        warm_config.max_concurrent_fetches = 400;
+        let mut pipeline = Pipeline::<u32>::new(warm_config)?;
         for row in 0..1000 {
             let id = 900_000 + run as u32 * 1000 + row;
             let url = format!("{base}/img/{id}.jpg?w=128&h=128&latency_ms=500&fault=none");
@@ -226,20 +223,14 @@ impl Sample {
     fn take(pid: u32, requests: u64, stats: &Stats) -> anyhow::Result<Self> {
         Ok(Self {
             requests,
-            rss_mb: rss_mb().context("cannot read VmRSS from /proc/self/status")?,
+            rss_mb: fixture_server::resident_mb()
+                .context("cannot read VmRSS from /proc/self/status")?,
             heap_mb: ALLOCATOR.current_usage() as f64 / (1024.0 * 1024.0),
             threads: thread_count(pid).context("cannot count /proc/self/task")?,
             in_flight: stats.in_flight,
             cache_mb: stats.cache.cost as f64 / 1e6,
         })
     }
-}
-
-fn rss_mb() -> Option<f64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|line| line.starts_with("VmRSS:"))?;
-    let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kb / 1024.0)
 }
 
 /// What the main run ended with.

@@ -93,9 +93,10 @@ fn run(args: Args) -> anyhow::Result<()> {
         .build()?;
     let fetcher = {
         let _entered = runtime.enter();
-        HttpFetcher::new(&Config {
-            max_concurrent_fetches: largest.max(1),
-            ..Config::default()
+        HttpFetcher::new(&{
+            let mut config = Config::default();
+            config.max_concurrent_fetches = largest.max(1);
+            config
         })?
     };
     let baseline = thread_count(std::process::id()).context("no /proc/self/task")?;

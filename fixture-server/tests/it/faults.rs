@@ -1,14 +1,10 @@
 //! Every fault kind behaves as named, over real HTTP on loopback.
 
 // Test helpers outside #[test] functions unwrap too: a failure is a test failure.
-#![allow(clippy::unwrap_used)]
-
-mod common;
-
 use std::io::ErrorKind;
 use std::time::Duration;
 
-use common::{caused_by_io, client, server_with_latency, stats_when};
+use crate::common::{caused_by_io, client, server_with_latency, stats_when};
 use fixture_server::{BOMB_SIDE, Config, FaultKind, FixtureServer, HUGE_BYTES};
 use futures::StreamExt;
 

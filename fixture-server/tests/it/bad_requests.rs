@@ -2,13 +2,9 @@
 //! nothing a client sends makes it panic.
 
 // Test helpers outside #[test] functions unwrap too: a failure is a test failure.
-#![allow(clippy::unwrap_used)]
-
-mod common;
-
 use std::time::Duration;
 
-use common::{client, server_with_latency};
+use crate::common::{client, server_with_latency};
 
 #[tokio::test]
 async fn malformed_image_requests_get_400_with_a_reason() {

@@ -1,13 +1,9 @@
 //! `file://` URLs: refused unless `Config::file_root` is set, and then read
 //! only under that root, symbolic links resolved.
 
-#![allow(clippy::unwrap_used)]
-
-mod common;
-
 use std::path::{Path, PathBuf};
 
-use common::{drain_until, id_of};
+use crate::common::{drain_until, id_of};
 use thumbpipe::{BuildError, Config, Error, Pipeline, Priority, TargetSize};
 use url::Url;
 
@@ -79,10 +75,8 @@ fn file_urls_load_only_under_the_root() {
     #[cfg(unix)]
     std::os::unix::fs::symlink(&secret, root.0.join("link.png")).unwrap();
 
-    let config = Config {
-        file_root: Some(root.0.clone()),
-        ..Config::default()
-    };
+    let mut config = Config::default();
+    config.file_root = Some(root.0.clone());
     let mut pipeline = Pipeline::<usize>::new(config).unwrap();
     let urls = [
         url(&inside),
@@ -127,10 +121,11 @@ fn files_load_as_thumbnails_and_the_cap_applies() {
     let root = Scratch::new("cap");
     let image = root.png("pic.png", 21);
     let size = std::fs::metadata(&image).unwrap().len();
-    let config = |max_body_bytes| Config {
-        file_root: Some(root.0.clone()),
-        max_body_bytes,
-        ..Config::default()
+    let config = |max_body_bytes| {
+        let mut config = Config::default();
+        config.file_root = Some(root.0.clone());
+        config.max_body_bytes = max_body_bytes;
+        config
     };
     let mut roomy = Pipeline::<usize>::new(config(size)).unwrap();
     assert_eq!(load(&mut roomy, &[url(&image)])[0].as_ref().unwrap(), &21);
@@ -146,10 +141,8 @@ fn a_root_that_is_not_a_directory_is_a_build_error() {
     let root = Scratch::new("bad-root");
     let file = root.png("file.png", 1);
     for bad in [root.0.join("missing"), file] {
-        let config = Config {
-            file_root: Some(bad.clone()),
-            ..Config::default()
-        };
+        let mut config = Config::default();
+        config.file_root = Some(bad.clone());
         match Pipeline::<usize>::new(config) {
             Err(BuildError::Config(message)) => assert!(message.contains("file_root"), "{message}"),
             Err(other) => panic!("{other}"),

@@ -3,8 +3,6 @@
 //! image is drawn in the pass that asks for it, what is not drawn is
 //! cancelled, and the texture budget holds.
 
-mod common;
-
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -13,7 +11,7 @@ use egui::{Context, Vec2, vec2};
 use thumbpipe::egui::{Loader, RowThumbnail, ThumbnailList};
 use thumbpipe::{BuildError, Config};
 
-use common::{id_of, server};
+use crate::common::{self, id_of, server};
 
 const CELL: Vec2 = Vec2::splat(64.0);
 
@@ -73,9 +71,10 @@ fn an_image_appears_after_its_load_and_a_cached_one_in_the_first_pass_that_asks(
     let server = server(20);
     // Room for one 64x64 texture: drawing b frees a's texture, while the
     // pipeline's cache still holds a's thumbnail.
-    let (ctx, loader) = installed(Config {
-        texture_budget: 64 * 64 * 4,
-        ..Config::default()
+    let (ctx, loader) = installed({
+        let mut config = Config::default();
+        config.texture_budget = 64 * 64 * 4;
+        config
     });
     let (a, b) = (vec![server.image_url(1)], vec![server.image_url(2)]);
     assert_eq!(draw(&ctx, &a, CELL), [Seen::Pending]);
@@ -145,9 +144,10 @@ fn forget_removes_the_image_from_every_level() {
 fn the_texture_budget_evicts_and_live_textures_never_exceed_it() {
     let server = server(5);
     let budget = 3 * 64 * 64 * 4;
-    let (ctx, loader) = installed(Config {
-        texture_budget: budget,
-        ..Config::default()
+    let (ctx, loader) = installed({
+        let mut config = Config::default();
+        config.texture_budget = budget;
+        config
     });
     for id in 0..10 {
         let uri = vec![server.image_url(id)];
@@ -173,9 +173,10 @@ fn the_texture_budget_evicts_and_live_textures_never_exceed_it() {
 fn a_pass_uploads_within_its_budget_and_the_rest_in_the_next_passes() {
     let server = server(5);
     // Two 64x64 textures per pass.
-    let (ctx, loader) = installed(Config {
-        upload_budget: 2 * 64 * 64 * 4,
-        ..Config::default()
+    let (ctx, loader) = installed({
+        let mut config = Config::default();
+        config.upload_budget = 2 * 64 * 64 * 4;
+        config
     });
     let uris: Vec<String> = (0..6).map(|id| server.image_url(id)).collect();
     // Wait for every thumbnail to be decoded, without drawing them.

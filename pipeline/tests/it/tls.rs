@@ -8,15 +8,11 @@
 //! subjectAltName=DNS:localhost,IP:127.0.0.1 -addext
 //! basicConstraints=critical,CA:FALSE`, key converted to PKCS#8 DER).
 
-#![allow(clippy::unwrap_used)]
-
-mod common;
-
 use std::io::Read;
 use std::net::TcpListener;
 use std::sync::Arc;
 
-use common::{drain_until, id_of, server};
+use crate::common::{drain_until, id_of, server};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 use thumbpipe::{Config, Error, Pipeline, Priority, TargetSize};
 

@@ -2,13 +2,11 @@
 //! thumbnail or a typed error, never a panic: unusual but valid encodings,
 //! headers claiming huge sizes, and every file cut short.
 //!
-//! The files in `tests/corpus` were made with ImageMagick from a 96x72
+//! The files in `tests/it/corpus` were made with ImageMagick from a 96x72
 //! plasma; the `huge-dims` ones are valid files with their size fields
 //! rewritten.
 
-#![allow(clippy::unwrap_used)]
-
-use thumbpipe::decode::thumbnail_from_bytes;
+use thumbpipe::thumbnail_from_bytes;
 use thumbpipe::{Config, Error, TargetSize};
 
 enum Expect {

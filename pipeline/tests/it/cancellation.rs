@@ -2,23 +2,17 @@
 //! loads never start, fetches in flight drop their connection, and nothing
 //! is decoded for them.
 
-#![allow(clippy::unwrap_used)]
-
-mod common;
-
 use std::time::Duration;
 
-use common::{drain_until, eventually, server};
+use crate::common::{drain_until, eventually, server};
 use thumbpipe::{Config, Pipeline, Priority, TargetSize};
 
 #[test]
 fn end_frame_cancels_rows_not_requested_and_nothing_is_decoded_for_them() {
     let server = server(300);
     // Six slots for twenty rows: some loads wait in the queue, some fly.
-    let config = Config {
-        max_concurrent_fetches: 6,
-        ..Config::default()
-    };
+    let mut config = Config::default();
+    config.max_concurrent_fetches = 6;
     let mut pipeline = Pipeline::<u32>::new(config).unwrap();
     let url = |row: u32| format!("{}?w=64&h=64", server.image_url(row));
     // Frame 1: twenty rows on screen.

@@ -1,14 +1,10 @@
 //! The fetch queue serves visible rows before prefetched ones and, within a
 //! priority, the newest request first.
 
-#![allow(clippy::unwrap_used)]
-
-mod common;
-
 use std::sync::{Arc, Mutex};
 
+use crate::common::{drain_until, eventually, server};
 use bytes::Bytes;
-use common::{drain_until, eventually, server};
 use futures::future::BoxFuture;
 use thumbpipe::{Config, Error, Fetch, HttpFetcher, Pipeline, Priority, TargetSize};
 
@@ -31,10 +27,8 @@ fn one_slot_pipeline() -> (
     Arc<Mutex<Vec<String>>>,
     tokio::runtime::Runtime,
 ) {
-    let config = Config {
-        max_concurrent_fetches: 1,
-        ..Config::default()
-    };
+    let mut config = Config::default();
+    config.max_concurrent_fetches = 1;
     let started = Arc::new(Mutex::new(Vec::new()));
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let fetcher = Recording {

@@ -2,14 +2,10 @@
 //! thumbnails are delivered, and a decoder that panics costs one typed
 //! error, not a decode thread.
 
-#![allow(clippy::unwrap_used)]
-
-mod common;
-
 use std::sync::Arc;
 
+use crate::common::drain_until;
 use bytes::Bytes;
-use common::drain_until;
 use futures::future::BoxFuture;
 use thumbpipe::{Decode, Error, Fetch, Pipeline, Priority, TargetSize, Thumbnail};
 
@@ -44,9 +40,10 @@ fn a_custom_decoder_is_used_and_its_panics_become_decode_errors() {
     let mut pipeline = Pipeline::<&str>::builder()
         .fetcher(Echo)
         .decoder(Measure)
-        .config(thumbpipe::Config {
-            decode_threads: 1,
-            ..thumbpipe::Config::default()
+        .config({
+            let mut config = thumbpipe::Config::default();
+            config.decode_threads = 1;
+            config
         })
         .build()
         .unwrap();

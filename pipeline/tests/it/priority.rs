@@ -2,14 +2,10 @@
 //! last free decode thread, so small ones complete while large decodes run,
 //! and a row's new priority follows its load into the decode queue.
 
-#![allow(clippy::unwrap_used)]
-
-mod common;
-
 use std::sync::{Arc, Condvar, Mutex};
 
+use crate::common::{drain_until, eventually};
 use bytes::Bytes;
-use common::{drain_until, eventually};
 use futures::future::BoxFuture;
 use thumbpipe::{Config, Decode, Error, Fetch, Pipeline, Priority, TargetSize, Thumbnail};
 
@@ -92,13 +88,11 @@ const SIZE: TargetSize = TargetSize::square(8);
 #[test]
 fn small_images_complete_while_large_ones_hold_the_other_threads() {
     let gate = Arc::new(Gate::default());
-    let mut pipeline = pipeline(
-        &gate,
-        Config {
-            decode_threads: 2,
-            ..Config::default()
-        },
-    );
+    let mut pipeline = pipeline(&gate, {
+        let mut config = Config::default();
+        config.decode_threads = 2;
+        config
+    });
     for n in 0..4 {
         let url = format!("http://m/large/hold-{n}.png");
         pipeline.request(format!("large-{n}"), &url, SIZE, Priority::Visible);
@@ -137,13 +131,11 @@ fn small_images_complete_while_large_ones_hold_the_other_threads() {
 #[test]
 fn a_raised_priority_follows_the_load_into_the_decode_queue() {
     let gate = Arc::new(Gate::default());
-    let mut pipeline = pipeline(
-        &gate,
-        Config {
-            decode_threads: 1,
-            ..Config::default()
-        },
-    );
+    let mut pipeline = pipeline(&gate, {
+        let mut config = Config::default();
+        config.decode_threads = 1;
+        config
+    });
     pipeline.request("held".into(), "http://m/hold.png", SIZE, Priority::Visible);
     assert!(eventually(|| gate.started().len() == 1));
     // One at a time, so that they reach the decode queue in this order: a

@@ -1,14 +1,10 @@
 //! A row only ever shows the image for its current URL: results for
 //! superseded URLs are cancelled or dropped, checked from the pixels.
 
-#![allow(clippy::unwrap_used)]
-
-mod common;
-
 use std::collections::HashMap;
 use std::time::Duration;
 
-use common::{Lcg, drain_until, eventually, id_of, server};
+use crate::common::{Lcg, drain_until, eventually, id_of, server};
 use thumbpipe::{Config, Pipeline, Priority, TargetSize};
 
 #[test]

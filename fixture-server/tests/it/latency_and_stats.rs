@@ -2,13 +2,9 @@
 //! requests from abandoned ones.
 
 // Test helpers outside #[test] functions unwrap too: a failure is a test failure.
-#![allow(clippy::unwrap_used)]
-
-mod common;
-
 use std::time::{Duration, Instant};
 
-use common::{client, id_in, server_with_latency, stats_when};
+use crate::common::{client, id_in, server_with_latency, stats_when};
 use fixture_server::StatsSnapshot;
 
 #[tokio::test]

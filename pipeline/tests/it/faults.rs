@@ -1,24 +1,18 @@
 //! Every way the fixture server can fail a request becomes its typed error
 //! within the configured timeouts, with no panic and nothing left in flight.
 
-#![allow(clippy::unwrap_used)]
-
-mod common;
-
 use std::time::Duration;
 
-use common::{FAULTS, drain_until, eventually, is_error_for_fault, server};
+use crate::common::{FAULTS, drain_until, eventually, is_error_for_fault, server};
 use thumbpipe::{Config, Pipeline, Priority, TargetSize};
 
 #[test]
 fn every_fault_kind_yields_its_typed_error() {
     let server = server(0);
-    let config = Config {
-        connect_timeout: Duration::from_secs(1),
-        total_timeout: Duration::from_secs(2),
-        max_body_bytes: 4 * 1024 * 1024,
-        ..Config::default()
-    };
+    let mut config = Config::default();
+    config.connect_timeout = Duration::from_secs(1);
+    config.total_timeout = Duration::from_secs(2);
+    config.max_body_bytes = 4 * 1024 * 1024;
     let mut pipeline = Pipeline::<&str>::new(config).unwrap();
     for fault in FAULTS {
         let url = format!("{}?fault={fault}", server.image_url(1));
@@ -51,11 +45,9 @@ fn every_fault_kind_yields_its_typed_error() {
 fn hang_and_slow_give_their_slot_back_at_the_timeout() {
     let server = server(0);
     let timeout = Duration::from_millis(700);
-    let config = Config {
-        max_concurrent_fetches: 1,
-        total_timeout: timeout,
-        ..Config::default()
-    };
+    let mut config = Config::default();
+    config.max_concurrent_fetches = 1;
+    config.total_timeout = timeout;
     let mut pipeline = Pipeline::<&str>::new(config).unwrap();
     let url = |fault: &str| format!("{}?fault={fault}", server.image_url(7));
     pipeline.request(
@@ -113,10 +105,8 @@ fn hang_and_slow_give_their_slot_back_at_the_timeout() {
 fn huge_is_cut_at_the_body_cap() {
     let server = server(0);
     let cap = 1024 * 1024;
-    let config = Config {
-        max_body_bytes: cap,
-        ..Config::default()
-    };
+    let mut config = Config::default();
+    config.max_body_bytes = cap;
     let mut pipeline = Pipeline::<u8>::new(config).unwrap();
     let url = format!("{}?fault=huge", server.image_url(3));
     pipeline.request(0, &url, TargetSize::square(32), Priority::Visible);

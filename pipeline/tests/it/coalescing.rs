@@ -2,11 +2,7 @@
 //! thumbnail loaded once is served from the cache after.
 
 // Test helpers unwrap too: a failure is a test failure.
-#![allow(clippy::unwrap_used)]
-
-mod common;
-
-use common::{drain_until, id_of, server};
+use crate::common::{self, drain_until, id_of, server};
 use thumbpipe::{Config, Pipeline, Priority, TargetSize};
 
 #[test]

@@ -1,0 +1,325 @@
+//! Decode: bytes to a [`Thumbnail`]. The [`Decode`] trait is the stage's
+//! seam and [`ImageDecoder`] its default (the supported formats are listed
+//! there, and in `SUPPORTED_FORMATS` for messages), under the config's
+//! size limits. JPEGs are scaled down while
+//! decoding when that still covers the thumbnail (`jpeg.rs`); everything
+//! else is decoded in full and downscaled.
+//!
+//! Decodes run on the decode pool's threads (`pool.rs`), never on the UI
+//! thread or the I/O runtime; [`thumbnail_from_bytes`] runs the same work
+//! on the caller's thread. Nothing here keeps state between decodes.
+//!
+//! Where to change what: a new format is a match arm in
+//! `decode_thumbnail` (and a line in the crate's "What is loaded"); a
+//! faster path for one format is a file like `jpeg.rs`.
+
+mod jpeg;
+mod pool;
+
+use std::io::Cursor;
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+
+use image::{DynamicImage, ImageFormat, ImageReader, Limits};
+
+pub(crate) use pool::{DecodeJob, DecodeOutcome, DecodePool};
+
+use crate::thumbnail::fit_inside;
+use crate::{Config, Error, TargetSize, Thumbnail};
+
+/// Bytes to a thumbnail: the decode stage's seam. The default,
+/// [`ImageDecoder`], decodes the formats it lists under the config's
+/// limits; tests and benchmarks plug in others with
+/// [`PipelineBuilder::decoder`](crate::PipelineBuilder::decoder).
+///
+/// It runs on the pipeline's decode threads, never on the UI thread or the
+/// I/O runtime; a panic in it is caught and becomes [`Error::Decode`].
+///
+/// ```
+/// use std::sync::Arc;
+/// use thumbpipe::{Decode, Error, TargetSize, Thumbnail};
+///
+/// /// Every image becomes one grey pixel.
+/// struct Grey;
+///
+/// impl Decode for Grey {
+///     fn decode(&self, url: &Arc<str>, _bytes: &[u8], _target: TargetSize) -> Result<Thumbnail, Error> {
+///         Ok(Thumbnail { url: Arc::clone(url), width: 1, height: 1, pixels: Arc::from([128u8, 128, 128, 255]) })
+///     }
+/// }
+///
+/// let pipeline = thumbpipe::Pipeline::<u32>::builder().decoder(Grey).build()?;
+/// # Ok::<(), thumbpipe::BuildError>(())
+/// ```
+pub trait Decode: Send + Sync + 'static {
+    /// A thumbnail of `bytes`, fitted inside `target`, or why there is none.
+    fn decode(&self, url: &Arc<str>, bytes: &[u8], target: TargetSize) -> Result<Thumbnail, Error>;
+}
+
+/// The default decoder: [`thumbnail_from_bytes`]'s work under a
+/// [`Config`]'s limits.
+///
+/// It decodes JPEG, PNG, WebP and GIF; of an animated GIF or WebP, the first
+/// frame. Anything else is [`Error::Decode`], which says what the bytes look
+/// like instead (an HTML page, an empty body, or their first bytes).
+#[derive(Clone, Copy, Debug)]
+pub struct ImageDecoder {
+    limits: DecodeLimits,
+}
+
+impl ImageDecoder {
+    /// A decoder with `config`'s dimension and allocation limits.
+    pub fn new(config: &Config) -> Self {
+        Self {
+            limits: config.into(),
+        }
+    }
+}
+
+impl Decode for ImageDecoder {
+    fn decode(&self, url: &Arc<str>, bytes: &[u8], target: TargetSize) -> Result<Thumbnail, Error> {
+        decode_thumbnail(url, bytes, target, self.limits)
+    }
+}
+
+/// The formats [`ImageDecoder`] decodes, as error messages name them.
+const SUPPORTED_FORMATS: &str = "a JPEG, PNG, WebP or GIF";
+
+/// The limits a decode runs under.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct DecodeLimits {
+    pub(crate) max_dimension: u32,
+    pub(crate) max_alloc: u64,
+}
+
+impl From<&Config> for DecodeLimits {
+    fn from(config: &Config) -> Self {
+        Self {
+            max_dimension: config.max_dimension,
+            max_alloc: config.max_decode_alloc,
+        }
+    }
+}
+
+/// Decodes `bytes` (in a format [`ImageDecoder`] lists) into a thumbnail
+/// that fits `target`, under `config`'s size limits, on the calling thread:
+/// the same work the pipeline's decode threads do, for bytes you already
+/// have.
+///
+/// ```
+/// use thumbpipe::{Config, TargetSize};
+///
+/// let mut png = std::io::Cursor::new(Vec::new());
+/// image::RgbaImage::new(300, 150).write_to(&mut png, image::ImageFormat::Png).unwrap();
+/// let thumbnail = thumbpipe::thumbnail_from_bytes(
+///     "memory:banner", png.get_ref(), TargetSize::square(64), &Config::default())?;
+/// assert_eq!((thumbnail.width, thumbnail.height), (64, 32));
+/// # Ok::<(), thumbpipe::Error>(())
+/// ```
+pub fn thumbnail_from_bytes(
+    name: &str,
+    bytes: &[u8],
+    target: TargetSize,
+    config: &Config,
+) -> Result<Thumbnail, Error> {
+    let url = Arc::from(name);
+    catch_panic(&url, || {
+        decode_thumbnail(&url, bytes, target, config.into())
+    })
+}
+
+/// Runs `decode` for `url`, turning a panic into [`Error::Decode`]: the
+/// decoders are not trusted with hostile input.
+pub(crate) fn catch_panic(
+    url: &Arc<str>,
+    decode: impl FnOnce() -> Result<Thumbnail, Error>,
+) -> Result<Thumbnail, Error> {
+    std::panic::catch_unwind(AssertUnwindSafe(decode)).unwrap_or_else(|_| {
+        Err(Error::Decode {
+            url: url.to_string(),
+            reason: "the decoder panicked on this input".into(),
+        })
+    })
+}
+
+/// Decodes `bytes` (in a format [`ImageDecoder`] lists) and scales the
+/// image down to fit `target`, keeping its aspect ratio and never scaling up.
+///
+/// Refuses images that declare more than the limits before allocating for
+/// them. A decoder panic is the caller's to catch ([`catch_panic`]).
+pub(crate) fn decode_thumbnail(
+    url: &Arc<str>,
+    bytes: &[u8],
+    target: TargetSize,
+    limits: DecodeLimits,
+) -> Result<Thumbnail, Error> {
+    let decode_error = |reason: String| Error::Decode {
+        url: url.to_string(),
+        reason,
+    };
+    let reader = || {
+        ImageReader::new(Cursor::new(bytes))
+            .with_guessed_format()
+            .map_err(|e| decode_error(e.to_string()))
+    };
+    let probe = reader()?;
+    let Some(format) = probe.format() else {
+        return Err(decode_error(not_an_image(bytes)));
+    };
+    let (width, height) = probe
+        .into_dimensions()
+        .map_err(|e| decode_error(format!("unreadable {format:?} header: {e}")))?;
+    if width > limits.max_dimension || height > limits.max_dimension {
+        return Err(Error::TooLarge {
+            url: url.to_string(),
+            what: format!(
+                "image is {width}x{height}, over the {} limit",
+                limits.max_dimension
+            ),
+            setting: "max_dimension",
+        });
+    }
+    let decoded_bytes = u64::from(width) * u64::from(height) * 4;
+    if decoded_bytes > limits.max_alloc {
+        return Err(Error::TooLarge {
+            url: url.to_string(),
+            what: format!(
+                "image is {width}x{height} ({decoded_bytes} bytes decoded), over the {}-byte \
+                 decode limit",
+                limits.max_alloc
+            ),
+            setting: "max_decode_alloc",
+        });
+    }
+    let scaled = match format {
+        ImageFormat::Jpeg => jpeg::decode_jpeg_scaled(bytes, (width, height), target, limits),
+        _ => None,
+    };
+    let image = match scaled {
+        Some(image) => image,
+        None => {
+            let mut image_limits = Limits::default();
+            image_limits.max_image_width = Some(limits.max_dimension);
+            image_limits.max_image_height = Some(limits.max_dimension);
+            image_limits.max_alloc = Some(limits.max_alloc);
+            let mut reader = reader()?;
+            reader.limits(image_limits);
+            reader
+                .decode()
+                .map_err(|e| decode_error(format!("{format:?}: {e}")))?
+        }
+    };
+    // The size comes from the original dimensions: a DCT-scaled image is
+    // only a step on the way.
+    let (width, height) = fit_inside(width, height, target);
+    let rgba = if (width, height) == (image.width(), image.height()) {
+        image.into_rgba8()
+    } else {
+        downscale(&image, width, height)
+    };
+    Ok(Thumbnail {
+        url: Arc::clone(url),
+        width,
+        height,
+        pixels: Arc::from(rgba.into_raw()),
+    })
+}
+
+fn downscale(image: &DynamicImage, width: u32, height: u32) -> image::RgbaImage {
+    image.thumbnail_exact(width, height).into_rgba8()
+}
+
+/// Says what the bytes look like when they are not an image.
+fn not_an_image(bytes: &[u8]) -> String {
+    let start = &bytes[..bytes.len().min(64)];
+    let text = String::from_utf8_lossy(start).to_ascii_lowercase();
+    if bytes.is_empty() {
+        "the response was empty".into()
+    } else if text.trim_start().starts_with("<!doctype html") || text.contains("<html") {
+        "the server sent an HTML page, not an image".into()
+    } else {
+        format!(
+            "not {SUPPORTED_FORMATS} ({} bytes starting {:02x?})",
+            bytes.len(),
+            &bytes[..bytes.len().min(4)]
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    pub(super) const LIMITS: DecodeLimits = DecodeLimits {
+        max_dimension: 16_384,
+        max_alloc: 256 * 1024 * 1024,
+    };
+
+    fn png(width: u32, height: u32) -> Vec<u8> {
+        let image = image::RgbaImage::from_pixel(width, height, image::Rgba([10, 20, 30, 255]));
+        let mut out = Cursor::new(Vec::new());
+        image.write_to(&mut out, image::ImageFormat::Png).unwrap();
+        out.into_inner()
+    }
+
+    #[test]
+    fn decodes_and_downscales_to_rgba() {
+        let url: Arc<str> = "http://x/a.png".into();
+        let thumb = decode_thumbnail(&url, &png(300, 150), TargetSize::square(64), LIMITS).unwrap();
+        assert_eq!((thumb.width, thumb.height), (64, 32));
+        assert_eq!(thumb.pixels.len(), 64 * 32 * 4);
+        assert_eq!(&thumb.pixels[..4], &[10, 20, 30, 255]);
+    }
+
+    #[test]
+    fn oversized_declared_dimensions_are_refused_before_decoding() {
+        let url: Arc<str> = "http://x/a.png".into();
+        let small = DecodeLimits {
+            max_dimension: 100,
+            ..LIMITS
+        };
+        let error =
+            decode_thumbnail(&url, &png(300, 10), TargetSize::square(64), small).unwrap_err();
+        assert!(
+            matches!(
+                error,
+                Error::TooLarge {
+                    setting: "max_dimension",
+                    ..
+                }
+            ),
+            "{error}"
+        );
+        let tight = DecodeLimits {
+            max_alloc: 1000,
+            ..LIMITS
+        };
+        let error =
+            decode_thumbnail(&url, &png(300, 10), TargetSize::square(64), tight).unwrap_err();
+        assert!(
+            matches!(
+                error,
+                Error::TooLarge {
+                    setting: "max_decode_alloc",
+                    ..
+                }
+            ),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn non_images_are_decode_errors_that_say_what_they_are() {
+        let url: Arc<str> = "http://x/a.jpg".into();
+        let html = b"<!doctype html><html><body>sign in</body></html>";
+        let error = decode_thumbnail(&url, html, TargetSize::square(64), LIMITS).unwrap_err();
+        assert!(error.to_string().contains("HTML page"), "{error}");
+        let error = decode_thumbnail(&url, b"", TargetSize::square(64), LIMITS).unwrap_err();
+        assert!(error.to_string().contains("empty"), "{error}");
+        let truncated = &png(50, 50)[..60];
+        assert!(matches!(
+            decode_thumbnail(&url, truncated, TargetSize::square(64), LIMITS),
+            Err(Error::Decode { .. })
+        ));
+    }
+}

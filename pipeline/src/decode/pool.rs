@@ -1,0 +1,483 @@
+//! The decode pool: a fixed set of named threads (`thumbpipe-decode-N`)
+//! serving one queue, visible rows first and newest first, with large
+//! images kept off the last free thread.
+//!
+//! Owns the threads and their queue. Jobs arrive from the load actor; a job
+//! cancelled while queued is skipped, a decoder panic is caught here and
+//! becomes [`Error::Decode`], and every job reports its [`DecodeOutcome`]
+//! once. The threads end when the pool is shut down: queued jobs report
+//! [`DecodeOutcome::PoolClosed`], running decodes finish, and `shutdown`
+//! joins the threads.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::thread::JoinHandle;
+
+use bytes::Bytes;
+use tokio_util::sync::CancellationToken;
+
+use super::{Decode, catch_panic};
+use crate::load::TaskId;
+use crate::queue::TaskQueue;
+use crate::{Error, Priority, TargetSize, Thumbnail};
+
+/// One decode for the pool.
+pub(crate) struct DecodeJob {
+    /// The load task it belongs to: the key to change its priority by.
+    pub(crate) task: TaskId,
+    pub(crate) priority: Priority,
+    pub(crate) url: Arc<str>,
+    pub(crate) bytes: Bytes,
+    pub(crate) target: TargetSize,
+    pub(crate) cancel: CancellationToken,
+    /// Called once with the outcome, on a decode thread (or on the caller's
+    /// thread when the pool has shut down).
+    pub(crate) done: DecodeDone,
+}
+
+/// How a decode job ended.
+#[derive(Debug)]
+pub(crate) enum DecodeOutcome {
+    /// Decoded, or refused by the decoder (a panic included).
+    Done(Result<Thumbnail, Error>),
+    /// Its token was cancelled before a thread took it: not decoded.
+    Cancelled,
+    /// The pool shut down before a thread took it: not decoded.
+    PoolClosed,
+}
+
+/// Reports a decode job's outcome.
+pub(crate) type DecodeDone = Box<dyn FnOnce(DecodeOutcome) + Send>;
+
+/// A fixed set of decode threads serving one queue, visible rows first and
+/// newest first, in which large images may hold all threads but one.
+///
+/// A decode cannot be interrupted, so a thumbnail that arrives while every
+/// thread is busy with a 12-megapixel photo would wait for the photo. Images
+/// over [`crate::Config::large_image_pixels`] (read from the header, before any
+/// thread commits to them) therefore run on at most `threads - 1` threads at
+/// once: with two or more threads, one is always left for small images.
+pub(crate) struct DecodePool {
+    shared: Arc<Shared>,
+    threads: Mutex<Vec<JoinHandle<()>>>,
+}
+
+struct Shared {
+    // A std mutex, held only to queue or take a job, never across a decode
+    // or a `done` call.
+    state: Mutex<PoolState>,
+    work: Condvar,
+    codec: Arc<dyn Decode>,
+    large_pixels: u64,
+    /// Most large decodes running at once.
+    large_limit: usize,
+}
+
+#[derive(Default)]
+struct PoolState {
+    order: TaskQueue,
+    waiting: HashMap<TaskId, Waiting>,
+    large_running: usize,
+    closed: bool,
+}
+
+struct Waiting {
+    job: DecodeJob,
+    large: bool,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, PoolState> {
+        // Nothing panics while the lock is held (decodes and callbacks run
+        // outside it), and the state is consistent between statements.
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl DecodePool {
+    pub(crate) fn start(
+        threads: usize,
+        large_pixels: u64,
+        codec: Arc<dyn Decode>,
+    ) -> std::io::Result<Self> {
+        let shared = Arc::new(Shared {
+            state: Mutex::default(),
+            work: Condvar::new(),
+            codec,
+            large_pixels,
+            large_limit: threads.saturating_sub(1).max(1),
+        });
+        let threads = (0..threads)
+            .map(|n| {
+                let shared = Arc::clone(&shared);
+                std::thread::Builder::new()
+                    .name(format!("thumbpipe-decode-{n}"))
+                    .spawn(move || decode_worker(&shared))
+            })
+            .collect::<std::io::Result<Vec<_>>>()?;
+        Ok(Self {
+            shared,
+            threads: Mutex::new(threads),
+        })
+    }
+
+    /// Queues a job; if the pool has shut down, the job reports cancelled.
+    pub(crate) fn submit(&self, job: DecodeJob) {
+        let large = is_large(&job.bytes, self.shared.large_pixels);
+        let mut state = self.shared.lock();
+        if state.closed {
+            drop(state);
+            (job.done)(DecodeOutcome::PoolClosed);
+            return;
+        }
+        state.order.push(job.task, job.priority);
+        state.waiting.insert(job.task, Waiting { job, large });
+        drop(state);
+        self.shared.work.notify_one();
+    }
+
+    /// Moves a queued job to `priority`; a job already decoding is left be.
+    pub(crate) fn reprioritize(&self, task: TaskId, priority: Priority) {
+        self.shared.lock().order.reprioritize(task, priority);
+    }
+
+    /// Closes the queue and joins the threads: each finishes the decode it
+    /// is running, and the jobs still queued report cancelled.
+    pub(crate) fn shutdown(&self) {
+        self.shared.lock().closed = true;
+        self.shared.work.notify_all();
+        let threads = match self.threads.lock() {
+            Ok(mut threads) => std::mem::take(&mut *threads),
+            Err(_) => return,
+        };
+        for thread in threads {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// Whether `bytes`' header declares more than `limit` pixels. Unreadable
+/// headers count as small: the decoder refuses them quickly.
+fn is_large(bytes: &[u8], limit: u64) -> bool {
+    std::panic::catch_unwind(|| imagesize::blob_size(bytes))
+        .ok()
+        .and_then(Result::ok)
+        .is_some_and(|size| (size.width as u64).saturating_mul(size.height as u64) > limit)
+}
+
+/// What a worker takes from the queue.
+enum Next {
+    Decode(Waiting),
+    Skip(DecodeJob, DecodeOutcome),
+    Exit,
+}
+
+/// Waits for the next job this worker may run: the first in serving order
+/// that is small, cancelled (to report it at once), or large while a large
+/// slot is free. After shutdown, every queued job is skipped.
+fn next_job(shared: &Shared) -> Next {
+    let mut state = shared.lock();
+    loop {
+        let PoolState {
+            order,
+            waiting,
+            large_running,
+            closed,
+        } = &mut *state;
+        let free = *large_running < shared.large_limit;
+        let picked = order.pop_next(|task| {
+            *closed
+                || waiting
+                    .get(&task)
+                    .is_some_and(|w| !w.large || free || w.job.cancel.is_cancelled())
+        });
+        match picked.and_then(|task| waiting.remove(&task)) {
+            Some(waiting) if *closed => return Next::Skip(waiting.job, DecodeOutcome::PoolClosed),
+            Some(waiting) if waiting.job.cancel.is_cancelled() => {
+                return Next::Skip(waiting.job, DecodeOutcome::Cancelled);
+            }
+            Some(waiting) => {
+                if waiting.large {
+                    *large_running += 1;
+                }
+                return Next::Decode(waiting);
+            }
+            None if *closed => return Next::Exit,
+            None => {
+                state = shared
+                    .work
+                    .wait(state)
+                    .unwrap_or_else(PoisonError::into_inner)
+            }
+        }
+    }
+}
+
+fn decode_worker(shared: &Shared) {
+    loop {
+        let Waiting { job, large } = match next_job(shared) {
+            Next::Decode(waiting) => waiting,
+            Next::Skip(job, outcome) => {
+                (job.done)(outcome);
+                continue;
+            }
+            Next::Exit => return,
+        };
+        let result = catch_panic(&job.url, || {
+            shared.codec.decode(&job.url, &job.bytes, job.target)
+        });
+        if large {
+            shared.lock().large_running -= 1;
+            // A large job may have been waiting for this slot while the
+            // other threads sleep.
+            shared.work.notify_one();
+        }
+        (job.done)(DecodeOutcome::Done(result));
+    }
+}
+
+impl Drop for DecodePool {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Cursor;
+
+    use super::*;
+
+    fn png(width: u32, height: u32) -> Vec<u8> {
+        let image = image::RgbaImage::from_pixel(width, height, image::Rgba([10, 20, 30, 255]));
+        let mut out = Cursor::new(Vec::new());
+        image.write_to(&mut out, image::ImageFormat::Png).unwrap();
+        out.into_inner()
+    }
+
+    /// A decoder that records the order it is called in and holds every
+    /// job whose URL starts with "hold" until the gate opens.
+    #[derive(Default)]
+    struct Gated {
+        started: Mutex<Vec<String>>,
+        open: Mutex<bool>,
+        opened: Condvar,
+    }
+
+    impl Gated {
+        fn open(&self) {
+            *self.open.lock().unwrap() = true;
+            self.opened.notify_all();
+        }
+
+        fn started(&self) -> Vec<String> {
+            self.started.lock().unwrap().clone()
+        }
+
+        /// Waits until `count` decodes have started.
+        fn wait_started(&self, count: usize) {
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+            while self.started().len() < count {
+                assert!(std::time::Instant::now() < deadline, "{:?}", self.started());
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+        }
+    }
+
+    impl Decode for Gated {
+        fn decode(&self, url: &Arc<str>, _: &[u8], _: TargetSize) -> Result<Thumbnail, Error> {
+            self.started.lock().unwrap().push(url.to_string());
+            if url.starts_with("hold") {
+                let mut open = self.open.lock().unwrap();
+                while !*open {
+                    open = self.opened.wait(open).unwrap();
+                }
+            }
+            Ok(Thumbnail {
+                url: Arc::clone(url),
+                width: 1,
+                height: 1,
+                pixels: Arc::from([0u8; 4]),
+            })
+        }
+    }
+
+    type Outcomes = Arc<Mutex<Vec<(String, &'static str)>>>;
+
+    fn job(
+        task: TaskId,
+        url: &str,
+        priority: Priority,
+        bytes: &[u8],
+        outcomes: &Outcomes,
+    ) -> DecodeJob {
+        let (outcomes, name) = (Arc::clone(outcomes), url.to_string());
+        DecodeJob {
+            task,
+            priority,
+            url: url.into(),
+            bytes: Bytes::copy_from_slice(bytes),
+            target: TargetSize::square(8),
+            cancel: CancellationToken::new(),
+            done: Box::new(move |outcome| {
+                let outcome = match outcome {
+                    DecodeOutcome::Done(Ok(_)) => "decoded",
+                    DecodeOutcome::Done(Err(_)) => "failed",
+                    DecodeOutcome::Cancelled => "cancelled",
+                    DecodeOutcome::PoolClosed => "pool closed",
+                };
+                outcomes.lock().unwrap().push((name, outcome));
+            }),
+        }
+    }
+
+    fn wait_outcomes(outcomes: &Outcomes, count: usize) -> Vec<(String, &'static str)> {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            let seen = outcomes.lock().unwrap().clone();
+            if seen.len() >= count {
+                return seen;
+            }
+            assert!(std::time::Instant::now() < deadline, "{seen:?}");
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+    }
+
+    /// With every thread but one holding a large image, large images wait
+    /// and small ones still decode; once the large ones finish, the waiting
+    /// large ones run too. Each job reports once.
+    #[test]
+    fn large_images_never_take_the_last_free_thread() {
+        let gate = Arc::new(Gated::default());
+        // 400 pixels is large here, 25 is not.
+        let (large, small) = (png(20, 20), png(5, 5));
+        let pool = DecodePool::start(3, 100, Arc::clone(&gate) as Arc<dyn Decode>).unwrap();
+        let outcomes = Outcomes::default();
+        for n in 0..4 {
+            pool.submit(job(
+                n,
+                &format!("hold-large-{n}"),
+                Priority::Visible,
+                &large,
+                &outcomes,
+            ));
+        }
+        gate.wait_started(2);
+        for n in 4..7 {
+            pool.submit(job(
+                n,
+                &format!("small-{n}"),
+                Priority::Visible,
+                &small,
+                &outcomes,
+            ));
+        }
+        let done = wait_outcomes(&outcomes, 3);
+        let mut names: Vec<_> = done.iter().map(|(name, _)| name.as_str()).collect();
+        names.sort_unstable();
+        assert_eq!(names, ["small-4", "small-5", "small-6"]);
+        // Still only two large decodes have started: the third thread was
+        // kept for the small ones.
+        let started_large = gate
+            .started()
+            .iter()
+            .filter(|u| u.contains("large"))
+            .count();
+        assert_eq!(started_large, 2, "{:?}", gate.started());
+        gate.open();
+        let done = wait_outcomes(&outcomes, 7);
+        assert_eq!(done.len(), 7);
+        assert!(
+            done.iter().all(|(_, outcome)| *outcome == "decoded"),
+            "{done:?}"
+        );
+        pool.shutdown();
+        assert_eq!(outcomes.lock().unwrap().len(), 7);
+    }
+
+    /// Queued jobs run visible first, newest first within a priority, and a
+    /// reprioritized job moves with its new priority.
+    #[test]
+    fn queued_jobs_run_visible_first_then_newest_first() {
+        let gate = Arc::new(Gated::default());
+        let small = png(5, 5);
+        let pool = DecodePool::start(1, u64::MAX, Arc::clone(&gate) as Arc<dyn Decode>).unwrap();
+        let outcomes = Outcomes::default();
+        pool.submit(job(0, "hold", Priority::Visible, &small, &outcomes));
+        gate.wait_started(1);
+        for (task, priority) in [
+            (1, Priority::Prefetch),
+            (2, Priority::Visible),
+            (3, Priority::Visible),
+            (4, Priority::Prefetch),
+            (5, Priority::Prefetch),
+        ] {
+            pool.submit(job(
+                task,
+                &format!("job-{task}"),
+                priority,
+                &small,
+                &outcomes,
+            ));
+        }
+        pool.reprioritize(1, Priority::Visible);
+        gate.open();
+        wait_outcomes(&outcomes, 6);
+        assert_eq!(
+            gate.started(),
+            ["hold", "job-3", "job-2", "job-1", "job-5", "job-4"]
+        );
+    }
+
+    /// A job cancelled while queued reports `Cancelled` without being
+    /// decoded, even a large one with no large slot free; after shutdown,
+    /// queued jobs and new ones report `PoolClosed`, and the threads are
+    /// joined.
+    #[test]
+    fn cancelled_and_shut_down_jobs_report_once_without_decoding() {
+        let gate = Arc::new(Gated::default());
+        let large = png(20, 20);
+        let pool = DecodePool::start(2, 100, Arc::clone(&gate) as Arc<dyn Decode>).unwrap();
+        let outcomes = Outcomes::default();
+        pool.submit(job(0, "hold-running", Priority::Visible, &large, &outcomes));
+        gate.wait_started(1);
+        let cancelled = job(1, "cancelled", Priority::Visible, &large, &outcomes);
+        let token = cancelled.cancel.clone();
+        pool.submit(cancelled);
+        pool.submit(job(2, "queued", Priority::Visible, &large, &outcomes));
+        token.cancel();
+        // Wake a worker to notice the cancellation.
+        pool.submit(job(3, "small", Priority::Visible, &png(5, 5), &outcomes));
+        let done = wait_outcomes(&outcomes, 2);
+        assert!(
+            done.contains(&("cancelled".into(), "cancelled")),
+            "{done:?}"
+        );
+        assert!(done.contains(&("small".into(), "decoded")), "{done:?}");
+        let opener = Arc::clone(&gate);
+        let shutting = std::thread::Builder::new()
+            .name("test-gate-opener".into())
+            .spawn(move || {
+                std::thread::sleep(std::time::Duration::from_millis(50));
+                opener.open();
+            })
+            .unwrap();
+        pool.shutdown();
+        shutting.join().unwrap();
+        pool.submit(job(4, "late", Priority::Visible, &large, &outcomes));
+        let mut done = outcomes.lock().unwrap().clone();
+        done.sort();
+        assert_eq!(
+            done,
+            [
+                ("cancelled".into(), "cancelled"),
+                ("hold-running".into(), "decoded"),
+                ("late".into(), "pool closed"),
+                ("queued".into(), "pool closed"),
+                ("small".into(), "decoded"),
+            ]
+        );
+        assert!(!gate.started().contains(&"queued".to_string()));
+        assert!(!gate.started().contains(&"cancelled".to_string()));
+    }
+}

@@ -1,0 +1,427 @@
+//! The load actor: one task that turns subscriptions into fetches, decodes
+//! and deliveries, over three parts that are plain data: the task registry
+//! (one shared load per url and size: coalescing), the fetch scheduler
+//! (queue and per-host slots) and the cache.
+//!
+//! It runs on the pipeline's I/O runtime and is the only code that touches
+//! that state. The UI side talks to it through a [`LoadHandle`]; fetch tasks
+//! and decode threads report on a channel of the actor's own. Neither
+//! channel ever blocks a sender. The actor ends when every `LoadHandle` is
+//! dropped or the pipeline's root token is cancelled; every fetch it
+//! started is a child of that token and ends with it.
+//!
+//! ```text
+//! Subscribe --> cache hit? -- yes --> deliver
+//!                  | no
+//!                  v
+//!          registry: task for (url, size)? -- yes --> join it (coalesced)
+//!                  | no
+//!                  v
+//!          scheduler: queue --slot--> fetch task --Fetched--> actor --> decode pool
+//!                                                                          |
+//!          deliver to every subscriber <-- cache put <-- actor <--Decoded--+
+//! ```
+//!
+//! Where to change what: a new priority is a [`Priority`] variant (the
+//! queues order by it); a new stage between fetch and decode (a disk tier)
+//! is a [`Stage`] and an [`Event`] handled here; the order fetches start in
+//! is `schedule.rs`.
+
+mod registry;
+mod schedule;
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use tokio::runtime::Handle;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+use url::Url;
+
+pub(crate) use registry::TaskId;
+use registry::{Joined, Left, Stage, TaskRegistry};
+use schedule::{FetchScheduler, Removed};
+
+use crate::cache::{CacheKey, CacheLimits, CacheView, ThumbnailCache};
+use crate::decode::{DecodeJob, DecodeOutcome, DecodePool};
+use crate::deliver::{Delivery, Outbox};
+use crate::fetch::{Fetch, host_key};
+use crate::metrics::Metrics;
+use crate::rows::SubscriptionId;
+use crate::{CacheStats, Error, Priority, TargetSize, Thumbnail};
+
+/// The UI side's handle on the load actor. Every method sends one message
+/// and returns at once; the actor ends when the last handle is dropped.
+#[derive(Debug)]
+pub(crate) struct LoadHandle {
+    commands: mpsc::UnboundedSender<Command>,
+}
+
+impl LoadHandle {
+    /// Asks for `url` fitted to `target` for subscription `id`: delivered
+    /// from the cache, joined to a load under way, or loaded.
+    pub(crate) fn subscribe(
+        &self,
+        id: SubscriptionId,
+        url: Arc<str>,
+        parsed: Url,
+        target: TargetSize,
+        priority: Priority,
+        ttl: Duration,
+    ) {
+        self.send(Command::Subscribe {
+            id,
+            key: CacheKey { url, target },
+            url: parsed,
+            priority,
+            ttl,
+        });
+    }
+
+    /// Ends subscription `id`; its load is cancelled if nobody else wants it.
+    pub(crate) fn unsubscribe(&self, id: SubscriptionId) {
+        self.send(Command::Unsubscribe(id));
+    }
+
+    pub(crate) fn set_priority(&self, id: SubscriptionId, priority: Priority) {
+        self.send(Command::SetPriority(id, priority));
+    }
+
+    /// Drops every cached size of `url`.
+    pub(crate) fn forget(&self, url: Arc<str>) {
+        self.send(Command::Forget(url));
+    }
+
+    /// Drops every cached thumbnail.
+    pub(crate) fn forget_all(&self) {
+        self.send(Command::ForgetAll);
+    }
+
+    fn send(&self, command: Command) {
+        // The actor gone means the pipeline is shutting down.
+        let _ = self.commands.send(command);
+    }
+}
+
+/// From the UI side, through a [`LoadHandle`].
+#[derive(Debug)]
+enum Command {
+    Subscribe {
+        id: SubscriptionId,
+        key: CacheKey,
+        url: Url,
+        priority: Priority,
+        ttl: Duration,
+    },
+    Unsubscribe(SubscriptionId),
+    SetPriority(SubscriptionId, Priority),
+    Forget(Arc<str>),
+    ForgetAll,
+}
+
+/// From the fetch tasks and decode threads.
+enum Event {
+    Fetched(TaskId, Result<Bytes, Error>),
+    Decoded(TaskId, DecodeOutcome),
+}
+
+/// What the actor needs from the rest of the pipeline.
+pub(crate) struct Parts {
+    pub(crate) fetcher: Arc<dyn Fetch>,
+    pub(crate) decode_pool: Arc<DecodePool>,
+    pub(crate) outbox: Outbox,
+    pub(crate) metrics: Arc<Metrics>,
+    pub(crate) cache_stats: Arc<Mutex<CacheStats>>,
+    pub(crate) cache_limits: CacheLimits,
+    /// Where the cache publishes its entries for the UI side.
+    pub(crate) cache_view: CacheView,
+    pub(crate) max_per_host: usize,
+    pub(crate) max_body_bytes: u64,
+    pub(crate) root: CancellationToken,
+}
+
+/// Starts the actor on `runtime`; it runs until the returned handle is
+/// dropped or `parts.root` is cancelled.
+pub(crate) fn start(parts: Parts, runtime: &Handle) -> LoadHandle {
+    let (commands, inbox) = mpsc::unbounded_channel();
+    let (events, reports) = mpsc::unbounded_channel();
+    let actor = LoadActor {
+        cache: ThumbnailCache::new(parts.cache_limits, parts.cache_view.clone()),
+        scheduler: FetchScheduler::new(parts.max_per_host),
+        registry: TaskRegistry::default(),
+        fetches: TaskTracker::new(),
+        events,
+        parts,
+    };
+    runtime.spawn(actor.run(inbox, reports));
+    LoadHandle { commands }
+}
+
+struct LoadActor {
+    parts: Parts,
+    registry: TaskRegistry,
+    scheduler: FetchScheduler,
+    cache: ThumbnailCache,
+    /// The fetch tasks, each ended by its task's token.
+    fetches: TaskTracker,
+    /// Cloned into every fetch task and decode job to report back.
+    events: mpsc::UnboundedSender<Event>,
+}
+
+/// How often expired cache entries are swept.
+const SWEEP_EVERY: Duration = Duration::from_secs(1);
+
+/// Messages handled between two publications of the gauges.
+const BATCH: usize = 256;
+
+impl LoadActor {
+    async fn run(
+        mut self,
+        mut inbox: mpsc::UnboundedReceiver<Command>,
+        mut reports: mpsc::UnboundedReceiver<Event>,
+    ) {
+        let root = self.parts.root.clone();
+        let mut sweep = tokio::time::interval(SWEEP_EVERY);
+        sweep.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let (mut commands, mut events) = (Vec::with_capacity(64), Vec::with_capacity(64));
+        loop {
+            tokio::select! {
+                biased;
+                _ = root.cancelled() => break,
+                received = inbox.recv_many(&mut commands, BATCH) => {
+                    if received == 0 {
+                        // Every handle is gone: the pipeline was dropped.
+                        break;
+                    }
+                    for command in commands.drain(..) {
+                        self.command(command);
+                    }
+                }
+                // Never closed: the actor holds a sender itself.
+                _ = reports.recv_many(&mut events, BATCH) => {
+                    for event in events.drain(..) {
+                        self.event(event);
+                    }
+                }
+                _ = sweep.tick() => self.cache.sweep(Instant::now()),
+            }
+            self.start_fetches();
+            self.publish();
+            self.parts.outbox.wake_if_sent();
+        }
+        // Every task's token is a child of the root; ending the actor ends
+        // them too, when the root was not the reason.
+        root.cancel();
+        self.fetches.close();
+    }
+
+    fn command(&mut self, command: Command) {
+        match command {
+            Command::Subscribe {
+                id,
+                key,
+                url,
+                priority,
+                ttl,
+            } => self.subscribe(id, key, url, priority, ttl),
+            Command::Unsubscribe(id) => self.unsubscribe(id),
+            Command::SetPriority(id, priority) => {
+                if let Some(task_id) = self.registry.set_priority(id, priority) {
+                    self.reprioritize(task_id);
+                }
+            }
+            Command::Forget(url) => self.cache.remove_url(&url),
+            Command::ForgetAll => self.cache.clear(),
+        }
+    }
+
+    fn subscribe(
+        &mut self,
+        id: SubscriptionId,
+        key: CacheKey,
+        url: Url,
+        priority: Priority,
+        ttl: Duration,
+    ) {
+        let metrics = &self.parts.metrics;
+        if let Some(thumbnail) = self.cache.get(&key, Instant::now()) {
+            Metrics::add(&metrics.cache_hits, 1);
+            self.parts.outbox.send(Delivery {
+                id,
+                result: Ok(thumbnail),
+            });
+            return;
+        }
+        Metrics::add(&metrics.cache_misses, 1);
+        let host = host_key(&url);
+        let joined = self
+            .registry
+            .subscribe(id, key, url, priority, ttl, &self.parts.root);
+        match joined {
+            Joined::New(task_id) => self.scheduler.push(task_id, host, priority),
+            Joined::Existing(task_id) => {
+                Metrics::add(&metrics.coalesced, 1);
+                self.reprioritize(task_id);
+            }
+        }
+    }
+
+    fn unsubscribe(&mut self, id: SubscriptionId) {
+        let (task_id, task) = match self.registry.unsubscribe(id) {
+            Left::Unknown => return,
+            Left::Shared(task_id) => return self.reprioritize(task_id),
+            Left::Last(task_id, task) => (task_id, task),
+        };
+        // The last subscriber left: cancel the shared work. A fetch future
+        // sees the token and drops its connection; a decode thread checks it
+        // before decoding, and a decode already running is discarded.
+        task.cancel.cancel();
+        let metrics = &self.parts.metrics;
+        let counter = match self.scheduler.remove(task_id) {
+            Removed::Queued => &metrics.fetches_cancelled_queued,
+            Removed::InFlight => &metrics.fetches_cancelled_in_flight,
+            Removed::Absent => &metrics.loads_abandoned_after_fetch,
+        };
+        Metrics::add(counter, 1);
+    }
+
+    fn event(&mut self, event: Event) {
+        let metrics = Arc::clone(&self.parts.metrics);
+        match event {
+            Event::Fetched(task_id, result) => {
+                self.scheduler.remove(task_id);
+                if self.registry.get(task_id).is_none() {
+                    // Cancelled after its body had arrived, before this
+                    // message was read.
+                    Metrics::add(&metrics.loads_abandoned_after_fetch, 1);
+                    return;
+                }
+                match result {
+                    Ok(bytes) => {
+                        Metrics::add(&metrics.fetches_completed, 1);
+                        Metrics::add(&metrics.bytes_fetched, bytes.len() as u64);
+                        self.decode(task_id, bytes);
+                    }
+                    Err(error) => {
+                        Metrics::add(&metrics.fetches_failed, 1);
+                        self.finish(task_id, Err(error));
+                    }
+                }
+            }
+            Event::Decoded(task_id, DecodeOutcome::Done(result)) => {
+                Metrics::add(&metrics.decodes_completed, 1);
+                if self.registry.get(task_id).is_none() {
+                    Metrics::add(&metrics.decodes_discarded, 1);
+                    return;
+                }
+                self.finish(task_id, result);
+            }
+            Event::Decoded(task_id, DecodeOutcome::Cancelled | DecodeOutcome::PoolClosed) => {
+                Metrics::add(&metrics.decodes_skipped, 1);
+                // A cancelled task went with its last subscriber; one still
+                // here was skipped because the pool is shutting down.
+                if let Some(task) = self.registry.get(task_id) {
+                    let url = task.url.to_string();
+                    self.finish(task_id, Err(Error::Shutdown { url }));
+                }
+            }
+        }
+    }
+
+    fn decode(&mut self, task_id: TaskId, bytes: Bytes) {
+        let Some(task) = self.registry.advance(task_id, Stage::Decoding) else {
+            return;
+        };
+        Metrics::add(&self.parts.metrics.decodes_started, 1);
+        let events = self.events.clone();
+        self.parts.decode_pool.submit(DecodeJob {
+            task: task_id,
+            priority: task.priority(),
+            url: Arc::clone(&task.key.url),
+            bytes,
+            target: task.key.target,
+            cancel: task.cancel.clone(),
+            done: Box::new(move |outcome| {
+                let _ = events.send(Event::Decoded(task_id, outcome));
+            }),
+        });
+    }
+
+    /// Moves a task waiting for a fetch slot or a decode thread to its
+    /// subscribers' highest priority.
+    fn reprioritize(&mut self, task_id: TaskId) {
+        let Some(task) = self.registry.get(task_id) else {
+            return;
+        };
+        match task.stage {
+            Stage::Queued => self.scheduler.reprioritize(task_id, task.priority()),
+            Stage::Decoding => self
+                .parts
+                .decode_pool
+                .reprioritize(task_id, task.priority()),
+            Stage::Fetching => {}
+        }
+    }
+
+    /// Ends a task: stores a thumbnail, and delivers the outcome to every
+    /// subscriber.
+    fn finish(&mut self, task_id: TaskId, result: Result<Thumbnail, Error>) {
+        let Some(task) = self.registry.finish(task_id) else {
+            return;
+        };
+        if let Ok(thumbnail) = &result {
+            let now = Instant::now();
+            self.cache
+                .put(task.key.clone(), thumbnail.clone(), task.ttl, now);
+        }
+        for id in task.subscribers() {
+            self.parts.outbox.send(Delivery {
+                id,
+                result: result.clone(),
+            });
+        }
+    }
+
+    /// Starts queued fetches while their hosts have free slots.
+    fn start_fetches(&mut self) {
+        while let Some(task_id) = self.scheduler.next() {
+            let Some(task) = self.registry.advance(task_id, Stage::Fetching) else {
+                self.scheduler.remove(task_id);
+                continue;
+            };
+            Metrics::add(&self.parts.metrics.fetches_started, 1);
+            let fetch = self
+                .parts
+                .fetcher
+                .fetch(task.url.clone(), self.parts.max_body_bytes);
+            let cancel = task.cancel.clone();
+            let events = self.events.clone();
+            // A task per fetch, not a future polled by the actor: connecting
+            // (and a TLS handshake) happens inside the fetch future, and on
+            // the actor's one task it would hold up every command behind it
+            // and serialize a burst of connections under tokio's budget.
+            self.fetches.spawn(async move {
+                tokio::select! {
+                    biased;
+                    _ = cancel.cancelled() => {}
+                    result = fetch => {
+                        let _ = events.send(Event::Fetched(task_id, result));
+                    }
+                }
+            });
+        }
+    }
+
+    /// Updates the gauges and the cache's published counters.
+    fn publish(&self) {
+        let metrics = &self.parts.metrics;
+        Metrics::set(&metrics.in_flight, self.scheduler.in_flight() as u64);
+        Metrics::set(&metrics.queued, self.scheduler.queued() as u64);
+        Metrics::set(&metrics.decoding, self.registry.decoding() as u64);
+        if let Ok(mut stats) = self.parts.cache_stats.lock() {
+            *stats = self.cache.stats();
+        }
+    }
+}

@@ -1,0 +1,160 @@
+//! The fetch scheduler: which queued load fetches next, and how many
+//! fetches each host has in flight.
+//!
+//! Plain data, owned by the load actor and changed only by it; it ends with
+//! the actor. Tasks wait in a [`TaskQueue`] (by priority, newest first) and
+//! start while their host has a free slot; a slot is taken when a fetch
+//! starts and given back when it ends or is cancelled.
+
+use std::collections::{HashMap, HashSet};
+
+use super::registry::TaskId;
+use crate::Priority;
+use crate::queue::TaskQueue;
+
+/// Where a task was when it left the scheduler.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Removed {
+    /// Still waiting for a slot.
+    Queued,
+    /// Fetching: its host's slot is free again.
+    InFlight,
+    /// Not here (its fetch had already ended).
+    Absent,
+}
+
+#[derive(Debug)]
+pub(crate) struct FetchScheduler {
+    queue: TaskQueue,
+    /// The host key of every task queued or in flight.
+    hosts: HashMap<TaskId, String>,
+    /// Fetches in flight per host; hosts with none are absent.
+    in_flight: HashMap<String, usize>,
+    /// Tasks fetching now.
+    fetching: HashSet<TaskId>,
+    max_per_host: usize,
+}
+
+impl FetchScheduler {
+    pub(crate) fn new(max_per_host: usize) -> Self {
+        Self {
+            queue: TaskQueue::default(),
+            hosts: HashMap::new(),
+            in_flight: HashMap::new(),
+            fetching: HashSet::new(),
+            max_per_host,
+        }
+    }
+
+    /// Queues `task`, whose fetch counts against `host`.
+    pub(crate) fn push(&mut self, task: TaskId, host: String, priority: Priority) {
+        self.hosts.insert(task, host);
+        self.queue.push(task, priority);
+    }
+
+    /// Moves a queued task to `priority`, keeping its age.
+    pub(crate) fn reprioritize(&mut self, task: TaskId, priority: Priority) {
+        self.queue.reprioritize(task, priority);
+    }
+
+    /// The next task to fetch, in serving order among those whose host has
+    /// a free slot; its slot is taken.
+    pub(crate) fn next(&mut self) -> Option<TaskId> {
+        let (hosts, in_flight, max) = (&self.hosts, &self.in_flight, self.max_per_host);
+        let task = self.queue.pop_next(|task| {
+            hosts
+                .get(&task)
+                .is_some_and(|host| in_flight.get(host).copied().unwrap_or(0) < max)
+        })?;
+        if let Some(host) = self.hosts.get(&task) {
+            *self.in_flight.entry(host.clone()).or_default() += 1;
+        }
+        self.fetching.insert(task);
+        Some(task)
+    }
+
+    /// Takes `task` out, wherever it is; a fetch's slot is given back.
+    /// Call it when a fetch ends and when a task is cancelled.
+    pub(crate) fn remove(&mut self, task: TaskId) -> Removed {
+        let Some(host) = self.hosts.remove(&task) else {
+            return Removed::Absent;
+        };
+        if !self.fetching.remove(&task) {
+            self.queue.remove(task);
+            return Removed::Queued;
+        }
+        if let Some(count) = self.in_flight.get_mut(&host) {
+            *count -= 1;
+            if *count == 0 {
+                self.in_flight.remove(&host);
+            }
+        }
+        Removed::InFlight
+    }
+
+    /// Fetches in flight, over every host.
+    pub(crate) fn in_flight(&self) -> usize {
+        self.fetching.len()
+    }
+
+    /// Tasks waiting for a slot.
+    pub(crate) fn queued(&self) -> usize {
+        self.queue.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scheduler(max_per_host: usize, tasks: &[(TaskId, &str)]) -> FetchScheduler {
+        let mut scheduler = FetchScheduler::new(max_per_host);
+        for &(task, host) in tasks {
+            scheduler.push(task, host.into(), Priority::Visible);
+        }
+        scheduler
+    }
+
+    fn drain(scheduler: &mut FetchScheduler) -> Vec<TaskId> {
+        std::iter::from_fn(|| scheduler.next()).collect()
+    }
+
+    #[test]
+    fn a_full_host_waits_while_other_hosts_start() {
+        let mut scheduler = scheduler(2, &[(1, "a"), (2, "a"), (3, "a"), (4, "b")]);
+        // Newest first: 4 (host b), then a's newest two; 1 waits.
+        assert_eq!(drain(&mut scheduler), [4, 3, 2]);
+        assert_eq!((scheduler.in_flight(), scheduler.queued()), (3, 1));
+        assert_eq!(scheduler.remove(3), Removed::InFlight);
+        assert_eq!(drain(&mut scheduler), [1]);
+        assert_eq!((scheduler.in_flight(), scheduler.queued()), (3, 0));
+    }
+
+    #[test]
+    fn removing_a_queued_task_frees_no_slot_and_removing_twice_is_harmless() {
+        let mut scheduler = scheduler(1, &[(1, "a"), (2, "a"), (3, "a")]);
+        assert_eq!(drain(&mut scheduler), [3]);
+        assert_eq!(scheduler.remove(2), Removed::Queued);
+        assert_eq!(scheduler.remove(2), Removed::Absent);
+        assert!(drain(&mut scheduler).is_empty());
+        assert_eq!(scheduler.remove(3), Removed::InFlight);
+        assert_eq!(scheduler.remove(3), Removed::Absent);
+        assert_eq!(drain(&mut scheduler), [1]);
+        assert_eq!(scheduler.remove(1), Removed::InFlight);
+        assert_eq!((scheduler.in_flight(), scheduler.queued()), (0, 0));
+        assert!(scheduler.in_flight.is_empty() && scheduler.hosts.is_empty());
+    }
+
+    #[test]
+    fn visible_tasks_start_before_prefetch_ones() {
+        let mut scheduler = scheduler(1, &[(1, "a")]);
+        scheduler.push(2, "a".into(), Priority::Prefetch);
+        scheduler.push(3, "a".into(), Priority::Prefetch);
+        scheduler.reprioritize(2, Priority::Visible);
+        assert_eq!(drain(&mut scheduler), [2]);
+        scheduler.remove(2);
+        assert_eq!(drain(&mut scheduler), [1]);
+        scheduler.remove(1);
+        assert_eq!(drain(&mut scheduler), [3]);
+    }
+}

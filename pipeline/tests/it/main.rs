@@ -1,0 +1,25 @@
+//! thumbpipe's integration tests, one binary for all of them so that the
+//! workspace links once instead of once per file. Each module is named for
+//! what it proves.
+//!
+//! Tests that measure the whole process (its threads, its allocations) are
+//! binaries of their own next to this directory: here, other tests would
+//! run beside them.
+
+#![allow(clippy::unwrap_used)]
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod cancellation;
+mod coalescing;
+mod corpus;
+#[cfg(feature = "egui")]
+mod egui_image;
+mod faults;
+mod fetch_queue;
+mod files;
+mod priority;
+mod seams;
+mod tls;
+mod wrong_row;
