@@ -71,11 +71,11 @@ impl ThreadCensus {
     ///
     /// ```
     /// # if std::path::Path::new("/proc/self/task").exists() {
-    /// let census = thumbpipe::ThreadCensus::take()?;
+    /// let census = fixture_server::ThreadCensus::take()?;
     /// assert!(census.total >= 1);
     /// assert_eq!(census.total, census.names.values().sum::<usize>());
     /// # }
-    /// # Ok::<(), thumbpipe::CensusError>(())
+    /// # Ok::<(), fixture_server::CensusError>(())
     /// ```
     pub fn take() -> Result<Self, CensusError> {
         let table = syscalls().ok_or(CensusError::UnknownArchitecture(std::env::consts::ARCH))?;

@@ -52,6 +52,10 @@ pub struct FetchFn<F>(F);
 /// A [`Fetch`] that calls `fetch` for every URL; the future it returns is
 /// dropped if the load is cancelled.
 ///
+/// `fetch` itself is called on the load actor's task, which every request
+/// goes through: it must return at once and do its work in the future,
+/// which runs on a task of its own.
+///
 /// ```
 /// use bytes::Bytes;
 ///

@@ -11,7 +11,7 @@
 //! # Layout
 //!
 //! The modules are private; everything public is re-exported here, except
-//! [`egui`] (cargo feature `egui`). In the order a request travels:
+//! `egui` (cargo feature `egui`). In the order a request travels:
 //!
 //! - `rows`: the UI side, [`Pipeline::request`] / [`Pipeline::drain`]; one
 //!   live request per row, cancelled when the row asks for something else
@@ -35,7 +35,7 @@
 //! - `deliver`: [`Completion`]s back to the UI thread, and its waker.
 //! - `metrics`: the counters behind [`Pipeline::stats`].
 //! - `config` and `error`: [`Config`]; [`Error`] and [`BuildError`].
-//! - [`egui`] (cargo feature `egui`): `egui::Image::new(url)` through the
+//! - `egui` (cargo feature `egui`): `egui::Image::new(url)` through the
 //!   pipeline, textures under a budget, and a row-keyed list helper.
 //!
 //! ```text
@@ -64,11 +64,11 @@
 //! - **A new stage** (a disk tier between the cache and the network): a
 //!   `Stage` in `load/registry.rs`, an `Event` the actor handles in
 //!   `load/mod.rs`, and a seam trait like [`Fetch`] if it is pluggable.
-//! - **A new image format**: a match arm in `decode_thumbnail`
-//!   (`decode/mod.rs`), a faster path in its own file like `decode/jpeg.rs`,
-//!   and a line in "What is loaded" below.
+//! - **A new image format**: an `image` cargo feature in
+//!   `pipeline/Cargo.toml` and a name in [`SUPPORTED_FORMATS`]; a faster
+//!   path for it in its own file like `decode/jpeg.rs`.
 //! - **A new UI toolkit**: the row-keyed [`Pipeline`] is toolkit-free; a
-//!   module like [`egui`] turns its completions into the toolkit's textures
+//!   module like `egui` turns its completions into the toolkit's textures
 //!   and its frame into `request` / `end_frame` calls, behind a cargo
 //!   feature.
 //!
@@ -139,7 +139,7 @@
 //!   untrusted users can write to.
 //! - Every other scheme is [`Error::UnsupportedUrl`], delivered at the next
 //!   [`Pipeline::drain`].
-//! - The formats [`ImageDecoder`] lists. Anything else, and any
+//! - The [`SUPPORTED_FORMATS`]. Anything else, and any
 //!   malformed input, is [`Error::Decode`]; a decoder panic is caught and
 //!   becomes [`Error::Decode`] too.
 
@@ -168,7 +168,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use cache::CacheStats;
 pub use config::Config;
-pub use decode::{Decode, ImageDecoder, thumbnail_from_bytes};
+pub use decode::{Decode, ImageDecoder, SUPPORTED_FORMATS, thumbnail_from_bytes};
 pub use deliver::Completion;
 pub use error::{BuildError, Error};
 pub use fetch::{Fetch, FetchFn, HttpFetcher, fetch_fn};

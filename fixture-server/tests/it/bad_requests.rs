@@ -1,7 +1,6 @@
 //! Requests the server cannot answer get a 400 with a message that says why;
 //! nothing a client sends makes it panic.
 
-// Test helpers outside #[test] functions unwrap too: a failure is a test failure.
 use std::time::Duration;
 
 use crate::common::{client, server_with_latency};

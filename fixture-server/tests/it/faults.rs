@@ -1,6 +1,5 @@
 //! Every fault kind behaves as named, over real HTTP on loopback.
 
-// Test helpers outside #[test] functions unwrap too: a failure is a test failure.
 use std::io::ErrorKind;
 use std::time::Duration;
 

@@ -1,7 +1,6 @@
 //! The id ring survives what a loader does to an image: JPEG compression at
 //! the server's quality, decoding, and a downscale to a 32x32 thumbnail.
 
-// Test helpers outside #[test] functions unwrap too: a failure is a test failure.
 use fixture_server::{Config, decode_id};
 use image::imageops::FilterType;
 

@@ -1,7 +1,6 @@
 //! Latency is at least what was asked for, and `/stats` tells completed
 //! requests from abandoned ones.
 
-// Test helpers outside #[test] functions unwrap too: a failure is a test failure.
 use std::time::{Duration, Instant};
 
 use crate::common::{client, id_in, server_with_latency, stats_when};

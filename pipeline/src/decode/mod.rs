@@ -1,7 +1,6 @@
 //! Decode: bytes to a [`Thumbnail`]. The [`Decode`] trait is the stage's
-//! seam and [`ImageDecoder`] its default (the supported formats are listed
-//! there, and in `SUPPORTED_FORMATS` for messages), under the config's
-//! size limits. JPEGs are scaled down while
+//! seam and [`ImageDecoder`] its default, which decodes the
+//! [`SUPPORTED_FORMATS`] under the config's size limits. JPEGs are scaled down while
 //! decoding when that still covers the thumbnail (`jpeg.rs`); everything
 //! else is decoded in full and downscaled.
 //!
@@ -9,9 +8,10 @@
 //! thread or the I/O runtime; [`thumbnail_from_bytes`] runs the same work
 //! on the caller's thread. Nothing here keeps state between decodes.
 //!
-//! Where to change what: a new format is a match arm in
-//! `decode_thumbnail` (and a line in the crate's "What is loaded"); a
-//! faster path for one format is a file like `jpeg.rs`.
+//! Where to change what: a new format is an `image` cargo feature in
+//! `pipeline/Cargo.toml` and a name in [`SUPPORTED_FORMATS`]; a faster path
+//! for one format is a file like `jpeg.rs`, called from `decode_thumbnail`'s
+//! match on the format.
 
 mod jpeg;
 mod pool;
@@ -59,9 +59,11 @@ pub trait Decode: Send + Sync + 'static {
 /// The default decoder: [`thumbnail_from_bytes`]'s work under a
 /// [`Config`]'s limits.
 ///
-/// It decodes JPEG, PNG, WebP and GIF; of an animated GIF or WebP, the first
-/// frame. Anything else is [`Error::Decode`], which says what the bytes look
-/// like instead (an HTML page, an empty body, or their first bytes).
+/// It decodes the [`SUPPORTED_FORMATS`]; of an animated GIF or WebP, the
+/// first frame. Anything else is [`Error::Decode`], which says what the
+/// bytes look like instead (an HTML page, an empty body, or their first
+/// bytes). In the pipeline, a panic of the decoder is caught by the decode
+/// pool; [`thumbnail_from_bytes`] catches it on your thread.
 #[derive(Clone, Copy, Debug)]
 pub struct ImageDecoder {
     limits: DecodeLimits,
@@ -82,8 +84,12 @@ impl Decode for ImageDecoder {
     }
 }
 
-/// The formats [`ImageDecoder`] decodes, as error messages name them.
-const SUPPORTED_FORMATS: &str = "a JPEG, PNG, WebP or GIF";
+/// The image formats [`ImageDecoder`] decodes: the one list of them.
+///
+/// ```
+/// assert!(thumbpipe::SUPPORTED_FORMATS.contains(&"WebP"));
+/// ```
+pub const SUPPORTED_FORMATS: [&str; 4] = ["JPEG", "PNG", "WebP", "GIF"];
 
 /// The limits a decode runs under.
 #[derive(Clone, Copy, Debug)]
@@ -239,7 +245,8 @@ fn not_an_image(bytes: &[u8]) -> String {
         "the server sent an HTML page, not an image".into()
     } else {
         format!(
-            "not {SUPPORTED_FORMATS} ({} bytes starting {:02x?})",
+            "not one of {} ({} bytes starting {:02x?})",
+            SUPPORTED_FORMATS.join(", "),
             bytes.len(),
             &bytes[..bytes.len().min(4)]
         )

@@ -121,7 +121,8 @@ impl DecodePool {
         })
     }
 
-    /// Queues a job; if the pool has shut down, the job reports cancelled.
+    /// Queues a job; if the pool has shut down, the job reports
+    /// [`DecodeOutcome::PoolClosed`] at once.
     pub(crate) fn submit(&self, job: DecodeJob) {
         let large = is_large(&job.bytes, self.shared.large_pixels);
         let mut state = self.shared.lock();
@@ -142,7 +143,8 @@ impl DecodePool {
     }
 
     /// Closes the queue and joins the threads: each finishes the decode it
-    /// is running, and the jobs still queued report cancelled.
+    /// is running, and the jobs still queued report
+    /// [`DecodeOutcome::PoolClosed`].
     pub(crate) fn shutdown(&self) {
         self.shared.lock().closed = true;
         self.shared.work.notify_all();

@@ -6,7 +6,7 @@
 //! It runs on the pipeline's I/O runtime and is the only code that touches
 //! that state. The UI side talks to it through a [`LoadHandle`]; fetch tasks
 //! and decode threads report on a channel of the actor's own. Neither
-//! channel ever blocks a sender. The actor ends when every `LoadHandle` is
+//! channel ever blocks a sender. The actor ends when its `LoadHandle` is
 //! dropped or the pipeline's root token is cancelled; every fetch it
 //! started is a child of that token and ends with it.
 //!
@@ -53,7 +53,7 @@ use crate::rows::SubscriptionId;
 use crate::{CacheStats, Error, Priority, TargetSize, Thumbnail};
 
 /// The UI side's handle on the load actor. Every method sends one message
-/// and returns at once; the actor ends when the last handle is dropped.
+/// and returns at once; the actor ends when the handle is dropped.
 #[derive(Debug)]
 pub(crate) struct LoadHandle {
     commands: mpsc::UnboundedSender<Command>,
@@ -187,22 +187,26 @@ impl LoadActor {
         sweep.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let (mut commands, mut events) = (Vec::with_capacity(64), Vec::with_capacity(64));
         loop {
+            // Reports before commands: a fetch or decode that has finished
+            // is stored and delivered before a command read after it can
+            // cancel it, so finished work is never thrown away. Reports are
+            // bounded by the work in flight, so commands wait at most that.
             tokio::select! {
                 biased;
                 _ = root.cancelled() => break,
-                received = inbox.recv_many(&mut commands, BATCH) => {
-                    if received == 0 {
-                        // Every handle is gone: the pipeline was dropped.
-                        break;
-                    }
-                    for command in commands.drain(..) {
-                        self.command(command);
-                    }
-                }
                 // Never closed: the actor holds a sender itself.
                 _ = reports.recv_many(&mut events, BATCH) => {
                     for event in events.drain(..) {
                         self.event(event);
+                    }
+                }
+                received = inbox.recv_many(&mut commands, BATCH) => {
+                    if received == 0 {
+                        // The handle is gone: the pipeline was dropped.
+                        break;
+                    }
+                    for command in commands.drain(..) {
+                        self.command(command);
                     }
                 }
                 _ = sweep.tick() => self.cache.sweep(Instant::now()),

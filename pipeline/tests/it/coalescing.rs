@@ -1,7 +1,6 @@
 //! Rows that want the same thumbnail share one fetch and one decode, and a
 //! thumbnail loaded once is served from the cache after.
 
-// Test helpers unwrap too: a failure is a test failure.
 use crate::common::{self, drain_until, id_of, server};
 use thumbpipe::{Config, Pipeline, Priority, TargetSize};
 
