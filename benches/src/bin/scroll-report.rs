@@ -688,7 +688,11 @@ fn plot_frame_times(path: &Path, columns: &[Column], args: &Args) -> anyhow::Res
         .iter()
         .flat_map(|(_, s)| s.iter().copied())
         .fold(20.0_f64, f64::max);
-    let root = BitMapBackend::new(path, (1200, 600)).into_drawing_area();
+    // Drawn into memory and encoded with the workspace's own `image`:
+    // plotters' PNG encoder would build a second, older `image` crate.
+    let (width, height) = (1200_u32, 600_u32);
+    let mut pixels = vec![0_u8; width as usize * height as usize * 3];
+    let root = BitMapBackend::with_buffer(&mut pixels, (width, height)).into_drawing_area();
     root.fill(&WHITE)?;
     let mut chart = ChartBuilder::on(&root)
         .caption(
@@ -739,7 +743,12 @@ fn plot_frame_times(path: &Path, columns: &[Column], args: &Args) -> anyhow::Res
         .border_style(BLACK)
         .label_font(("sans-serif", 16))
         .draw()?;
-    root.present()
+    root.present()?;
+    drop(chart);
+    drop(root);
+    image::RgbImage::from_raw(width, height, pixels)
+        .context("the plot's buffer has the wrong size")?
+        .save(path)
         .with_context(|| format!("cannot write {}", path.display()))?;
     Ok(())
 }
