@@ -91,8 +91,17 @@ fn thumbpipes_modes_show_no_wrong_image_cancel_and_park_no_thread() {
 
 #[test]
 fn browsing_back_shows_every_row_already_seen_without_a_placeholder() {
-    for mode in ["egui-image", "pipeline"] {
-        let report = demo(&["--script", "browse", "--mode", mode]);
+    // A browse runs 18 s of real time, mostly waiting: both modes at once.
+    let reports = std::thread::scope(|scope| {
+        let runs: Vec<_> = ["egui-image", "pipeline"]
+            .map(|mode| scope.spawn(move || demo(&["--script", "browse", "--mode", mode])))
+            .into_iter()
+            .collect();
+        runs.into_iter()
+            .map(|run| run.join().unwrap())
+            .collect::<Vec<_>>()
+    });
+    for report in reports {
         assert_eq!(report["script"], "browse");
         assert_eq!(report["placeholder_row_frames_back"], 0, "{report}");
         assert!(report["settle_ms"].as_f64().is_some(), "{report}");
