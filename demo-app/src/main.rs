@@ -253,6 +253,11 @@ impl eframe::App for Window {
             ui.ctx()
                 .request_screenshot(move |image| save_png(&path, &image));
         }
+        if self.screenshot.is_some() {
+            // An idle list stops asking for frames; count them on anyway
+            // until the screenshot's frame comes.
+            ui.ctx().request_repaint();
+        }
         if let Some(report) = self.demo.report() {
             if let (Ok(mut out), Ok(report)) = (self.out.lock(), clone_report(report)) {
                 *out = Some(report);
