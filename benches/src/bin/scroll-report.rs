@@ -267,7 +267,7 @@ fn xvfb_available() -> bool {
     if !found {
         eprintln!(
             "scroll-report: xvfb-run not found, skipping the windowed runs \
-             (apt-get install -y xvfb mesa-vulkan-drivers)"
+             (apt-get install -y xvfb libgl1-mesa-dri)"
         );
     }
     found
