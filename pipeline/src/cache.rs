@@ -28,6 +28,10 @@ pub(crate) struct CacheKey {
     pub(crate) target: TargetSize,
 }
 
+/// The longest time to live: longer ones (`Duration::MAX` included) are
+/// taken as this. Ten years.
+pub(crate) const MAX_TTL: Duration = Duration::from_secs(10 * 365 * 24 * 60 * 60);
+
 /// Limits of a [`ThumbnailCache`].
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct CacheLimits {
@@ -172,8 +176,9 @@ impl ThumbnailCache {
         }
     }
 
-    /// Stores `thumbnail` for `ttl`, evicting least recently used entries
-    /// until the limits hold. Returns whether it was stored.
+    /// Stores `thumbnail` for `ttl` (at most [`MAX_TTL`]), evicting least
+    /// recently used entries until the limits hold. Returns whether it was
+    /// stored.
     pub(crate) fn put(
         &mut self,
         key: CacheKey,
@@ -186,10 +191,11 @@ impl ThumbnailCache {
             self.stats.refused_too_large += u64::from(cost > self.limits.entry_cap());
             return false;
         }
-        let entry = Entry {
-            thumbnail,
-            expires: now + ttl,
+        // `now + Duration::MAX` would panic and end the actor.
+        let Some(expires) = now.checked_add(ttl.min(MAX_TTL)) else {
+            return false;
         };
+        let entry = Entry { thumbnail, expires };
         let mut view = self.view.lock();
         CacheView::insert(&mut view, &key, entry.clone());
         if let Some(old) = self.entries.put(key, entry) {

@@ -64,7 +64,8 @@ pub struct Config {
     /// Most thumbnails cached at once. Default: 4096.
     pub cache_count_limit: usize,
     /// How long a cached thumbnail stays valid, unless the request says
-    /// otherwise. Default: 300 s.
+    /// otherwise; longer than ten years (`Duration::MAX` included) counts as
+    /// ten years. Default: 300 s.
     pub cache_ttl: Duration,
     /// Budget of the UI side's textures (`thumbpipe::egui`): the sum of
     /// live textures' RGBA bytes. Past it, the least recently drawn

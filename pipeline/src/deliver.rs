@@ -64,10 +64,20 @@ impl Outbox {
     /// Calls the waker once for everything sent since the last call.
     pub(crate) fn wake_if_sent(&mut self) {
         if std::mem::take(&mut self.sent) {
-            let waker = self.waker.lock().ok().and_then(|waker| waker.clone());
-            if let Some(waker) = waker {
-                waker();
-            }
+            wake(&self.waker);
         }
+    }
+
+    /// The waker's slot, for a wake after the outbox is gone.
+    pub(crate) fn waker(&self) -> Arc<Mutex<Option<Waker>>> {
+        Arc::clone(&self.waker)
+    }
+}
+
+/// Calls the waker in `slot`, if one is set.
+pub(crate) fn wake(slot: &Mutex<Option<Waker>>) {
+    let waker = slot.lock().ok().and_then(|waker| waker.clone());
+    if let Some(waker) = waker {
+        waker();
     }
 }

@@ -103,7 +103,19 @@ pub enum Error {
         /// What the decoder said.
         reason: String,
     },
-    /// The pipeline was shut down before the thumbnail was ready.
+    /// A custom [`Fetch`](crate::Fetch) panicked. The load ends with this
+    /// error and the fetch's slot is free again.
+    #[error("failed to fetch '{url}': the fetcher panicked ({reason})")]
+    FetcherPanicked {
+        /// The URL.
+        url: String,
+        /// The panic's message, if it had one.
+        reason: String,
+    },
+    /// The pipeline was shut down before the thumbnail was ready, or its
+    /// I/O runtime (one passed to
+    /// [`PipelineBuilder::runtime`](crate::PipelineBuilder::runtime)) was
+    /// shut down while the pipeline was still in use.
     #[error("cannot load '{url}': the pipeline has shut down")]
     Shutdown {
         /// The URL.
@@ -123,6 +135,7 @@ impl Error {
             | Error::Network { url, .. }
             | Error::TooLarge { url, .. }
             | Error::Decode { url, .. }
+            | Error::FetcherPanicked { url, .. }
             | Error::Shutdown { url } => url,
         }
     }

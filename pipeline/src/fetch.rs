@@ -185,10 +185,13 @@ impl Fetch for HttpFetcher {
             if let Some(length) = response.content_length().filter(|len| *len > max_bytes) {
                 return Err(too_large(format!("{length} bytes")));
             }
+            // The server's length is a claim: reserve at most 1 MiB up
+            // front, and let the buffer grow with the bytes that arrive.
             let capacity = response
                 .content_length()
                 .unwrap_or(64 * 1024)
-                .min(max_bytes);
+                .min(max_bytes)
+                .min(1024 * 1024);
             let mut body = Vec::with_capacity(capacity as usize);
             while let Some(chunk) = response.chunk().await.map_err(fail)? {
                 if (body.len() + chunk.len()) as u64 > max_bytes {

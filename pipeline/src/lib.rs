@@ -141,7 +141,11 @@
 //!   [`Pipeline::drain`].
 //! - The [`SUPPORTED_FORMATS`]. Anything else, and any
 //!   malformed input, is [`Error::Decode`]; a decoder panic is caught and
-//!   becomes [`Error::Decode`] too.
+//!   becomes [`Error::Decode`] too, and a custom fetcher's panic
+//!   [`Error::FetcherPanicked`].
+//! - If a runtime given to [`PipelineBuilder::runtime`] is shut down while
+//!   the pipeline is in use, the waker is called and every pending and later
+//!   request completes with [`Error::Shutdown`].
 
 #![warn(missing_docs)]
 

@@ -7,13 +7,14 @@
 //! its handle (an unbounded channel), so none of them blocks or awaits. The
 //! request's parameters, [`Priority`] and [`TargetSize`], live here too.
 
+use std::collections::HashSet;
 use std::hash::Hash;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::deliver::Delivery;
 use crate::metrics::Metrics;
-use crate::{Completion, Pipeline, Thumbnail, fetch};
+use crate::{Completion, Error, Pipeline, Thumbnail, fetch};
 
 /// Identifies one request of one row: its generation. Allocated by
 /// [`Pipeline::request`], unique and increasing over a pipeline's life.
@@ -95,7 +96,8 @@ impl<K: Hash + Eq + Clone> Pipeline<K> {
     }
 
     /// [`Pipeline::request`], with this thumbnail's time to live in the
-    /// cache instead of [`crate::Config::cache_ttl`].
+    /// cache instead of [`crate::Config::cache_ttl`] (longer than ten years
+    /// counts as ten years).
     pub fn request_with_ttl(
         &mut self,
         row: K,
@@ -129,8 +131,15 @@ impl<K: Hash + Eq + Clone> Pipeline<K> {
         self.owners.insert(id, row.clone());
         match fetch::parse_url(&url, self.files_allowed) {
             Ok(parsed) => {
-                self.loads
-                    .subscribe(id, Arc::clone(&url), parsed, target, priority, ttl);
+                let answered =
+                    self.loads
+                        .subscribe(id, Arc::clone(&url), parsed, target, priority, ttl);
+                if !answered {
+                    self.ready.push(Delivery {
+                        id,
+                        result: Err(shut_down(&url)),
+                    });
+                }
             }
             // Delivered by the next `drain`, like any other result.
             Err(error) => self.ready.push(Delivery {
@@ -154,10 +163,31 @@ impl<K: Hash + Eq + Clone> Pipeline<K> {
 
     /// The completions that arrived since the last call, for rows' current
     /// requests only. Never blocks.
+    ///
+    /// If the pipeline's I/O side has stopped under it (a runtime given to
+    /// [`PipelineBuilder::runtime`](crate::PipelineBuilder::runtime) was
+    /// shut down), every pending request completes here with
+    /// [`Error::Shutdown`](crate::Error::Shutdown), and so does every later
+    /// one.
     pub fn drain(&mut self) -> Vec<Completion<K>> {
         let mut done = Vec::new();
-        let ready = std::mem::take(&mut self.ready);
-        for delivery in ready.into_iter().chain(self.deliveries.try_iter()) {
+        let mut ready = std::mem::take(&mut self.ready);
+        ready.extend(self.deliveries.try_iter());
+        if self.loads.ended() {
+            let arrived: HashSet<SubscriptionId> = ready.iter().map(|d| d.id).collect();
+            let pending = self
+                .rows
+                .values()
+                .filter(|row| row.pending && !arrived.contains(&row.id));
+            let ended: Vec<_> = pending
+                .map(|row| Delivery {
+                    id: row.id,
+                    result: Err(shut_down(&row.url)),
+                })
+                .collect();
+            ready.extend(ended);
+        }
+        for delivery in ready {
             let row = self.owners.remove(&delivery.id);
             match row.and_then(|row| self.rows.get_mut(&row).map(|current| (row, current))) {
                 Some((row, current)) if current.id == delivery.id => {
@@ -261,6 +291,12 @@ impl<K: Hash + Eq + Clone> Pipeline<K> {
         };
         Metrics::add(counter, 1);
         self.loads.unsubscribe(id);
+    }
+}
+
+fn shut_down(url: &str) -> Error {
+    Error::Shutdown {
+        url: url.to_owned(),
     }
 }
 

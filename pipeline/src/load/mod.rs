@@ -30,10 +30,14 @@
 mod registry;
 mod schedule;
 
+use std::panic::AssertUnwindSafe;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use futures::FutureExt as _;
+use futures::future::BoxFuture;
 use tokio::runtime::Handle;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -46,7 +50,7 @@ use schedule::{FetchScheduler, Removed};
 
 use crate::cache::{CacheKey, CacheLimits, CacheView, ThumbnailCache};
 use crate::decode::{DecodeJob, DecodeOutcome, DecodePool};
-use crate::deliver::{Delivery, Outbox};
+use crate::deliver::{Delivery, Outbox, Waker, wake};
 use crate::fetch::{Fetch, host_key};
 use crate::metrics::Metrics;
 use crate::rows::SubscriptionId;
@@ -57,11 +61,21 @@ use crate::{CacheStats, Error, Priority, TargetSize, Thumbnail};
 #[derive(Debug)]
 pub(crate) struct LoadHandle {
     commands: mpsc::UnboundedSender<Command>,
+    /// Set if the actor ended while the pipeline still wanted it.
+    ended: Arc<AtomicBool>,
 }
 
 impl LoadHandle {
+    /// Whether the actor has ended while the pipeline was in use (its
+    /// runtime was shut down, or it panicked): nothing sent will be answered
+    /// and nothing pending will arrive.
+    pub(crate) fn ended(&self) -> bool {
+        self.ended.load(Ordering::Acquire) || self.commands.is_closed()
+    }
+
     /// Asks for `url` fitted to `target` for subscription `id`: delivered
-    /// from the cache, joined to a load under way, or loaded.
+    /// from the cache, joined to a load under way, or loaded. Returns
+    /// whether the actor will answer.
     pub(crate) fn subscribe(
         &self,
         id: SubscriptionId,
@@ -70,14 +84,14 @@ impl LoadHandle {
         target: TargetSize,
         priority: Priority,
         ttl: Duration,
-    ) {
+    ) -> bool {
         self.send(Command::Subscribe {
             id,
             key: CacheKey { url, target },
             url: parsed,
             priority,
             ttl,
-        });
+        }) && !self.ended()
     }
 
     /// Ends subscription `id`; its load is cancelled if nobody else wants it.
@@ -99,9 +113,8 @@ impl LoadHandle {
         self.send(Command::ForgetAll);
     }
 
-    fn send(&self, command: Command) {
-        // The actor gone means the pipeline is shutting down.
-        let _ = self.commands.send(command);
+    fn send(&self, command: Command) -> bool {
+        self.commands.send(command).is_ok()
     }
 }
 
@@ -147,6 +160,12 @@ pub(crate) struct Parts {
 pub(crate) fn start(parts: Parts, runtime: &Handle) -> LoadHandle {
     let (commands, inbox) = mpsc::unbounded_channel();
     let (events, reports) = mpsc::unbounded_channel();
+    let ended = Arc::new(AtomicBool::new(false));
+    let guard = EndGuard {
+        root: parts.root.clone(),
+        ended: Arc::clone(&ended),
+        waker: parts.outbox.waker(),
+    };
     let actor = LoadActor {
         cache: ThumbnailCache::new(parts.cache_limits, parts.cache_view.clone()),
         scheduler: FetchScheduler::new(parts.max_per_host),
@@ -155,8 +174,28 @@ pub(crate) fn start(parts: Parts, runtime: &Handle) -> LoadHandle {
         events,
         parts,
     };
-    runtime.spawn(actor.run(inbox, reports));
-    LoadHandle { commands }
+    runtime.spawn(actor.run(inbox, reports, guard));
+    LoadHandle { commands, ended }
+}
+
+/// Marks the actor ended and wakes the UI when the actor stops while the
+/// pipeline still wants it: its runtime shut down under it (the task is
+/// dropped), or it panicked. The UI's next `drain` then ends every pending
+/// request with [`Error::Shutdown`] instead of leaving it waiting forever.
+/// Dropped with the actor's task; silent when the pipeline ended it.
+struct EndGuard {
+    root: CancellationToken,
+    ended: Arc<AtomicBool>,
+    waker: Arc<Mutex<Option<Waker>>>,
+}
+
+impl Drop for EndGuard {
+    fn drop(&mut self) {
+        if !self.root.is_cancelled() {
+            self.ended.store(true, Ordering::Release);
+            wake(&self.waker);
+        }
+    }
 }
 
 struct LoadActor {
@@ -181,6 +220,7 @@ impl LoadActor {
         mut self,
         mut inbox: mpsc::UnboundedReceiver<Command>,
         mut reports: mpsc::UnboundedReceiver<Event>,
+        _guard: EndGuard,
     ) {
         let root = self.parts.root.clone();
         let mut sweep = tokio::time::interval(SWEEP_EVERY);
@@ -396,10 +436,7 @@ impl LoadActor {
                 continue;
             };
             Metrics::add(&self.parts.metrics.fetches_started, 1);
-            let fetch = self
-                .parts
-                .fetcher
-                .fetch(task.url.clone(), self.parts.max_body_bytes);
+            let fetch = guarded_fetch(&*self.parts.fetcher, &task.url, self.parts.max_body_bytes);
             let cancel = task.cancel.clone();
             let events = self.events.clone();
             // A task per fetch, not a future polled by the actor: connecting
@@ -428,4 +465,38 @@ impl LoadActor {
             *stats = self.cache.stats();
         }
     }
+}
+
+/// `fetcher`'s fetch of `url`, with a panic (in `fetch` itself, on the
+/// actor's task, or in its future) turned into [`Error::FetcherPanicked`]:
+/// a custom fetcher must not end the actor or keep a slot forever.
+fn guarded_fetch(
+    fetcher: &dyn Fetch,
+    url: &Url,
+    max_bytes: u64,
+) -> BoxFuture<'static, Result<Bytes, Error>> {
+    let panicked = {
+        let url = url.to_string();
+        move |payload: Box<dyn std::any::Any + Send>| Error::FetcherPanicked {
+            url,
+            reason: panic_message(&*payload),
+        }
+    };
+    match std::panic::catch_unwind(AssertUnwindSafe(|| fetcher.fetch(url.clone(), max_bytes))) {
+        Ok(fetch) => Box::pin(
+            AssertUnwindSafe(fetch)
+                .catch_unwind()
+                .map(|outcome| outcome.unwrap_or_else(|payload| Err(panicked(payload)))),
+        ),
+        Err(payload) => Box::pin(std::future::ready(Err(panicked(payload)))),
+    }
+}
+
+/// A panic's message, when it has one.
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|message| (*message).to_owned())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "no message".to_owned())
 }

@@ -19,6 +19,7 @@ mod egui_image;
 mod faults;
 mod fetch_queue;
 mod files;
+mod no_silent_death;
 mod priority;
 mod seams;
 mod tls;
