@@ -167,7 +167,7 @@ impl<K: Hash + Eq + Clone> Pipeline<K> {
     /// If the pipeline's I/O side has stopped under it (a runtime given to
     /// [`PipelineBuilder::runtime`](crate::PipelineBuilder::runtime) was
     /// shut down), every pending request completes here with
-    /// [`Error::Shutdown`](crate::Error::Shutdown), and so does every later
+    /// [`Error::Shutdown`], and so does every later
     /// one.
     pub fn drain(&mut self) -> Vec<Completion<K>> {
         let mut done = Vec::new();
