@@ -33,6 +33,12 @@ pub struct Config {
     /// 750 ms at 250 ms latency. Lower it for a server that must not see
     /// more connections from one client.
     pub max_concurrent_fetches: usize,
+    /// Fetches in flight at once over every host together; the rest wait in
+    /// the queue. Without it, a list of images from many hosts (one per
+    /// user's avatar, say) would open `max_concurrent_fetches` sockets to
+    /// each of them. Default: 24, a screenful from one host and room for a
+    /// few others.
+    pub max_fetches_in_flight: usize,
     /// Time to establish a connection. Default: 5 s.
     pub connect_timeout: Duration,
     /// Time for a whole response, headers and body. Default: 30 s.
@@ -104,6 +110,7 @@ impl Default for Config {
     fn default() -> Self {
         Self {
             max_concurrent_fetches: 16,
+            max_fetches_in_flight: 24,
             connect_timeout: Duration::from_secs(5),
             total_timeout: Duration::from_secs(30),
             max_body_bytes: 16 * 1024 * 1024,
@@ -127,6 +134,7 @@ impl Config {
     pub(crate) fn validate(&self) -> Result<(), BuildError> {
         let positive = [
             ("max_concurrent_fetches", self.max_concurrent_fetches),
+            ("max_fetches_in_flight", self.max_fetches_in_flight),
             ("decode_threads", self.decode_threads),
             ("io_threads", self.io_threads),
             ("cache_count_limit", self.cache_count_limit),

@@ -103,6 +103,7 @@
 //! | limit | default | when it is exceeded | setting |
 //! |---|---|---|---|
 //! | fetches in flight per host | 16 | the rest wait in the queue, costing no thread | [`Config::max_concurrent_fetches`] |
+//! | fetches in flight over all hosts | 24 | the rest wait in the queue, costing no thread | [`Config::max_fetches_in_flight`] |
 //! | connect timeout | 5 s | [`Error::Timeout`] | [`Config::connect_timeout`] |
 //! | whole-response timeout (headers and body) | 30 s | [`Error::Timeout`]; the slot is free again at once | [`Config::total_timeout`] |
 //! | response body | 16 MiB | [`Error::TooLarge`], from `Content-Length` or while streaming, never buffered past the cap | [`Config::max_body_bytes`] |
@@ -314,6 +315,7 @@ impl<K> PipelineBuilder<K> {
             },
             cache_view: cache_view.clone(),
             max_per_host: config.max_concurrent_fetches,
+            max_in_flight: config.max_fetches_in_flight,
             max_body_bytes: config.max_body_bytes,
             root: root.clone(),
         };

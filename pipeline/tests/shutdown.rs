@@ -24,6 +24,7 @@ fn drop_with_a_thousand_requests_in_flight_joins_every_thread() {
     assert_eq!(before.with_prefix("thumbpipe-"), 0);
     let mut config = Config::default();
     config.max_concurrent_fetches = 400;
+    config.max_fetches_in_flight = 400;
     let mut pipeline = Pipeline::<u32>::new(config).unwrap();
     let wakes = Arc::new(AtomicUsize::new(0));
     let counter = Arc::clone(&wakes);

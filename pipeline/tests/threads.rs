@@ -21,6 +21,7 @@ fn a_thousand_concurrent_requests_use_only_the_fixed_threads() {
     let baseline = outside_server(&ThreadCensus::take().unwrap());
     let mut config = Config::default();
     config.max_concurrent_fetches = 1000;
+    config.max_fetches_in_flight = 1000;
     config.decode_threads = 2;
     config.io_threads = 2;
     // 2 I/O workers, at most 1 blocking thread (name lookups), 2 decoders.

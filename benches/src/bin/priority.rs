@@ -190,6 +190,7 @@ fn measure(
     let mut config = Config::default();
     config.decode_threads = threads;
     config.max_concurrent_fetches = 64;
+    config.max_fetches_in_flight = 64;
     config.large_image_pixels = match scenario {
         Scenario::BusyNoLane => u64::MAX,
         Scenario::Idle | Scenario::BusyLane => Config::default().large_image_pixels,

@@ -151,6 +151,7 @@ pub(crate) struct Parts {
     /// Where the cache publishes its entries for the UI side.
     pub(crate) cache_view: CacheView,
     pub(crate) max_per_host: usize,
+    pub(crate) max_in_flight: usize,
     pub(crate) max_body_bytes: u64,
     pub(crate) root: CancellationToken,
 }
@@ -168,7 +169,7 @@ pub(crate) fn start(parts: Parts, runtime: &Handle) -> LoadHandle {
     };
     let actor = LoadActor {
         cache: ThumbnailCache::new(parts.cache_limits, parts.cache_view.clone()),
-        scheduler: FetchScheduler::new(parts.max_per_host),
+        scheduler: FetchScheduler::new(parts.max_per_host, parts.max_in_flight),
         registry: TaskRegistry::default(),
         fetches: TaskTracker::new(),
         events,

@@ -1,10 +1,11 @@
-//! The fetch scheduler: which queued load fetches next, and how many
-//! fetches each host has in flight.
+//! The fetch scheduler: which queued load fetches next, how many fetches
+//! each host has in flight, and how many there are in all.
 //!
 //! Plain data, owned by the load actor and changed only by it; it ends with
 //! the actor. Tasks wait in a [`TaskQueue`] (by priority, newest first) and
-//! start while their host has a free slot; a slot is taken when a fetch
-//! starts and given back when it ends or is cancelled.
+//! start while their host has a free slot and fewer than the global limit
+//! are in flight; a slot is taken when a fetch starts and given back when
+//! it ends or is cancelled.
 
 use std::collections::{HashMap, HashSet};
 
@@ -33,16 +34,18 @@ pub(crate) struct FetchScheduler {
     /// Tasks fetching now.
     fetching: HashSet<TaskId>,
     max_per_host: usize,
+    max_in_flight: usize,
 }
 
 impl FetchScheduler {
-    pub(crate) fn new(max_per_host: usize) -> Self {
+    pub(crate) fn new(max_per_host: usize, max_in_flight: usize) -> Self {
         Self {
             queue: TaskQueue::default(),
             hosts: HashMap::new(),
             in_flight: HashMap::new(),
             fetching: HashSet::new(),
             max_per_host,
+            max_in_flight,
         }
     }
 
@@ -58,8 +61,11 @@ impl FetchScheduler {
     }
 
     /// The next task to fetch, in serving order among those whose host has
-    /// a free slot; its slot is taken.
+    /// a free slot, if the global limit allows one more; its slot is taken.
     pub(crate) fn next(&mut self) -> Option<TaskId> {
+        if self.fetching.len() >= self.max_in_flight {
+            return None;
+        }
         let (hosts, in_flight, max) = (&self.hosts, &self.in_flight, self.max_per_host);
         let task = self.queue.pop_next(|task| {
             hosts
@@ -108,7 +114,7 @@ mod tests {
     use super::*;
 
     fn scheduler(max_per_host: usize, tasks: &[(TaskId, &str)]) -> FetchScheduler {
-        let mut scheduler = FetchScheduler::new(max_per_host);
+        let mut scheduler = FetchScheduler::new(max_per_host, usize::MAX);
         for &(task, host) in tasks {
             scheduler.push(task, host.into(), Priority::Visible);
         }
@@ -143,6 +149,19 @@ mod tests {
         assert_eq!(scheduler.remove(1), Removed::InFlight);
         assert_eq!((scheduler.in_flight(), scheduler.queued()), (0, 0));
         assert!(scheduler.in_flight.is_empty() && scheduler.hosts.is_empty());
+    }
+
+    #[test]
+    fn the_global_limit_holds_over_many_hosts() {
+        let hosts: Vec<String> = (0..10).map(|n| format!("host-{n}")).collect();
+        let mut scheduler = FetchScheduler::new(2, 3);
+        for (task, host) in (1..).zip(&hosts) {
+            scheduler.push(task, host.clone(), Priority::Visible);
+        }
+        assert_eq!(drain(&mut scheduler), [10, 9, 8]);
+        assert_eq!((scheduler.in_flight(), scheduler.queued()), (3, 7));
+        scheduler.remove(9);
+        assert_eq!(drain(&mut scheduler), [7]);
     }
 
     #[test]

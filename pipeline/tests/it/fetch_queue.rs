@@ -1,7 +1,10 @@
 //! The fetch queue serves visible rows before prefetched ones and, within a
-//! priority, the newest request first.
+//! priority, the newest request first; fetches in flight stay under the
+//! global limit however many hosts there are.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use crate::common::{drain_until, eventually, server};
 use bytes::Bytes;
@@ -93,4 +96,58 @@ fn a_shared_load_takes_the_highest_priority_of_its_subscribers() {
         ["/img/0.jpg", "/img/1.jpg", "/img/2.jpg"]
     );
     assert_eq!(pipeline.stats().coalesced, 1);
+}
+
+/// Counts the fetches running at once, and the most there ever were.
+#[derive(Default)]
+struct Running {
+    now: AtomicUsize,
+    most: AtomicUsize,
+}
+
+/// Takes one off `Running::now` when the fetch ends or is dropped.
+struct Leaving(Arc<Running>);
+
+impl Drop for Leaving {
+    fn drop(&mut self) {
+        self.0.now.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Regression: 6 (now 16) fetches per host had no bound across hosts, so a
+/// list of 1,000 hosts' images could open 16,000 sockets.
+#[test]
+fn fetches_in_flight_stay_under_the_global_limit_across_many_hosts() {
+    let running = Arc::new(Running::default());
+    let seen = Arc::clone(&running);
+    let body = {
+        let mut out = std::io::Cursor::new(Vec::new());
+        image::RgbaImage::new(8, 8)
+            .write_to(&mut out, image::ImageFormat::Png)
+            .unwrap();
+        Bytes::from(out.into_inner())
+    };
+    let mut pipeline = Pipeline::<u32>::builder()
+        .fetcher(thumbpipe::fetch_fn(move |_, _| {
+            let (running, body) = (Arc::clone(&seen), body.clone());
+            async move {
+                let now = running.now.fetch_add(1, Ordering::SeqCst) + 1;
+                running.most.fetch_max(now, Ordering::SeqCst);
+                let _leaving = Leaving(running);
+                tokio::time::sleep(Duration::from_millis(5)).await;
+                Ok(body)
+            }
+        }))
+        .build()
+        .unwrap();
+    let limit = Config::default().max_fetches_in_flight;
+    for row in 0..300 {
+        let url = format!("http://host-{row}.test/a.png");
+        pipeline.request(row, &url, TargetSize::square(8), Priority::Visible);
+    }
+    let done = drain_until(&mut pipeline, |all| all.len() == 300);
+    assert_eq!(done.len(), 300);
+    assert!(done.iter().all(|c| c.result.is_ok()));
+    // The limit held, and it was what held the fetches back.
+    assert_eq!(running.most.load(Ordering::SeqCst), limit);
 }
