@@ -8,7 +8,9 @@
 //! and decode threads report on a channel of the actor's own. Neither
 //! channel ever blocks a sender. The actor ends when its `LoadHandle` is
 //! dropped or the pipeline's root token is cancelled; every fetch it
-//! started is a child of that token and ends with it.
+//! started is a child of that token and ends with it. If it stops any other
+//! way (its runtime shut down under it, a panic), its `EndGuard` wakes the
+//! UI, whose requests then end with `Error::Shutdown`.
 //!
 //! ```text
 //! Subscribe --> cache hit? -- yes --> deliver
