@@ -167,8 +167,7 @@ impl<K: Hash + Eq + Clone> Pipeline<K> {
     /// If the pipeline's I/O side has stopped under it (a runtime given to
     /// [`PipelineBuilder::runtime`](crate::PipelineBuilder::runtime) was
     /// shut down), every pending request completes here with
-    /// [`Error::Shutdown`], and so does every later
-    /// one.
+    /// [`Error::Shutdown`], and so does every later one.
     pub fn drain(&mut self) -> Vec<Completion<K>> {
         let mut done = Vec::new();
         let mut ready = std::mem::take(&mut self.ready);
