@@ -33,6 +33,19 @@ pub enum CensusError {
     /// The syscall table of this CPU architecture is not known.
     #[error("no thread census here: syscall numbers of '{0}' are not known")]
     UnknownArchitecture(&'static str),
+    /// A thread's `syscall` file exists but cannot be read (reading it needs
+    /// ptrace access to the process, which some sandboxes deny): whether
+    /// the thread is blocked cannot be told, and a census that said "not
+    /// blocked" would be a guess.
+    #[error(
+        "no thread census here: cannot read {path} ({source}); allow ptrace reads of this process"
+    )]
+    SyscallUnreadable {
+        /// The file.
+        path: String,
+        /// Why it could not be read.
+        source: std::io::Error,
+    },
 }
 
 /// Syscall numbers that mean "waiting on the network", per architecture.
@@ -78,18 +91,27 @@ impl ThreadCensus {
     /// # Ok::<(), fixture_server::CensusError>(())
     /// ```
     pub fn take() -> Result<Self, CensusError> {
+        Self::take_from(Path::new("/proc/self/task"))
+    }
+
+    /// The census of the task directory `tasks` (`/proc/self/task`, or a
+    /// copy of its layout in a test).
+    fn take_from(tasks: &Path) -> Result<Self, CensusError> {
         let table = syscalls().ok_or(CensusError::UnknownArchitecture(std::env::consts::ARCH))?;
-        let tasks = std::fs::read_dir("/proc/self/task").map_err(CensusError::Unavailable)?;
+        let entries = std::fs::read_dir(tasks).map_err(CensusError::Unavailable)?;
         let mut census = ThreadCensus::default();
-        for task in tasks.flatten() {
+        for task in entries.flatten() {
             let dir = task.path();
             // A thread that ended since the listing has no files left.
             let Ok(name) = std::fs::read_to_string(dir.join("comm")) else {
                 continue;
             };
+            let Some(blocked) = blocked_in_network_io(&dir, &table)? else {
+                continue;
+            };
             let name = name.trim().to_owned();
             census.total += 1;
-            if blocked_in_network_io(&dir, &table) {
+            if blocked {
                 census.blocked_in_network_io += 1;
                 census.blocked_names.push(name.clone());
             }
@@ -98,8 +120,15 @@ impl ThreadCensus {
         Ok(census)
     }
 
-    /// Threads whose name starts with `prefix`.
+    /// Threads whose name starts with `prefix`, compared as the kernel keeps
+    /// names: cut to their first 15 bytes, so `"thumbpipe-decode-"` finds
+    /// `thumbpipe-decod`.
     pub fn with_prefix(&self, prefix: &str) -> usize {
+        let mut end = prefix.len().min(MAX_NAME_BYTES);
+        while !prefix.is_char_boundary(end) {
+            end -= 1;
+        }
+        let prefix = &prefix[..end];
         self.names
             .iter()
             .filter(|(name, _)| name.starts_with(prefix))
@@ -108,10 +137,30 @@ impl ThreadCensus {
     }
 }
 
-fn blocked_in_network_io(task: &Path, table: &Syscalls) -> bool {
-    let Ok(syscall) = std::fs::read_to_string(task.join("syscall")) else {
-        return false;
+/// The bytes of a thread's name that the kernel keeps (`TASK_COMM_LEN` - 1).
+const MAX_NAME_BYTES: usize = 15;
+
+/// Whether the thread in `task` is parked in a blocking network call;
+/// `None` if it ended while being looked at, an error if its `syscall` file
+/// cannot be read.
+fn blocked_in_network_io(task: &Path, table: &Syscalls) -> Result<Option<bool>, CensusError> {
+    let path = task.join("syscall");
+    let syscall = match std::fs::read_to_string(&path) {
+        Ok(syscall) => syscall,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(source) => {
+            return Err(CensusError::SyscallUnreadable {
+                path: path.display().to_string(),
+                source,
+            });
+        }
     };
+    Ok(Some(blocked_in(&syscall, table)))
+}
+
+/// Whether a thread whose `syscall` file reads `syscall` is parked in a
+/// blocking network call.
+fn blocked_in(syscall: &str, table: &Syscalls) -> bool {
     let mut fields = syscall.split_whitespace();
     let Some(Ok(number)) = fields.next().map(str::parse::<i64>) else {
         // "running" or "-1": not in a syscall.
@@ -156,6 +205,82 @@ mod tests {
     use std::io::Read;
     use std::net::{TcpListener, TcpStream};
     use std::time::{Duration, Instant};
+
+    /// A copy of `/proc/self/task`'s layout: thread `n` with `comm`, and a
+    /// `syscall` that is a file with `content`, a directory (which cannot
+    /// be read as a file), or missing.
+    fn fake_tasks(threads: &[(&str, Option<Option<&str>>)]) -> std::path::PathBuf {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        let root = std::env::temp_dir().join(format!(
+            "census-test-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ));
+        for (n, (name, syscall)) in threads.iter().enumerate() {
+            let dir = root.join(n.to_string());
+            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::write(dir.join("comm"), format!("{name}\n")).unwrap();
+            match syscall {
+                Some(Some(content)) => std::fs::write(dir.join("syscall"), content).unwrap(),
+                Some(None) => std::fs::create_dir(dir.join("syscall")).unwrap(),
+                None => {}
+            }
+        }
+        root
+    }
+
+    /// Regression: an unreadable `syscall` file counted as "not blocked",
+    /// so a test of parked threads passed where it could see nothing.
+    #[test]
+    fn an_unreadable_syscall_file_is_an_error_not_a_guess() {
+        if syscalls().is_none() {
+            return;
+        }
+        let readable = fake_tasks(&[("worker", Some(Some("running"))), ("gone", None)]);
+        let census = ThreadCensus::take_from(&readable).unwrap();
+        // The thread whose files vanished mid-census is not counted.
+        assert_eq!((census.total, census.blocked_in_network_io), (1, 0));
+        let unreadable = fake_tasks(&[("worker", Some(Some("running"))), ("hidden", Some(None))]);
+        let error = ThreadCensus::take_from(&unreadable).unwrap_err();
+        assert!(
+            matches!(error, CensusError::SyscallUnreadable { .. }),
+            "{error}"
+        );
+        assert!(error.to_string().contains("syscall"), "{error}");
+        for dir in [readable, unreadable] {
+            std::fs::remove_dir_all(dir).unwrap();
+        }
+    }
+
+    /// Regression: names are cut to 15 bytes by the kernel, so a prefix
+    /// longer than that never matched.
+    #[test]
+    fn a_long_name_is_found_by_its_whole_prefix() {
+        if !Path::new("/proc/self/task").exists() {
+            return;
+        }
+        let (stop, stopped) = std::sync::mpsc::channel::<()>();
+        let (started, running) = std::sync::mpsc::channel::<()>();
+        let parked = std::thread::Builder::new()
+            .name("census-a-very-long-thread-name".into())
+            .spawn(move || {
+                // The name is set as the thread starts, before this runs.
+                started.send(()).unwrap();
+                let _ = stopped.recv();
+            })
+            .unwrap();
+        running.recv().unwrap();
+        let census = ThreadCensus::take().unwrap();
+        assert_eq!(
+            census.with_prefix("census-a-very-long-thread-name"),
+            1,
+            "{census:?}"
+        );
+        assert_eq!(census.with_prefix("census-a-very-l"), 1);
+        stop.send(()).unwrap();
+        parked.join().unwrap();
+    }
 
     #[test]
     fn a_thread_blocked_reading_a_socket_is_counted_and_named() {
