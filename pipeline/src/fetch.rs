@@ -286,6 +286,20 @@ fn tls_cause<'e>(error: &'e (dyn std::error::Error + 'static)) -> Option<&'e rus
     None
 }
 
+/// Opens `path` for reading without waiting: opening a FIFO would block
+/// until a writer comes, on the runtime's one blocking thread. Reads of a
+/// regular file are not affected by the flag.
+fn open_without_blocking(path: &Path) -> std::io::Result<std::fs::File> {
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        options.custom_flags(libc::O_NONBLOCK);
+    }
+    options.open(path)
+}
+
 /// The bytes of a `file://` URL's file, if it lies under `root` (both with
 /// symbolic links resolved) and is no larger than `max_bytes`. Blocks.
 fn read_file(url: &Url, root: &Path, max_bytes: u64) -> Result<Bytes, Error> {
@@ -312,7 +326,9 @@ fn read_file(url: &Url, root: &Path, max_bytes: u64) -> Result<Bytes, Error> {
             ),
         });
     }
-    let file = std::fs::File::open(&path).map_err(|e| unreadable(io_reason(e)))?;
+    let file = open_without_blocking(&path).map_err(|e| unreadable(io_reason(e)))?;
+    // The type comes from the open handle, not the path: a FIFO or device
+    // (or a path swapped for one since the check above) is refused here.
     let metadata = file.metadata().map_err(|e| unreadable(io_reason(e)))?;
     if !metadata.is_file() {
         return Err(unreadable("not a regular file".into()));

@@ -134,10 +134,12 @@
 //!   is [`Error::Tls`].
 //! - `file://` URLs only when [`Config::file_root`] is set, and then only
 //!   files whose path, with symbolic links resolved, lies under that
-//!   directory; others are [`Error::UnsupportedUrl`]. The check and the read
-//!   happen together off the UI thread; a link swapped in between them is
-//!   not guarded against, so do not point the root at a directory that
-//!   untrusted users can write to.
+//!   directory; others are [`Error::UnsupportedUrl`]. Only regular files
+//!   are read: a FIFO or a device is [`Error::File`], told from the opened
+//!   handle without waiting on it. The check and the read happen together
+//!   off the UI thread; a link swapped into a directory of the path between
+//!   them is not guarded against, so do not point the root at a directory
+//!   that untrusted users can write to.
 //! - Every other scheme is [`Error::UnsupportedUrl`], delivered at the next
 //!   [`Pipeline::drain`].
 //! - The [`SUPPORTED_FORMATS`]. Anything else, and any

@@ -150,3 +150,35 @@ fn a_root_that_is_not_a_directory_is_a_build_error() {
         }
     }
 }
+
+/// Regression: opening a FIFO under the root blocked the runtime's one
+/// blocking thread until a writer came, which never did: the row waited
+/// forever, and so did every file read and host-name lookup after it.
+#[cfg(unix)]
+#[test]
+fn a_fifo_under_the_root_is_refused_without_blocking_other_loads() {
+    let root = Scratch::new("fifo");
+    let fifo = root.0.join("pipe.png");
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+    if !made.is_ok_and(|status| status.success()) {
+        eprintln!("no mkfifo here: skipped");
+        return;
+    }
+    let image = root.png("after.png", 21);
+    let server = crate::common::server(0);
+    // By name, so that the load needs a host-name lookup on the blocking
+    // pool too.
+    let by_name = server.image_url(22).replace("127.0.0.1", "localhost");
+    let mut config = Config::default();
+    config.file_root = Some(root.0.clone());
+    let mut pipeline = Pipeline::<usize>::new(config).unwrap();
+    let results = load(&mut pipeline, &[url(&fifo), url(&image), by_name]);
+    match &results[0] {
+        Err(Error::File { reason, .. }) => {
+            assert!(reason.contains("not a regular file"), "{reason}")
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(results[1].as_ref().ok(), Some(&21));
+    assert_eq!(results[2].as_ref().ok(), Some(&22));
+}
