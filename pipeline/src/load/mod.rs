@@ -302,12 +302,17 @@ impl LoadActor {
             return;
         }
         Metrics::add(&metrics.cache_misses, 1);
-        let host = host_key(&url);
         let joined = self
             .registry
             .subscribe(id, key, url, priority, ttl, &self.parts.root);
         match joined {
-            Joined::New(task_id) => self.scheduler.push(task_id, host, priority),
+            Joined::New(task_id) => {
+                // Only a new task needs its host: a coalesced request costs
+                // no allocation here.
+                if let Some(task) = self.registry.get(task_id) {
+                    self.scheduler.push(task_id, host_key(&task.url), priority);
+                }
+            }
             Joined::Existing(task_id) => {
                 Metrics::add(&metrics.coalesced, 1);
                 self.reprioritize(task_id);
