@@ -147,7 +147,7 @@ fn blocked_in_network_io(task: &Path, table: &Syscalls) -> Result<Option<bool>, 
     let path = task.join("syscall");
     let syscall = match std::fs::read_to_string(&path) {
         Ok(syscall) => syscall,
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(error) if thread_ended(&error) => return Ok(None),
         Err(source) => {
             return Err(CensusError::SyscallUnreadable {
                 path: path.display().to_string(),
@@ -156,6 +156,14 @@ fn blocked_in_network_io(task: &Path, table: &Syscalls) -> Result<Option<bool>, 
         }
     };
     Ok(Some(blocked_in(&syscall, table)))
+}
+
+/// Whether reading a thread's file failed because the thread ended while
+/// being looked at: its directory is gone (`ENOENT`), or it is still listed
+/// but the thread has exited (`ESRCH`, "No such process").
+fn thread_ended(error: &std::io::Error) -> bool {
+    const ESRCH: i32 = 3;
+    error.kind() == std::io::ErrorKind::NotFound || error.raw_os_error() == Some(ESRCH)
 }
 
 /// Whether a thread whose `syscall` file reads `syscall` is parked in a
@@ -280,6 +288,51 @@ mod tests {
         assert_eq!(census.with_prefix("census-a-very-l"), 1);
         stop.send(()).unwrap();
         parked.join().unwrap();
+    }
+
+    /// Regression: a thread that exited between the listing and the read of
+    /// its `syscall` file gives "No such process", which was reported as an
+    /// unreadable file, so a census taken while threads end failed.
+    #[test]
+    fn threads_ending_during_a_census_are_skipped_not_errors() {
+        if !Path::new("/proc/self/task").exists() || syscalls().is_none() {
+            return;
+        }
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let churn = {
+            let stop = stop.clone();
+            let named = |name: &str| std::thread::Builder::new().name(name.to_owned());
+            named("census-churn")
+                .spawn(move || {
+                    let mut spawned = 0u64;
+                    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                        let batch: Vec<_> = (0..8)
+                            .map(|_| named("census-brief").spawn(|| ()).unwrap())
+                            .collect();
+                        for thread in batch {
+                            thread.join().unwrap();
+                        }
+                        spawned += 8;
+                    }
+                    spawned
+                })
+                .unwrap()
+        };
+        let deadline = Instant::now() + Duration::from_millis(1500);
+        let mut censuses = 0;
+        while Instant::now() < deadline {
+            if let Err(error) = ThreadCensus::take() {
+                stop.store(true, std::sync::atomic::Ordering::Relaxed);
+                panic!("census {censuses} failed while threads ended: {error}");
+            }
+            censuses += 1;
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let spawned = churn.join().unwrap();
+        assert!(
+            spawned > 0 && censuses > 0,
+            "{spawned} threads, {censuses} censuses"
+        );
     }
 
     #[test]
