@@ -46,6 +46,15 @@ pub struct Config {
     /// Largest response body; a larger one is aborted while streaming.
     /// Default: 16 MiB.
     pub max_body_bytes: u64,
+    /// Bytes of response bodies held between the network and the decoders:
+    /// bodies being read and bodies waiting for (or in) a decode. Past it,
+    /// no new fetch starts and an [`crate::HttpFetcher`] reads no new body
+    /// until decodes catch up; a cancelled load's body is freed at once.
+    /// Without it, a slow decoder and a fast server would pile up bodies:
+    /// 200 rows of 16 MiB images are 3.2 GB. A body larger than the whole
+    /// budget still loads, alone. Default: 64 MiB (four bodies at
+    /// [`Config::max_body_bytes`], hundreds of typical thumbnails).
+    pub max_bytes_awaiting_decode: u64,
     /// Redirects followed before giving up. Default: 5.
     pub max_redirects: usize,
     /// Largest width or height an image may declare. Default: 16384.
@@ -114,6 +123,7 @@ impl Default for Config {
             connect_timeout: Duration::from_secs(5),
             total_timeout: Duration::from_secs(30),
             max_body_bytes: 16 * 1024 * 1024,
+            max_bytes_awaiting_decode: 64 * 1024 * 1024,
             max_redirects: 5,
             max_dimension: 16_384,
             max_decode_alloc: 256 * 1024 * 1024,
@@ -146,9 +156,13 @@ impl Config {
                 return Err(BuildError::Config(format!("{name} must be at least 1")));
             }
         }
-        if self.max_dimension == 0 || self.max_body_bytes == 0 {
+        if self.max_dimension == 0
+            || self.max_body_bytes == 0
+            || self.max_bytes_awaiting_decode == 0
+        {
             return Err(BuildError::Config(
-                "max_dimension and max_body_bytes must be at least 1".into(),
+                "max_dimension, max_body_bytes and max_bytes_awaiting_decode must be at least 1"
+                    .into(),
             ));
         }
         Ok(())

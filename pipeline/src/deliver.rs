@@ -5,8 +5,9 @@
 //! the pipeline's `drain` receives. The channel closes when either side is
 //! dropped.
 
+use std::panic::AssertUnwindSafe;
 use std::sync::mpsc;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::rows::SubscriptionId;
 use crate::{Error, TargetSize, Thumbnail};
@@ -75,9 +76,19 @@ impl Outbox {
 }
 
 /// Calls the waker in `slot`, if one is set.
+///
+/// The call is made holding the slot's lock: dropping the pipeline empties
+/// the slot under the same lock, so it waits for a call in progress, and no
+/// call starts after it. A panicking waker is caught, so it neither poisons
+/// the lock nor ends the caller (the load actor).
 pub(crate) fn wake(slot: &Mutex<Option<Waker>>) {
-    let waker = slot.lock().ok().and_then(|waker| waker.clone());
-    if let Some(waker) = waker {
-        waker();
+    let waker = slot.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(waker) = waker.as_ref() {
+        let _ = std::panic::catch_unwind(AssertUnwindSafe(|| waker()));
     }
+}
+
+/// Empties the waker slot; returns once no call is in progress.
+pub(crate) fn unset_waker(slot: &Mutex<Option<Waker>>) {
+    *slot.lock().unwrap_or_else(PoisonError::into_inner) = None;
 }

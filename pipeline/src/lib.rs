@@ -107,12 +107,14 @@
 //! | connect timeout | 5 s | [`Error::Timeout`] | [`Config::connect_timeout`] |
 //! | whole-response timeout (headers and body) | 30 s | [`Error::Timeout`]; the slot is free again at once | [`Config::total_timeout`] |
 //! | response body | 16 MiB | [`Error::TooLarge`], from `Content-Length` or while streaming, never buffered past the cap | [`Config::max_body_bytes`] |
+//! | bodies held between the network and the decoders | 64 MiB | no new fetch starts and no new body is read until decodes catch up; a cancelled load's body is freed at once | [`Config::max_bytes_awaiting_decode`] |
 //! | redirects | 5 | [`Error::Network`] | [`Config::max_redirects`] |
 //! | image width or height | 16384 | [`Error::TooLarge`], from the header, before decoding | [`Config::max_dimension`] |
 //! | decoded pixels and decoder allocations | 256 MiB | [`Error::TooLarge`], from the header, before decoding | [`Config::max_decode_alloc`] |
 //! | cache | 64 MiB, 4096 entries, 300 s | least recently used entries are evicted; expired ones are never returned | [`Config::cache_cost_limit`], [`Config::cache_count_limit`], [`Config::cache_ttl`] |
 //! | textures (`egui` feature) | 32 MiB | least recently drawn textures are freed; their thumbnails come back from the cache | [`Config::texture_budget`] |
 //! | texture uploads per pass (`egui` feature) | 1 MiB | the rest are uploaded in the next passes | [`Config::upload_budget`] |
+//! | dropping the pipeline | 0.5 s for a decode still running | the thread finishes that decode alone and exits; nothing is delivered or woken after the drop | - |
 //!
 //! Change them with [`Config`]:
 //!
@@ -185,7 +187,7 @@ pub use thumbnail::Thumbnail;
 
 use cache::{CacheLimits, CacheView};
 use decode::DecodePool;
-use deliver::{Delivery, Outbox, Waker};
+use deliver::{Delivery, Outbox, Waker, unset_waker};
 use load::{LoadHandle, Parts};
 use metrics::Metrics;
 use rows::SubscriptionId;
@@ -319,6 +321,7 @@ impl<K> PipelineBuilder<K> {
             max_per_host: config.max_concurrent_fetches,
             max_in_flight: config.max_fetches_in_flight,
             max_body_bytes: config.max_body_bytes,
+            max_bytes_awaiting_decode: config.max_bytes_awaiting_decode,
             root: root.clone(),
         };
         let loads = load::start(parts, &handle);
@@ -381,6 +384,10 @@ impl<K> Pipeline<K> {
 
     /// Sets the callback run (on a pipeline thread) when completions are
     /// ready to drain; with egui, `move || ctx.request_repaint()`.
+    ///
+    /// It is never called after the pipeline's drop has returned: the drop
+    /// waits for a call in progress. So it must not itself wait for the
+    /// thread that drops the pipeline. A panic in it is caught and ignored.
     pub fn set_waker(&self, waker: impl Fn() + Send + Sync + 'static) {
         if let Ok(mut slot) = self.waker.lock() {
             *slot = Some(Arc::new(waker));
@@ -395,16 +402,58 @@ impl<K> Pipeline<K> {
 }
 
 impl<K> Drop for Pipeline<K> {
-    /// Cancels everything and joins the pipeline's threads.
+    /// Cancels everything and ends the pipeline's threads and tasks; no
+    /// completion arrives and the waker is not called after it returns.
+    ///
+    /// It waits at most half a second for a decode still running (a decode
+    /// cannot be interrupted): a thread whose decode takes longer is left to
+    /// finish it and exit on its own. With a runtime of your own, the load
+    /// tasks end at their next poll; dropped outside that runtime's tasks,
+    /// it also waits (at most a second) until they have.
     fn drop(&mut self) {
         self.root.cancel();
-        self.decode_pool.shutdown();
-        if let Some(runtime) = self.runtime.take() {
-            if Handle::try_current().is_ok() {
-                runtime.shutdown_background();
-            } else {
-                runtime.shutdown_timeout(Duration::from_millis(100));
+        unset_waker(&self.waker);
+        self.decode_pool.shutdown(decode::SHUTDOWN_PATIENCE);
+        match self.runtime.take() {
+            Some(runtime) => shut_down(runtime),
+            // In a task, waiting could hold up the very thread that would
+            // poll them; they end at their next poll without doing work.
+            None if tokio::task::try_id().is_none() => {
+                self.loads.wait_ended(TASKS_PATIENCE);
             }
+            None => {}
         }
+    }
+}
+
+/// How long dropping the pipeline waits for the load tasks on a caller's
+/// runtime.
+const TASKS_PATIENCE: Duration = Duration::from_secs(1);
+
+/// How long dropping the pipeline waits for its own runtime's threads.
+const RUNTIME_PATIENCE: Duration = Duration::from_millis(100);
+
+/// Shuts the pipeline's own runtime down and joins its threads, waiting at
+/// most [`RUNTIME_PATIENCE`]. Inside another runtime, where tokio refuses
+/// to block, a helper thread does it and is joined.
+fn shut_down(runtime: Runtime) {
+    if Handle::try_current().is_err() {
+        return runtime.shutdown_timeout(RUNTIME_PATIENCE);
+    }
+    let mut slot = Some(runtime);
+    std::thread::scope(|scope| {
+        let helper = std::thread::Builder::new()
+            .name("thumbpipe-drop".into())
+            .spawn_scoped(scope, || {
+                if let Some(runtime) = slot.take() {
+                    runtime.shutdown_timeout(RUNTIME_PATIENCE);
+                }
+            });
+        if let Ok(helper) = helper {
+            let _ = helper.join();
+        }
+    });
+    if let Some(runtime) = slot.take() {
+        runtime.shutdown_background();
     }
 }

@@ -87,6 +87,9 @@ metrics! {
     queued,
     /// Gauge: loads waiting for or in a decode now.
     decoding,
+    /// Gauge: bytes of the bodies of those loads
+    /// ([`crate::Config::max_bytes_awaiting_decode`] bounds them).
+    bytes_awaiting_decode,
 }
 
 impl Metrics {

@@ -1,15 +1,18 @@
 //! A decompression bomb (a 4 KB PNG claiming 60000x60000 pixels) is refused
-//! from its header, and a body that claims 1 GiB is not reserved up front:
-//! both measured with a global allocator that records the peak of the whole
-//! process.
+//! from its header, a body that claims 1 GiB is not reserved up front, and
+//! bodies waiting for a stalled decoder stay within their budget: measured
+//! with a global allocator that records the peak of the whole process.
 
 #![allow(clippy::unwrap_used)]
 
 mod common;
 
-use common::{drain_until, server};
+use common::{drain_until, eventually, server};
 use peak_alloc::PeakAlloc;
-use thumbpipe::{Config, Error, Pipeline, Priority, TargetSize};
+use std::sync::Arc;
+use std::time::Duration;
+
+use thumbpipe::{Config, Decode, Error, Pipeline, Priority, TargetSize, Thumbnail};
 
 #[global_allocator]
 static ALLOCATOR: PeakAlloc = PeakAlloc;
@@ -113,4 +116,146 @@ fn a_claimed_content_length_is_not_reserved_up_front() {
         grew < ALLOWED,
         "a claimed {LENGTH}-byte body took {grew} bytes at the peak"
     );
+}
+
+/// The size of every body the flood server sends.
+const FLOOD_BODY: usize = 16 * 1024 * 1024;
+
+/// Serves a 16 MiB body to every request, as fast as the client reads it:
+/// with `Content-Length` on keep-alive connections for even rows, without
+/// it (the body ends when the connection closes) for odd ones. The body is
+/// written from one static block, so the server allocates nothing per
+/// request. Returns the port.
+fn flood_server() -> u16 {
+    use std::io::{BufRead, BufReader, Write};
+    static BLOCK: [u8; 64 * 1024] = [0; 64 * 1024];
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let serve = move |socket: std::net::TcpStream| {
+        let mut reader = BufReader::new(socket.try_clone()?);
+        let mut writer = socket;
+        loop {
+            let mut line = String::new();
+            reader.read_line(&mut line)?;
+            if line.is_empty() {
+                return Ok::<(), std::io::Error>(());
+            }
+            let with_length = line.contains("/even/");
+            while line != "\r\n" && !line.is_empty() {
+                line.clear();
+                reader.read_line(&mut line)?;
+            }
+            let head = if with_length {
+                format!("HTTP/1.1 200 OK\r\nContent-Length: {FLOOD_BODY}\r\n\r\n")
+            } else {
+                "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n".to_owned()
+            };
+            writer.write_all(head.as_bytes())?;
+            for _ in 0..FLOOD_BODY / BLOCK.len() {
+                writer.write_all(&BLOCK)?;
+            }
+            if !with_length {
+                return Ok(());
+            }
+        }
+    };
+    std::thread::Builder::new()
+        .name("test-flood-server".into())
+        .spawn(move || {
+            for socket in listener.incoming().flatten() {
+                let _ = std::thread::Builder::new()
+                    .name("test-flood-connection".into())
+                    .spawn(move || serve(socket));
+            }
+        })
+        .unwrap();
+    port
+}
+
+/// A decoder stalled until the test lets it go.
+struct Stalled(Arc<(std::sync::Mutex<bool>, std::sync::Condvar)>);
+
+impl Decode for Stalled {
+    fn decode(&self, url: &Arc<str>, _: &[u8], _: TargetSize) -> Result<Thumbnail, Error> {
+        let (released, signal) = &*self.0;
+        let mut released = released.lock().unwrap();
+        while !*released {
+            released = signal.wait(released).unwrap();
+        }
+        Err(Error::Decode {
+            url: url.to_string(),
+            reason: "not an image".into(),
+        })
+    }
+}
+
+/// Regression: the fetch slot was given back as soon as a body arrived and
+/// the decode queue had no bound, so a stalled decoder let every row's body
+/// pile up: 200 rows of 16 MiB were 3.2 GB. Now the bodies held stay within
+/// `max_bytes_awaiting_decode`, and a cancelled load's body is freed at once.
+#[test]
+fn bodies_waiting_for_a_stalled_decoder_stay_within_the_budget() {
+    const MIB: usize = 1024 * 1024;
+    let _one_at_a_time = MEASURING.lock().unwrap_or_else(|e| e.into_inner());
+    let port = flood_server();
+    let gate = Arc::new((std::sync::Mutex::new(false), std::sync::Condvar::new()));
+    let config = Config::default();
+    let budget = config.max_bytes_awaiting_decode as usize;
+    let mut pipeline = Pipeline::<u32>::builder()
+        .config(config)
+        .decoder(Stalled(Arc::clone(&gate)))
+        .build()
+        .unwrap();
+    let before = ALLOCATOR.current_usage();
+    ALLOCATOR.reset_peak_usage();
+    for row in 0..200 {
+        let parity = if row % 2 == 0 { "even" } else { "odd" };
+        let url = format!("http://127.0.0.1:{port}/{parity}/{row}.png");
+        pipeline.request(row, &url, TargetSize::square(32), Priority::Visible);
+    }
+    // The budget fills with bodies for the decoders; the fetches behind
+    // them wait with their bodies unread.
+    assert!(
+        eventually(|| pipeline.stats().bytes_awaiting_decode >= budget as u64),
+        "{:?}",
+        pipeline.stats()
+    );
+    // Time for a flood to happen, were it not held back: at localhost
+    // speed, a second carries gigabytes.
+    std::thread::sleep(Duration::from_secs(1));
+    let stats = pipeline.stats();
+    let grew = ALLOCATOR.peak_usage().saturating_sub(before);
+    eprintln!(
+        "peak growth {} MiB with a {} MiB budget; {} fetches started, {} bytes awaiting decode",
+        grew / MIB,
+        budget / MIB,
+        stats.fetches_started,
+        stats.bytes_awaiting_decode
+    );
+    assert!(
+        grew < budget + 64 * MIB,
+        "{} MiB at the peak with a {} MiB budget: {stats:?}",
+        grew / MIB,
+        budget / MIB
+    );
+    assert!(stats.bytes_awaiting_decode <= budget as u64, "{stats:?}");
+
+    // Every row leaves: the bodies queued for a decode are freed at once,
+    // only those in the stalled decoders' hands stay.
+    let held = ALLOCATOR.current_usage();
+    for row in 0..200 {
+        pipeline.cancel_row(&row);
+    }
+    let decode_threads = Config::default().decode_threads;
+    assert!(
+        eventually(|| {
+            ALLOCATOR.current_usage() + (budget - decode_threads * FLOOD_BODY) <= held + 4 * MIB
+        }),
+        "{} MiB held after cancelling, {} MiB before",
+        ALLOCATOR.current_usage() / MIB,
+        held / MIB
+    );
+    *gate.0.lock().unwrap() = true;
+    gate.1.notify_all();
+    drop(pipeline);
 }

@@ -22,7 +22,7 @@ use std::sync::Arc;
 
 use image::{DynamicImage, ImageFormat, ImageReader, Limits};
 
-pub(crate) use pool::{DecodeJob, DecodeOutcome, DecodePool};
+pub(crate) use pool::{DecodeJob, DecodeOutcome, DecodePool, SHUTDOWN_PATIENCE};
 
 use crate::thumbnail::fit_inside;
 use crate::{Config, Error, TargetSize, Thumbnail};

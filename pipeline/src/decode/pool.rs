@@ -5,13 +5,15 @@
 //! Owns the threads and their queue. Jobs arrive from the load actor; a job
 //! cancelled while queued is skipped, a decoder panic is caught here and
 //! becomes [`Error::Decode`], and every job reports its [`DecodeOutcome`]
-//! once. The threads end when the pool is shut down: queued jobs report
+//! once. A job cancelled while queued leaves the queue at once, with its
+//! body. The threads end when the pool is shut down: queued jobs report
 //! [`DecodeOutcome::PoolClosed`], running decodes finish, and `shutdown`
-//! joins the threads.
+//! joins the threads, waiting at most a bound for a decode still running.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use tokio_util::sync::CancellationToken;
@@ -67,6 +69,8 @@ struct Shared {
     // or a `done` call.
     state: Mutex<PoolState>,
     work: Condvar,
+    /// Signalled when a thread exits.
+    exited: Condvar,
     codec: Arc<dyn Decode>,
     large_pixels: u64,
     /// Most large decodes running at once.
@@ -79,6 +83,8 @@ struct PoolState {
     waiting: HashMap<TaskId, Waiting>,
     large_running: usize,
     closed: bool,
+    /// Threads not yet exited.
+    alive: usize,
 }
 
 struct Waiting {
@@ -101,8 +107,12 @@ impl DecodePool {
         codec: Arc<dyn Decode>,
     ) -> std::io::Result<Self> {
         let shared = Arc::new(Shared {
-            state: Mutex::default(),
+            state: Mutex::new(PoolState {
+                alive: threads,
+                ..PoolState::default()
+            }),
             work: Condvar::new(),
+            exited: Condvar::new(),
             codec,
             large_pixels,
             large_limit: threads.saturating_sub(1).max(1),
@@ -112,7 +122,10 @@ impl DecodePool {
                 let shared = Arc::clone(&shared);
                 std::thread::Builder::new()
                     .name(format!("thumbpipe-decode-{n}"))
-                    .spawn(move || decode_worker(&shared))
+                    .spawn(move || {
+                        let _exit = ExitGuard(&shared);
+                        decode_worker(&shared);
+                    })
             })
             .collect::<std::io::Result<Vec<_>>>()?;
         Ok(Self {
@@ -142,21 +155,70 @@ impl DecodePool {
         self.shared.lock().order.reprioritize(task, priority);
     }
 
-    /// Closes the queue and joins the threads: each finishes the decode it
-    /// is running, and the jobs still queued report
-    /// [`DecodeOutcome::PoolClosed`].
-    pub(crate) fn shutdown(&self) {
-        self.shared.lock().closed = true;
+    /// Takes a queued job out of the queue at once, dropping its body, and
+    /// reports [`DecodeOutcome::Cancelled`]; a job already decoding, or
+    /// unknown, is left be. Returns whether the job was queued.
+    pub(crate) fn cancel(&self, task: TaskId) -> bool {
+        let mut state = self.shared.lock();
+        let Some(waiting) = state.waiting.remove(&task) else {
+            return false;
+        };
+        state.order.remove(task);
+        drop(state);
+        (waiting.job.done)(DecodeOutcome::Cancelled);
+        true
+    }
+
+    /// Closes the queue and joins the threads: the jobs still queued report
+    /// [`DecodeOutcome::PoolClosed`], and each thread finishes the decode it
+    /// is running. Waits at most `patience` for them: a thread still
+    /// decoding then is left to finish that one decode on its own and exit
+    /// (a decode cannot be interrupted); its result goes nowhere. Returns
+    /// whether every thread has exited.
+    pub(crate) fn shutdown(&self, patience: Duration) -> bool {
+        let deadline = Instant::now() + patience;
+        let mut state = self.shared.lock();
+        state.closed = true;
         self.shared.work.notify_all();
+        while state.alive > 0 {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            state = self
+                .shared
+                .exited
+                .wait_timeout(state, left)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+        let all_exited = state.alive == 0;
+        drop(state);
         let threads = match self.threads.lock() {
             Ok(mut threads) => std::mem::take(&mut *threads),
-            Err(_) => return,
+            Err(_) => return all_exited,
         };
-        for thread in threads {
-            let _ = thread.join();
+        if all_exited {
+            for thread in threads {
+                let _ = thread.join();
+            }
         }
+        all_exited
     }
 }
+
+/// Counts a decode thread out when it exits, however it exits.
+struct ExitGuard<'a>(&'a Shared);
+
+impl Drop for ExitGuard<'_> {
+    fn drop(&mut self) {
+        self.0.lock().alive -= 1;
+        self.0.exited.notify_all();
+    }
+}
+
+/// How long dropping the pool waits for a decode still running.
+pub(crate) const SHUTDOWN_PATIENCE: Duration = Duration::from_millis(500);
 
 /// Whether `bytes`' header declares more than `limit` pixels. Unreadable
 /// headers count as small: the decoder refuses them quickly.
@@ -185,6 +247,7 @@ fn next_job(shared: &Shared) -> Next {
             waiting,
             large_running,
             closed,
+            ..
         } = &mut *state;
         let free = *large_running < shared.large_limit;
         let picked = order.pop_next(|task| {
@@ -239,8 +302,12 @@ fn decode_worker(shared: &Shared) {
 }
 
 impl Drop for DecodePool {
+    /// Shuts the pool down unless that was done already: a thread left
+    /// decoding then is not waited for a second time.
     fn drop(&mut self) {
-        self.shutdown();
+        if !self.shared.lock().closed {
+            self.shutdown(SHUTDOWN_PATIENCE);
+        }
     }
 }
 
@@ -393,7 +460,7 @@ mod tests {
             done.iter().all(|(_, outcome)| *outcome == "decoded"),
             "{done:?}"
         );
-        pool.shutdown();
+        pool.shutdown(SHUTDOWN_PATIENCE);
         assert_eq!(outcomes.lock().unwrap().len(), 7);
     }
 
@@ -464,7 +531,7 @@ mod tests {
                 opener.open();
             })
             .unwrap();
-        pool.shutdown();
+        pool.shutdown(SHUTDOWN_PATIENCE);
         shutting.join().unwrap();
         pool.submit(job(4, "late", Priority::Visible, &large, &outcomes));
         let mut done = outcomes.lock().unwrap().clone();
@@ -481,5 +548,80 @@ mod tests {
         );
         assert!(!gate.started().contains(&"queued".to_string()));
         assert!(!gate.started().contains(&"cancelled".to_string()));
+    }
+    /// A body that records when it is dropped.
+    struct Watched(Arc<std::sync::atomic::AtomicBool>);
+
+    impl AsRef<[u8]> for Watched {
+        fn as_ref(&self) -> &[u8] {
+            &[]
+        }
+    }
+
+    impl Drop for Watched {
+        fn drop(&mut self) {
+            self.0.store(true, std::sync::atomic::Ordering::SeqCst);
+        }
+    }
+
+    /// A pool of `threads` threads, one of them decoding a held job ("hold",
+    /// task 0).
+    fn holding_one_decode(threads: usize) -> (Arc<Gated>, DecodePool, Outcomes) {
+        let gate = Arc::new(Gated::default());
+        let pool =
+            DecodePool::start(threads, u64::MAX, Arc::clone(&gate) as Arc<dyn Decode>).unwrap();
+        let outcomes = Outcomes::default();
+        pool.submit(job(0, "hold", Priority::Visible, &[], &outcomes));
+        gate.wait_started(1);
+        (gate, pool, outcomes)
+    }
+
+    /// Regression: a cancelled job stayed queued, body and all, until a
+    /// thread reached it; with every thread busy, bodies piled up.
+    #[test]
+    fn a_cancelled_queued_job_leaves_with_its_body_at_once() {
+        let (gate, pool, outcomes) = holding_one_decode(1);
+        let dropped = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let mut queued = job(1, "queued", Priority::Visible, &[], &outcomes);
+        queued.bytes = Bytes::from_owner(Watched(Arc::clone(&dropped)));
+        pool.submit(queued);
+        assert!(!dropped.load(std::sync::atomic::Ordering::SeqCst));
+
+        assert!(pool.cancel(1));
+        assert!(dropped.load(std::sync::atomic::Ordering::SeqCst));
+        assert_eq!(
+            *outcomes.lock().unwrap(),
+            [("queued".to_string(), "cancelled")]
+        );
+        // A running job, or one already gone, is not cancelled again.
+        assert!(!pool.cancel(0) && !pool.cancel(1));
+        gate.open();
+        assert_eq!(
+            wait_outcomes(&outcomes, 2)[1],
+            ("hold".to_string(), "decoded")
+        );
+        assert!(pool.shutdown(SHUTDOWN_PATIENCE));
+    }
+
+    /// Regression: shutdown joined every thread, so a decode that ran for
+    /// minutes held up the caller (closing the app) for minutes.
+    #[test]
+    fn shutdown_waits_a_bounded_time_for_a_running_decode() {
+        let (gate, pool, outcomes) = holding_one_decode(2);
+        let started = Instant::now();
+        assert!(!pool.shutdown(Duration::from_millis(50)));
+        let took = started.elapsed();
+        assert!(took < Duration::from_secs(1), "{took:?}");
+        // The idle thread exited; the busy one finishes its decode and exits.
+        gate.open();
+        assert_eq!(
+            wait_outcomes(&outcomes, 1),
+            [("hold".to_string(), "decoded")]
+        );
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while pool.shared.lock().alive > 0 {
+            assert!(Instant::now() < deadline);
+            std::thread::sleep(Duration::from_millis(1));
+        }
     }
 }

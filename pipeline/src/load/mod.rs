@@ -34,7 +34,7 @@ mod schedule;
 
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -65,9 +65,19 @@ pub(crate) struct LoadHandle {
     commands: mpsc::UnboundedSender<Command>,
     /// Set if the actor ended while the pipeline still wanted it.
     ended: Arc<AtomicBool>,
+    /// The actor's task and its fetch tasks not yet ended.
+    live: LiveTasks,
 }
 
 impl LoadHandle {
+    /// Waits at most `patience` until the actor's task and every fetch task
+    /// have ended (after the root token is cancelled, each ends at its next
+    /// poll); returns whether they have. Must not be called from a task of
+    /// the runtime they run on, which may be the one to poll them.
+    pub(crate) fn wait_ended(&self, patience: Duration) -> bool {
+        self.live.wait_none(patience)
+    }
+
     /// Whether the actor has ended while the pipeline was in use (its
     /// runtime was shut down, or it panicked): nothing sent will be answered
     /// and nothing pending will arrive.
@@ -139,7 +149,8 @@ enum Command {
 /// From the fetch tasks and decode threads.
 enum Event {
     Fetched(TaskId, Result<Bytes, Error>),
-    Decoded(TaskId, DecodeOutcome),
+    /// A decode ended; its body, of this many bytes, is gone.
+    Decoded(TaskId, u64, DecodeOutcome),
 }
 
 /// What the actor needs from the rest of the pipeline.
@@ -155,6 +166,8 @@ pub(crate) struct Parts {
     pub(crate) max_per_host: usize,
     pub(crate) max_in_flight: usize,
     pub(crate) max_body_bytes: u64,
+    /// No fetch starts while bodies of this many bytes await a decode.
+    pub(crate) max_bytes_awaiting_decode: u64,
     pub(crate) root: CancellationToken,
 }
 
@@ -164,6 +177,8 @@ pub(crate) fn start(parts: Parts, runtime: &Handle) -> LoadHandle {
     let (commands, inbox) = mpsc::unbounded_channel();
     let (events, reports) = mpsc::unbounded_channel();
     let ended = Arc::new(AtomicBool::new(false));
+    let live = LiveTasks::default();
+    let actor_task = live.enter();
     let guard = EndGuard {
         root: parts.root.clone(),
         ended: Arc::clone(&ended),
@@ -174,11 +189,54 @@ pub(crate) fn start(parts: Parts, runtime: &Handle) -> LoadHandle {
         scheduler: FetchScheduler::new(parts.max_per_host, parts.max_in_flight),
         registry: TaskRegistry::default(),
         fetches: TaskTracker::new(),
+        live: live.clone(),
+        awaiting_decode: 0,
         events,
         parts,
     };
-    runtime.spawn(actor.run(inbox, reports, guard));
-    LoadHandle { commands, ended }
+    runtime.spawn(async move {
+        let _live = actor_task;
+        actor.run(inbox, reports, guard).await;
+    });
+    LoadHandle {
+        commands,
+        ended,
+        live,
+    }
+}
+
+/// Counts the actor's task and its fetch tasks that have not ended, so that
+/// dropping the pipeline can wait until none of them runs. A task counts
+/// from before it is spawned until its future is dropped: when it returns,
+/// or when its runtime drops it unpolled.
+#[derive(Clone, Debug, Default)]
+struct LiveTasks(Arc<(Mutex<usize>, Condvar)>);
+
+impl LiveTasks {
+    fn enter(&self) -> LiveTask {
+        *self.0.0.lock().unwrap_or_else(PoisonError::into_inner) += 1;
+        LiveTask(self.clone())
+    }
+
+    fn wait_none(&self, patience: Duration) -> bool {
+        let (count, ended) = &*self.0;
+        let count = count.lock().unwrap_or_else(PoisonError::into_inner);
+        let (count, _) = ended
+            .wait_timeout_while(count, patience, |count| *count > 0)
+            .unwrap_or_else(PoisonError::into_inner);
+        *count == 0
+    }
+}
+
+/// One live task; dropped with the task's future.
+struct LiveTask(LiveTasks);
+
+impl Drop for LiveTask {
+    fn drop(&mut self) {
+        let (count, ended) = &*self.0.0;
+        *count.lock().unwrap_or_else(PoisonError::into_inner) -= 1;
+        ended.notify_all();
+    }
 }
 
 /// Marks the actor ended and wakes the UI when the actor stops while the
@@ -208,6 +266,11 @@ struct LoadActor {
     cache: ThumbnailCache,
     /// The fetch tasks, each ended by its task's token.
     fetches: TaskTracker,
+    /// Counts the fetch tasks for the pipeline's drop.
+    live: LiveTasks,
+    /// Bytes of the bodies sent to the decode pool whose decode has not
+    /// ended.
+    awaiting_decode: u64,
     /// Cloned into every fetch task and decode job to report back.
     events: mpsc::UnboundedSender<Event>,
 }
@@ -327,9 +390,13 @@ impl LoadActor {
             Left::Last(task_id, task) => (task_id, task),
         };
         // The last subscriber left: cancel the shared work. A fetch future
-        // sees the token and drops its connection; a decode thread checks it
-        // before decoding, and a decode already running is discarded.
+        // sees the token and drops its connection; a decode waiting in the
+        // pool's queue leaves it with its body at once, and a decode
+        // already running is discarded.
         task.cancel.cancel();
+        if task.stage == Stage::Decoding {
+            self.parts.decode_pool.cancel(task_id);
+        }
         let metrics = &self.parts.metrics;
         let counter = match self.scheduler.remove(task_id) {
             Removed::Queued => &metrics.fetches_cancelled_queued,
@@ -341,6 +408,9 @@ impl LoadActor {
 
     fn event(&mut self, event: Event) {
         let metrics = Arc::clone(&self.parts.metrics);
+        if let Event::Decoded(_, size, _) = &event {
+            self.awaiting_decode = self.awaiting_decode.saturating_sub(*size);
+        }
         match event {
             Event::Fetched(task_id, result) => {
                 self.scheduler.remove(task_id);
@@ -362,7 +432,7 @@ impl LoadActor {
                     }
                 }
             }
-            Event::Decoded(task_id, DecodeOutcome::Done(result)) => {
+            Event::Decoded(task_id, _, DecodeOutcome::Done(result)) => {
                 Metrics::add(&metrics.decodes_completed, 1);
                 if self.registry.get(task_id).is_none() {
                     Metrics::add(&metrics.decodes_discarded, 1);
@@ -370,7 +440,7 @@ impl LoadActor {
                 }
                 self.finish(task_id, result);
             }
-            Event::Decoded(task_id, DecodeOutcome::Cancelled | DecodeOutcome::PoolClosed) => {
+            Event::Decoded(task_id, _, DecodeOutcome::Cancelled | DecodeOutcome::PoolClosed) => {
                 Metrics::add(&metrics.decodes_skipped, 1);
                 // A cancelled task went with its last subscriber; one still
                 // here was skipped because the pool is shutting down.
@@ -388,6 +458,8 @@ impl LoadActor {
         };
         Metrics::add(&self.parts.metrics.decodes_started, 1);
         let events = self.events.clone();
+        let size = bytes.len() as u64;
+        self.awaiting_decode += size;
         self.parts.decode_pool.submit(DecodeJob {
             task: task_id,
             priority: task.priority(),
@@ -396,7 +468,7 @@ impl LoadActor {
             target: task.key.target,
             cancel: task.cancel.clone(),
             done: Box::new(move |outcome| {
-                let _ = events.send(Event::Decoded(task_id, outcome));
+                let _ = events.send(Event::Decoded(task_id, size, outcome));
             }),
         });
     }
@@ -436,9 +508,13 @@ impl LoadActor {
         }
     }
 
-    /// Starts queued fetches while their hosts have free slots.
+    /// Starts queued fetches while their hosts have free slots and the
+    /// bodies awaiting a decode are within their budget.
     fn start_fetches(&mut self) {
-        while let Some(task_id) = self.scheduler.next() {
+        while self.awaiting_decode < self.parts.max_bytes_awaiting_decode {
+            let Some(task_id) = self.scheduler.next() else {
+                break;
+            };
             let Some(task) = self.registry.advance(task_id, Stage::Fetching) else {
                 self.scheduler.remove(task_id);
                 continue;
@@ -447,11 +523,13 @@ impl LoadActor {
             let fetch = guarded_fetch(&*self.parts.fetcher, &task.url, self.parts.max_body_bytes);
             let cancel = task.cancel.clone();
             let events = self.events.clone();
+            let live = self.live.enter();
             // A task per fetch, not a future polled by the actor: connecting
             // (and a TLS handshake) happens inside the fetch future, and on
             // the actor's one task it would hold up every command behind it
             // and serialize a burst of connections under tokio's budget.
             self.fetches.spawn(async move {
+                let _live = live;
                 tokio::select! {
                     biased;
                     _ = cancel.cancelled() => {}
@@ -469,6 +547,7 @@ impl LoadActor {
         Metrics::set(&metrics.in_flight, self.scheduler.in_flight() as u64);
         Metrics::set(&metrics.queued, self.scheduler.queued() as u64);
         Metrics::set(&metrics.decoding, self.registry.decoding() as u64);
+        Metrics::set(&metrics.bytes_awaiting_decode, self.awaiting_decode);
         if let Ok(mut stats) = self.parts.cache_stats.lock() {
             *stats = self.cache.stats();
         }

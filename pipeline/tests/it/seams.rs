@@ -67,3 +67,51 @@ fn a_custom_decoder_is_used_and_its_panics_become_decode_errors() {
         other => panic!("{other:?}"),
     }
 }
+
+/// A decoder that takes as long as the test says: it reports that it has
+/// started, then waits for the word to finish.
+struct Endless {
+    started: std::sync::mpsc::SyncSender<()>,
+    finish: std::sync::Mutex<std::sync::mpsc::Receiver<()>>,
+}
+
+impl Decode for Endless {
+    fn decode(&self, url: &Arc<str>, _: &[u8], _: TargetSize) -> Result<Thumbnail, Error> {
+        let _ = self.started.try_send(());
+        let _ = self.finish.lock().unwrap().recv();
+        Err(Error::Decode {
+            url: url.to_string(),
+            reason: "finished".into(),
+        })
+    }
+}
+
+/// Regression: dropping the pipeline joined every decode thread, so a
+/// decode that ran for minutes (a hostile file) held up closing the app
+/// for minutes.
+#[test]
+fn drop_during_a_decode_that_never_ends_returns_at_once() {
+    let (started, decoding) = std::sync::mpsc::sync_channel(1);
+    let (finish, finished) = std::sync::mpsc::channel();
+    let mut pipeline = Pipeline::<u8>::builder()
+        .fetcher(Echo)
+        .decoder(Endless {
+            started,
+            finish: std::sync::Mutex::new(finished),
+        })
+        .build()
+        .unwrap();
+    pipeline.request(0, "http://m/slow", TargetSize::square(8), Priority::Visible);
+    decoding
+        .recv_timeout(std::time::Duration::from_secs(10))
+        .unwrap();
+    let dropping = std::time::Instant::now();
+    drop(pipeline);
+    let took = dropping.elapsed();
+    // The thread left behind finishes its decode when told, and exits.
+    finish.send(()).unwrap();
+    assert!(
+        took < std::time::Duration::from_secs(1),
+        "drop took {took:?}"
+    );
+}

@@ -18,6 +18,10 @@ use url::Url;
 
 use crate::{BuildError, Config, Error};
 
+mod budget;
+
+use budget::BodyBudget;
+
 /// A source of image bytes.
 ///
 /// Implementations must be cancellable by drop: the pipeline drops the
@@ -89,10 +93,19 @@ where
 /// and redirect limit from [`Config`]; TLS by rustls, checked against the
 /// platform's trusted roots. Reads `file://` URLs under
 /// [`Config::file_root`] when it is set.
+///
+/// The bodies it holds, read or being read, never add up to more than
+/// [`Config::max_bytes_awaiting_decode`] (plus one body when a single one
+/// is larger): before reading a body, a fetch reserves its size (the
+/// server's `Content-Length`, or [`Config::max_body_bytes`] without one),
+/// waiting while the budget is spent, and the body gives it back when it
+/// is dropped, after its decode or at once when its load is cancelled. The
+/// budget is per fetcher (its clones share it).
 #[derive(Clone, Debug)]
 pub struct HttpFetcher {
     client: reqwest::Client,
     limits: Arc<FetchLimits>,
+    budget: Arc<BodyBudget>,
     /// `Config::file_root`, with symbolic links resolved.
     file_root: Option<Arc<Path>>,
 }
@@ -128,6 +141,7 @@ impl HttpFetcher {
                 total_timeout: config.total_timeout,
                 max_redirects: config.max_redirects,
             }),
+            budget: Arc::new(BodyBudget::new(config.max_bytes_awaiting_decode)),
             file_root,
         })
     }
@@ -167,6 +181,7 @@ impl Fetch for HttpFetcher {
         }
         let client = self.client.clone();
         let limits = Arc::clone(&self.limits);
+        let budget = Arc::clone(&self.budget);
         Box::pin(async move {
             let fail = |error: reqwest::Error| classify(&url, error, &limits);
             let mut response = client.get(url.clone()).send().await.map_err(fail)?;
@@ -185,6 +200,11 @@ impl Fetch for HttpFetcher {
             if let Some(length) = response.content_length().filter(|len| *len > max_bytes) {
                 return Err(too_large(format!("{length} bytes")));
             }
+            // Bodies waiting for a decoder are bounded: this one waits here,
+            // its bytes unread, while the budget is spent.
+            let reservation = budget
+                .reserve(response.content_length().unwrap_or(max_bytes))
+                .await;
             // The server's length is a claim: reserve at most 1 MiB up
             // front, and let the buffer grow with the bytes that arrive.
             let capacity = response
@@ -199,7 +219,7 @@ impl Fetch for HttpFetcher {
                 }
                 body.extend_from_slice(&chunk);
             }
-            Ok(Bytes::from(body))
+            Ok(reservation.hold(body))
         })
     }
 }
