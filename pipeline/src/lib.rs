@@ -110,7 +110,8 @@
 //! | bodies held between the network and the decoders | 64 MiB | no new fetch starts and no new body is read until decodes catch up; a cancelled load's body is freed at once | [`Config::max_bytes_awaiting_decode`] |
 //! | redirects | 5 | [`Error::Network`] | [`Config::max_redirects`] |
 //! | image width or height | 16384 | [`Error::TooLarge`], from the header, before decoding | [`Config::max_dimension`] |
-//! | decoded pixels and decoder allocations | 256 MiB | [`Error::TooLarge`], from the header, before decoding | [`Config::max_decode_alloc`] |
+//! | decoded pixels and decoder allocations | 256 MiB (a JPEG's decoder buffers count: a progressive 4:4:4 JPEG takes 13 bytes per pixel, a baseline 4:2:0 one 5.5) | [`Error::TooLarge`], from the header, before decoding | [`Config::max_decode_alloc`] |
+//! | scans in a JPEG | 100 (a photo has about ten) | [`Error::Decode`], from the markers, before decoding | - |
 //! | cache | 64 MiB, 4096 entries, 300 s | least recently used entries are evicted; expired ones are never returned | [`Config::cache_cost_limit`], [`Config::cache_count_limit`], [`Config::cache_ttl`] |
 //! | textures (`egui` feature) | 32 MiB | least recently drawn textures are freed; their thumbnails come back from the cache | [`Config::texture_budget`] |
 //! | texture uploads per pass (`egui` feature) | 1 MiB | the rest are uploaded in the next passes | [`Config::upload_budget`] |

@@ -259,3 +259,63 @@ fn bodies_waiting_for_a_stalled_decoder_stay_within_the_budget() {
     gate.1.notify_all();
     drop(pipeline);
 }
+
+/// What the decoder says decoding `jpeg` takes: the figure in the error
+/// it gives under a limit of one byte.
+fn bytes_needed(jpeg: &[u8], target: TargetSize) -> usize {
+    let mut config = Config::default();
+    config.max_decode_alloc = 1;
+    let error = thumbpipe::thumbnail_from_bytes("needs", jpeg, target, &config).unwrap_err();
+    let text = error.to_string();
+    let (_, rest) = text.split_once("takes ").unwrap();
+    rest.split(' ').next().unwrap().parse().unwrap()
+}
+
+/// Regression: the decode limit counted the decoded pixels only (width x
+/// height x 4), while a progressive JPEG makes the decoder keep every DCT
+/// coefficient (two bytes per sample, three samples per pixel at 4:4:4):
+/// a JPEG allowed by the limit took several times the limit. Now, at the
+/// limit the decoder asks for exactly, no JPEG layout takes more than the
+/// limit, on either path.
+#[test]
+fn a_jpeg_decode_never_takes_more_than_the_decode_limit() {
+    use jpeg_encoder::{ColorType, SamplingFactor};
+    let _one_at_a_time = MEASURING.lock().unwrap_or_else(|e| e.into_inner());
+    for side in [1024u16, 2048] {
+        let rgb = fixture_server::picture::render(3, u32::from(side), u32::from(side)).pixels;
+        for (sampling, progressive) in [
+            (SamplingFactor::F_2_2, false),
+            (SamplingFactor::F_1_1, false),
+            (SamplingFactor::F_2_2, true),
+            (SamplingFactor::F_1_1, true),
+        ] {
+            let mut jpeg = Vec::new();
+            let mut encoder = jpeg_encoder::Encoder::new(&mut jpeg, 85);
+            encoder.set_sampling_factor(sampling);
+            encoder.set_progressive(progressive);
+            encoder.encode(&rgb, side, side, ColorType::Rgb).unwrap();
+            // 64 px of 1024 is jpeg-decoder's scaled path, the rest the
+            // full decode.
+            let target = TargetSize::square(64);
+            let needed = bytes_needed(&jpeg, target);
+            let mut config = Config::default();
+            config.max_decode_alloc = needed as u64;
+            let before = ALLOCATOR.current_usage();
+            ALLOCATOR.reset_peak_usage();
+            let thumbnail = thumbpipe::thumbnail_from_bytes("jpeg", &jpeg, target, &config);
+            let grew = ALLOCATOR.peak_usage().saturating_sub(before);
+            let layout = format!("{side}x{side} {sampling:?} progressive={progressive}");
+            eprintln!(
+                "{layout}: peak {:.1} MB, limit asked {:.1} MB ({:.2} bytes per pixel)",
+                grew as f64 / 1e6,
+                needed as f64 / 1e6,
+                needed as f64 / f64::from(side).powi(2)
+            );
+            assert_eq!(thumbnail.unwrap().width, 64, "{layout}");
+            assert!(
+                grew <= needed,
+                "{layout}: {grew} bytes at the peak, {needed} allowed"
+            );
+        }
+    }
+}

@@ -1,5 +1,8 @@
-//! JPEG's fast path: decoding at 1/2, 1/4 or 1/8 of the size by scaling in
-//! the DCT domain, when that still covers the thumbnail.
+//! JPEG's own checks and fast path: the file's layout read from its
+//! markers before any decoder runs (to refuse a file with more scans than
+//! any real photo has, and to count what the decoder will allocate), and
+//! decoding at 1/2, 1/4 or 1/8 of the size by scaling in the DCT domain
+//! when that still covers the thumbnail.
 //!
 //! Runs inside a decode, on the decode thread that called it; it starts no
 //! threads and keeps nothing.
@@ -13,6 +16,134 @@ use crate::thumbnail::fit_inside;
 /// Outputs wider than this make jpeg-decoder (without rayon) start a thread
 /// per colour component; a decode thread must not start threads.
 const JPEG_SCALED_MAX_WIDTH: u16 = 128;
+
+/// Most scans a JPEG may have. A progressive photo has about ten (libjpeg's
+/// default script has 10, mozjpeg's a dozen or so); a file with thousands
+/// of tiny scans, each of which makes the decoder walk every block of the
+/// image again, can keep a decoder busy for minutes. zune-jpeg, which the
+/// full decode uses, stops at 100 too.
+pub(super) const MAX_SCANS: usize = 100;
+
+/// What a JPEG's markers say about it, read without decoding.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(super) struct JpegLayout {
+    pub(super) progressive: bool,
+    /// Each component's horizontal and vertical sampling factors.
+    pub(super) sampling: Vec<(u8, u8)>,
+    pub(super) width: u32,
+    pub(super) height: u32,
+    /// Scans counted, up to `MAX_SCANS + 1`.
+    pub(super) scans: usize,
+}
+
+impl JpegLayout {
+    /// Reads the markers of `bytes` up to the end of the image, skipping the
+    /// entropy-coded data; stops counting scans past [`MAX_SCANS`]. A
+    /// truncated file gives what was read so far: the decoder reports it.
+    pub(super) fn read(bytes: &[u8]) -> Self {
+        let mut layout = Self::default();
+        let mut at = 2; // past SOI
+        while let Some(marker_at) = next_marker(bytes, at) {
+            let marker = bytes[marker_at + 1];
+            at = marker_at + 2;
+            match marker {
+                0xD9 => break,                         // EOI
+                0xD0..=0xD7 | 0x01 | 0xD8 => continue, // no length
+                _ => {}
+            }
+            let Some(length) = bytes
+                .get(at..at + 2)
+                .map(|b| usize::from(u16::from_be_bytes([b[0], b[1]])))
+            else {
+                break;
+            };
+            let segment = bytes.get(at + 2..at + length).unwrap_or(&[]);
+            match marker {
+                // Start of frame; not DHT (C4), JPG (C8) or DAC (CC).
+                0xC0..=0xCF if !matches!(marker, 0xC4 | 0xC8 | 0xCC) => {
+                    layout.progressive = matches!(marker, 0xC2 | 0xC6 | 0xCA | 0xCE);
+                    layout.read_frame(segment);
+                }
+                0xDA => {
+                    layout.scans += 1;
+                    if layout.scans > MAX_SCANS {
+                        break;
+                    }
+                    // The entropy-coded data runs to the next marker.
+                    at = skip_entropy_coded(bytes, at + length);
+                    continue;
+                }
+                _ => {}
+            }
+            at += length;
+        }
+        layout
+    }
+
+    fn read_frame(&mut self, frame: &[u8]) {
+        let [_precision, h1, h0, w1, w0, count, components @ ..] = frame else {
+            return;
+        };
+        self.height = u32::from(u16::from_be_bytes([*h1, *h0]));
+        self.width = u32::from(u16::from_be_bytes([*w1, *w0]));
+        self.sampling = components
+            .chunks_exact(3)
+            .take(usize::from(*count))
+            .map(|c| ((c[1] >> 4).max(1), (c[1] & 0x0F).max(1)))
+            .collect();
+    }
+
+    /// Bytes a decoder holds for this image at its full size, besides the
+    /// RGBA the caller counts: one 8-bit plane per component, and for a
+    /// progressive file, every component's DCT coefficients (two bytes
+    /// each), which must all be kept until the last scan. Components are
+    /// padded to whole blocks of the largest sampling factor, as decoders
+    /// allocate them.
+    pub(super) fn decoder_bytes(&self) -> u64 {
+        let h_max = u64::from(self.sampling.iter().map(|s| s.0).max().unwrap_or(1));
+        let v_max = u64::from(self.sampling.iter().map(|s| s.1).max().unwrap_or(1));
+        let mcus_across = u64::from(self.width).div_ceil(8 * h_max);
+        let mcus_down = u64::from(self.height).div_ceil(8 * v_max);
+        let samples: u64 = self
+            .sampling
+            .iter()
+            .map(|&(h, v)| mcus_across * u64::from(h) * 8 * mcus_down * u64::from(v) * 8)
+            .sum();
+        let per_sample = if self.progressive { 1 + 2 } else { 1 };
+        samples.saturating_mul(per_sample)
+    }
+}
+
+/// Where the next marker starts at or after `from`: an 0xFF followed by a
+/// byte other than 0x00 (a stuffed 0xFF) or 0xFF (fill).
+fn next_marker(bytes: &[u8], from: usize) -> Option<usize> {
+    let mut at = from;
+    loop {
+        at += memchr_ff(bytes.get(at..)?)?;
+        match bytes.get(at + 1)? {
+            0x00 | 0xFF => at += 1,
+            _ => return Some(at),
+        }
+    }
+}
+
+/// Where the entropy-coded data starting at `from` ends: the next marker
+/// that is not a restart marker (those sit inside the data).
+fn skip_entropy_coded(bytes: &[u8], from: usize) -> usize {
+    let mut at = from;
+    while let Some(marker_at) = next_marker(bytes, at) {
+        if matches!(bytes[marker_at + 1], 0xD0..=0xD7) {
+            at = marker_at + 2;
+        } else {
+            return marker_at;
+        }
+    }
+    bytes.len()
+}
+
+fn memchr_ff(bytes: &[u8]) -> Option<usize> {
+    bytes.iter().position(|&b| b == 0xFF)
+}
 
 /// A JPEG decoded at 1/2, 1/4 or 1/8 of its size by scaling in the DCT
 /// domain, several times faster than a full decode, when that size still
@@ -84,5 +215,116 @@ mod tests {
                 "{side}"
             );
         }
+    }
+    fn encode(
+        pixels: &[u8],
+        (width, height): (u16, u16),
+        color: jpeg_encoder::ColorType,
+        sampling: jpeg_encoder::SamplingFactor,
+        progressive: bool,
+    ) -> Vec<u8> {
+        let mut out = Vec::new();
+        let mut encoder = jpeg_encoder::Encoder::new(&mut out, 85);
+        encoder.set_sampling_factor(sampling);
+        encoder.set_progressive(progressive);
+        encoder.encode(pixels, width, height, color).unwrap();
+        out
+    }
+
+    #[test]
+    fn the_layout_is_read_from_the_markers() {
+        use jpeg_encoder::{ColorType, SamplingFactor};
+        let rgb = fixture_server::picture::render(7, 333, 222).pixels;
+        let baseline = encode(
+            &rgb,
+            (333, 222),
+            ColorType::Rgb,
+            SamplingFactor::F_2_2,
+            false,
+        );
+        let layout = JpegLayout::read(&baseline);
+        assert_eq!(
+            layout,
+            JpegLayout {
+                progressive: false,
+                sampling: vec![(2, 2), (1, 1), (1, 1)],
+                width: 333,
+                height: 222,
+                scans: 1,
+            }
+        );
+        // 4:2:0 pads to 16x16 blocks: 336x224 luma, 168x112 per chroma.
+        assert_eq!(layout.decoder_bytes(), 336 * 224 + 2 * 168 * 112);
+        let progressive = encode(
+            &rgb,
+            (333, 222),
+            ColorType::Rgb,
+            SamplingFactor::F_1_1,
+            true,
+        );
+        let layout = JpegLayout::read(&progressive);
+        assert!(layout.progressive && layout.scans > 1, "{layout:?}");
+        assert_eq!(layout.sampling, vec![(1, 1); 3]);
+        // Every component at full size: a plane and its coefficients.
+        assert_eq!(layout.decoder_bytes(), 336 * 224 * 3 * 3);
+        // Truncated anywhere, it is read as far as it goes.
+        for cut in [0, 1, 2, 100, progressive.len() / 2] {
+            let _ = JpegLayout::read(&progressive[..cut]);
+        }
+    }
+
+    /// A progressive JPEG of a 1024x1024 grey square followed by `copies`
+    /// AC scans of 4 bytes of data each: a Huffman table whose one code is
+    /// an end-of-band run of 16,384 blocks, every block of the image, so
+    /// each scan makes the decoder walk the whole image for 12 bytes of file.
+    fn scan_bomb(copies: usize) -> Vec<u8> {
+        let grey = vec![128u8; 1024 * 1024];
+        let jpeg = encode(
+            &grey,
+            (1024, 1024),
+            jpeg_encoder::ColorType::Luma,
+            jpeg_encoder::SamplingFactor::F_1_1,
+            true,
+        );
+        let frame = jpeg.windows(2).position(|w| w == [0xFF, 0xC2]).unwrap();
+        let component = jpeg[frame + 10];
+        let end = jpeg.len() - 2;
+        let mut bomb = jpeg[..end].to_vec();
+        // AC table 1: one symbol, 0xE0 (a run of 2^14 blocks plus 14 extra
+        // bits), with the one-bit code 0.
+        bomb.extend_from_slice(&[0xFF, 0xC4, 0, 20, 0x11, 1]);
+        bomb.extend_from_slice(&[0; 15]);
+        bomb.push(0xE0);
+        for _ in 0..copies {
+            // Component `component`, DC table 0, AC table 1, band 1..=63.
+            bomb.extend_from_slice(&[0xFF, 0xDA, 0, 8, 1, component, 0x01, 1, 63, 0]);
+            // The code and 14 zero bits, then padding ones.
+            bomb.extend_from_slice(&[0x00, 0x01]);
+        }
+        bomb.extend_from_slice(&[0xFF, 0xD9]);
+        bomb
+    }
+
+    /// Regression: the DCT-scaled path (jpeg-decoder) had no cap on scans,
+    /// and every scan walks every block: 100,000 scans in 1.2 MB kept a
+    /// decode thread busy for tens of seconds.
+    #[test]
+    fn a_jpeg_with_thousands_of_scans_is_refused_at_once() {
+        let bomb = scan_bomb(100_000);
+        assert!(bomb.len() < 16 * 1024 * 1024, "{}", bomb.len());
+        assert_eq!(JpegLayout::read(&bomb).scans, MAX_SCANS + 1);
+        let url: Arc<str> = "http://x/scans.jpg".into();
+        let started = std::time::Instant::now();
+        // 64 px is the scaled path (1/8 of 1024 is 128 wide), 256 the full one.
+        for side in [64, 256] {
+            let error =
+                decode_thumbnail(&url, &bomb, TargetSize::square(side), LIMITS).unwrap_err();
+            assert!(error.to_string().contains("scans"), "{error}");
+        }
+        let took = started.elapsed();
+        assert!(took < std::time::Duration::from_secs(2), "{took:?}");
+        // Within the cap, it decodes.
+        let thumb = decode_thumbnail(&url, &scan_bomb(20), TargetSize::square(64), LIMITS).unwrap();
+        assert_eq!((thumb.width, thumb.height), (64, 64));
     }
 }

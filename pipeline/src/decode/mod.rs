@@ -185,13 +185,30 @@ pub(crate) fn decode_thumbnail(
             setting: "max_dimension",
         });
     }
+    // The decoder's own buffers count too: for a progressive JPEG they
+    // outweigh the pixels.
+    let decoder_bytes = match format {
+        ImageFormat::Jpeg => {
+            let layout = jpeg::JpegLayout::read(bytes);
+            if layout.scans > jpeg::MAX_SCANS {
+                return Err(decode_error(format!(
+                    "the JPEG has more than {} scans (a photo has about ten): decoding it \
+                     could take minutes",
+                    jpeg::MAX_SCANS
+                )));
+            }
+            layout.decoder_bytes()
+        }
+        _ => 0,
+    };
     let decoded_bytes = u64::from(width) * u64::from(height) * 4;
-    if decoded_bytes > limits.max_alloc {
+    let needed = decoded_bytes.saturating_add(decoder_bytes);
+    if needed > limits.max_alloc {
         return Err(Error::TooLarge {
             url: url.to_string(),
             what: format!(
-                "image is {width}x{height} ({decoded_bytes} bytes decoded), over the {}-byte \
-                 decode limit",
+                "image is {width}x{height}: decoding it takes {needed} bytes ({decoded_bytes} of \
+                 pixels, {decoder_bytes} of decoder buffers), over the {}-byte decode limit",
                 limits.max_alloc
             ),
             setting: "max_decode_alloc",
