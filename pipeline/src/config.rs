@@ -103,6 +103,14 @@ pub struct Config {
     /// One texture is always allowed per pass, however large. Default:
     /// 1 MiB (16 thumbnails of 128x128, more than a screenful of rows).
     pub upload_budget: usize,
+    /// Requests waiting to be drained at most: sent and not yet returned
+    /// by [`crate::Pipeline::drain`], finished or not. Past it, a new
+    /// request is refused with [`crate::Error::TooManyPending`] (delivered
+    /// by the next `drain`) without any work started for it, so a UI that
+    /// keeps requesting and never drains holds at most this many thumbnails
+    /// and loads, and a small record per refused request. A list shows a
+    /// few hundred rows at most. Default: 10,000.
+    pub max_pending_requests: usize,
     /// The directory `file://` URLs may read from. Default: `None`, which
     /// refuses every `file://` URL. With a root, a file loads only if its
     /// path, with symbolic links resolved, lies under the root; it is read
@@ -139,6 +147,7 @@ impl Default for Config {
             cache_ttl: Duration::from_secs(300),
             texture_budget: 32 * 1024 * 1024,
             upload_budget: 1024 * 1024,
+            max_pending_requests: 10_000,
             file_root: None,
         }
     }
@@ -154,6 +163,7 @@ impl Config {
             ("cache_count_limit", self.cache_count_limit),
             ("texture_budget", self.texture_budget),
             ("upload_budget", self.upload_budget),
+            ("max_pending_requests", self.max_pending_requests),
         ];
         for (name, value) in positive {
             if value == 0 {

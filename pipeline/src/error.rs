@@ -121,6 +121,20 @@ pub enum Error {
         /// The URL.
         url: String,
     },
+    /// The request was refused: [`crate::Config::max_pending_requests`]
+    /// requests were already waiting to be drained. A UI that never calls
+    /// [`Pipeline::drain`](crate::Pipeline::drain) meets this; drain, and
+    /// request again.
+    #[error(
+        "cannot load '{url}': {limit} requests are waiting to be drained \
+         (call drain every frame, or raise max_pending_requests)"
+    )]
+    TooManyPending {
+        /// The URL.
+        url: String,
+        /// The limit reached.
+        limit: usize,
+    },
 }
 
 impl Error {
@@ -136,7 +150,8 @@ impl Error {
             | Error::TooLarge { url, .. }
             | Error::Decode { url, .. }
             | Error::FetcherPanicked { url, .. }
-            | Error::Shutdown { url } => url,
+            | Error::Shutdown { url }
+            | Error::TooManyPending { url, .. } => url,
         }
     }
 }

@@ -115,6 +115,7 @@
 //! | cache | 64 MiB, 4096 entries, 300 s | least recently used entries are evicted; expired ones are never returned | [`Config::cache_cost_limit`], [`Config::cache_count_limit`], [`Config::cache_ttl`] |
 //! | textures (`egui` feature) | 32 MiB | least recently drawn textures are freed; their thumbnails come back from the cache | [`Config::texture_budget`] |
 //! | texture uploads per pass (`egui` feature) | 1 MiB | the rest are uploaded in the next passes | [`Config::upload_budget`] |
+//! | requests waiting to be drained | 10,000 | [`Error::TooManyPending`], with no work started: a UI that never drains holds a bounded number of thumbnails | [`Config::max_pending_requests`] |
 //! | dropping the pipeline | 0.5 s for a decode still running | the thread finishes that decode alone and exits; nothing is delivered or woken after the drop | - |
 //!
 //! Change them with [`Config`]:
@@ -207,10 +208,15 @@ pub struct Pipeline<K> {
     /// Results decided on the UI side (a bad URL), returned by the next
     /// `drain` if their request is still current.
     ready: Vec<Delivery>,
+    /// Requests refused past `max_pending`, ended by the next `drain` with
+    /// [`Error::TooManyPending`].
+    refused: Vec<SubscriptionId>,
     next_id: SubscriptionId,
     default_ttl: Duration,
     /// Whether `file://` URLs may be requested (`Config::file_root` is set).
     files_allowed: bool,
+    /// `Config::max_pending_requests`.
+    max_pending: usize,
     /// The load actor; dropping it ends the actor.
     loads: LoadHandle,
     deliveries: std::sync::mpsc::Receiver<Delivery>,
@@ -330,9 +336,11 @@ impl<K> PipelineBuilder<K> {
             rows: HashMap::new(),
             owners: HashMap::new(),
             ready: Vec::new(),
+            refused: Vec::new(),
             next_id: 0,
             default_ttl: config.cache_ttl,
             files_allowed: config.file_root.is_some(),
+            max_pending: config.max_pending_requests,
             loads,
             deliveries,
             metrics,

@@ -80,6 +80,10 @@ impl<K: Hash + Eq + Clone> Pipeline<K> {
     /// same URL and size; it is retried when the row asks again after
     /// leaving the view ([`Pipeline::end_frame`]) or [`Pipeline::cancel_row`].
     ///
+    /// With [`crate::Config::max_pending_requests`] requests waiting to be
+    /// drained, the request is refused: it completes with
+    /// [`Error::TooManyPending`] at the next `drain`.
+    ///
     /// ```
     /// use thumbpipe::{Pipeline, Priority, TargetSize};
     ///
@@ -128,8 +132,12 @@ impl<K: Hash + Eq + Clone> Pipeline<K> {
         let id = self.next_id;
         Metrics::add(&self.metrics.requested, 1);
         let url: Arc<str> = Arc::from(url);
+        let refused = self.owners.len() >= self.max_pending;
         self.owners.insert(id, row.clone());
         match fetch::parse_url(&url, self.files_allowed) {
+            // No work starts, and only the id is kept: the error is made
+            // by the next `drain`.
+            _ if refused => self.refused.push(id),
             Ok(parsed) => {
                 let answered =
                     self.loads
@@ -171,6 +179,16 @@ impl<K: Hash + Eq + Clone> Pipeline<K> {
     pub fn drain(&mut self) -> Vec<Completion<K>> {
         let mut done = Vec::new();
         let mut ready = std::mem::take(&mut self.ready);
+        for id in std::mem::take(&mut self.refused) {
+            let url = self.owners.get(&id).and_then(|row| self.rows.get(row));
+            ready.push(Delivery {
+                id,
+                result: Err(Error::TooManyPending {
+                    url: url.map(|row| row.url.to_string()).unwrap_or_default(),
+                    limit: self.max_pending,
+                }),
+            });
+        }
         ready.extend(self.deliveries.try_iter());
         if self.loads.ended() {
             let arrived: HashSet<SubscriptionId> = ready.iter().map(|d| d.id).collect();

@@ -319,3 +319,82 @@ fn a_jpeg_decode_never_takes_more_than_the_decode_limit() {
         }
     }
 }
+
+/// A 32x32 thumbnail of any bytes, at once.
+struct Instant32;
+
+impl Decode for Instant32 {
+    fn decode(&self, url: &Arc<str>, _: &[u8], _: TargetSize) -> Result<Thumbnail, Error> {
+        Ok(Thumbnail {
+            url: Arc::clone(url),
+            width: 32,
+            height: 32,
+            pixels: Arc::from(vec![0u8; 32 * 32 * 4]),
+        })
+    }
+}
+
+/// Regression: a UI that kept requesting new URLs and never drained made
+/// the pipeline hold every load and every finished thumbnail: memory grew
+/// without end. Now past `max_pending_requests` requests are refused with a
+/// typed error and start no work; what a refused request costs until the
+/// next drain is a small record.
+#[test]
+fn a_million_requests_never_drained_stay_within_a_stated_bound() {
+    const REQUESTS: u32 = 1_000_000;
+    /// The bound: the accepted requests' loads and thumbnails, and about
+    /// 300 bytes per refused request (its row, its URL and its error).
+    const BOUND: usize = 400 * 1024 * 1024;
+    let _one_at_a_time = MEASURING.lock().unwrap_or_else(|e| e.into_inner());
+    let config = Config::default();
+    let limit = config.max_pending_requests;
+    let mut pipeline = Pipeline::<u32>::builder()
+        .config(config)
+        .fetcher(thumbpipe::fetch_fn(|_, _| async {
+            Ok(bytes::Bytes::from_static(b"any"))
+        }))
+        .decoder(Instant32)
+        .build()
+        .unwrap();
+    let before = ALLOCATOR.current_usage();
+    ALLOCATOR.reset_peak_usage();
+    for row in 0..REQUESTS {
+        let url = format!("http://h{}.test/{row}.png", row % 50);
+        pipeline.request(row, &url, TargetSize::square(32), Priority::Visible);
+    }
+    assert!(
+        eventually(|| pipeline.stats().decodes_completed >= limit as u64),
+        "{:?}",
+        pipeline.stats()
+    );
+    let grew = ALLOCATOR.peak_usage().saturating_sub(before);
+    eprintln!(
+        "{REQUESTS} requests never drained: peak growth {} MiB ({} bytes per request)",
+        grew / (1024 * 1024),
+        grew / REQUESTS as usize
+    );
+    assert!(grew < BOUND, "{} MiB", grew / (1024 * 1024));
+    let stats = pipeline.stats();
+    assert_eq!(stats.fetches_started, limit as u64, "{stats:?}");
+
+    // Every request ends once: the first ones with their thumbnails, the
+    // rest with the typed refusal.
+    let done = pipeline.drain();
+    assert_eq!(done.len(), REQUESTS as usize);
+    let loaded = done.iter().filter(|c| c.result.is_ok()).count();
+    let refused = done
+        .iter()
+        .filter(|c| matches!(c.result, Err(Error::TooManyPending { limit: l, .. }) if l == limit))
+        .count();
+    assert_eq!((loaded, refused), (limit, REQUESTS as usize - limit));
+    drop(done);
+    // Drained, it takes requests again.
+    pipeline.request(
+        0,
+        "http://h.test/again.png",
+        TargetSize::square(32),
+        Priority::Visible,
+    );
+    let again = drain_until(&mut pipeline, |all| !all.is_empty());
+    assert!(again[0].result.is_ok(), "{:?}", again[0].result);
+}
