@@ -57,6 +57,16 @@ pub struct Config {
     pub max_bytes_awaiting_decode: u64,
     /// Redirects followed before giving up. Default: 5.
     pub max_redirects: usize,
+    /// Whether a redirect from an `https` URL to a plain `http` one is
+    /// followed. Default: `false`: it is [`crate::Error::InsecureRedirect`],
+    /// as the image would travel unencrypted, open to being read or
+    /// replaced on the way.
+    pub allow_https_to_http_redirects: bool,
+    /// Certificates (DER) trusted for `https` besides the platform's own
+    /// roots: a company's certificate authority, or a test server's
+    /// self-signed certificate. A certificate that cannot be read fails
+    /// [`crate::Pipeline::new`]. Default: none.
+    pub extra_root_certificates: Vec<Vec<u8>>,
     /// Largest width or height an image may declare. Default: 16384.
     pub max_dimension: u32,
     /// Most bytes one decode may allocate: the decoded pixels (4 per
@@ -137,6 +147,8 @@ impl Default for Config {
             max_body_bytes: 16 * 1024 * 1024,
             max_bytes_awaiting_decode: 64 * 1024 * 1024,
             max_redirects: 5,
+            allow_https_to_http_redirects: false,
+            extra_root_certificates: Vec::new(),
             max_dimension: 16_384,
             max_decode_alloc: 256 * 1024 * 1024,
             decode_threads: std::thread::available_parallelism().map_or(2, |n| n.get()),

@@ -121,6 +121,20 @@ pub enum Error {
         /// The URL.
         url: String,
     },
+    /// An `https` URL redirected to a plain `http` one, which was not
+    /// followed: the image would have travelled unencrypted.
+    /// [`crate::Config::allow_https_to_http_redirects`] follows such
+    /// redirects.
+    #[error(
+        "cannot load '{url}': it redirects from https to plain http ({to}); \
+         set allow_https_to_http_redirects to follow it"
+    )]
+    InsecureRedirect {
+        /// The URL.
+        url: String,
+        /// Where it redirected to.
+        to: String,
+    },
     /// The request was refused: [`crate::Config::max_pending_requests`]
     /// requests were already waiting to be drained. A UI that never calls
     /// [`Pipeline::drain`](crate::Pipeline::drain) meets this; drain, and
@@ -151,6 +165,7 @@ impl Error {
             | Error::Decode { url, .. }
             | Error::FetcherPanicked { url, .. }
             | Error::Shutdown { url }
+            | Error::InsecureRedirect { url, .. }
             | Error::TooManyPending { url, .. } => url,
         }
     }

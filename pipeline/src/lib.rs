@@ -108,7 +108,7 @@
 //! | whole-response timeout (headers and body) | 30 s | [`Error::Timeout`]; the slot is free again at once | [`Config::total_timeout`] |
 //! | response body | 16 MiB | [`Error::TooLarge`], from `Content-Length` or while streaming, never buffered past the cap | [`Config::max_body_bytes`] |
 //! | bodies held between the network and the decoders | 64 MiB | no new fetch starts and no new body is read until decodes catch up; a cancelled load's body is freed at once | [`Config::max_bytes_awaiting_decode`] |
-//! | redirects | 5 | [`Error::Network`] | [`Config::max_redirects`] |
+//! | redirects | 5; none from `https` to `http` | [`Error::Network`]; [`Error::InsecureRedirect`] for a downgrade | [`Config::max_redirects`], [`Config::allow_https_to_http_redirects`] |
 //! | image width or height | 16384 | [`Error::TooLarge`], from the header, before decoding | [`Config::max_dimension`] |
 //! | decoded pixels and decoder allocations | 256 MiB (a JPEG's decoder buffers count: a progressive 4:4:4 JPEG takes 13 bytes per pixel, a baseline 4:2:0 one 5.5) | [`Error::TooLarge`], from the header, before decoding | [`Config::max_decode_alloc`] |
 //! | scans in a JPEG | 100 (a photo has about ten) | [`Error::Decode`], from the markers, before decoding | - |
@@ -134,8 +134,10 @@
 //! # What is loaded
 //!
 //! - `http` and `https` URLs. TLS is rustls, with certificates checked
-//!   against the platform's trusted roots; a certificate that fails the check
-//!   is [`Error::Tls`].
+//!   against the platform's trusted roots and any
+//!   [`Config::extra_root_certificates`]; a certificate that fails the check
+//!   is [`Error::Tls`]. A redirect from `https` to `http` is not followed
+//!   unless [`Config::allow_https_to_http_redirects`] says so.
 //! - `file://` URLs only when [`Config::file_root`] is set, and then only
 //!   files whose path, with symbolic links resolved, lies under that
 //!   directory; others are [`Error::UnsupportedUrl`]. Only regular files

@@ -126,14 +126,32 @@ impl HttpFetcher {
             .as_deref()
             .map(canonical_root)
             .transpose()?;
-        let client = reqwest::Client::builder()
+        let roots = config
+            .extra_root_certificates
+            .iter()
+            .map(|der| reqwest::Certificate::from_der(der))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| BuildError::Config(format!("extra_root_certificates: {e}")))?;
+        let mut client = reqwest::Client::builder()
             .connect_timeout(config.connect_timeout)
             .timeout(config.total_timeout)
-            .redirect(reqwest::redirect::Policy::limited(config.max_redirects))
+            .redirect(redirect_policy(
+                config.max_redirects,
+                config.allow_https_to_http_redirects,
+            ))
             .pool_max_idle_per_host(config.max_concurrent_fetches)
-            .user_agent(concat!("thumbpipe/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .map_err(|e| BuildError::Client(e.to_string()))?;
+            .user_agent(concat!("thumbpipe/", env!("CARGO_PKG_VERSION")));
+        let extra_roots = !roots.is_empty();
+        if extra_roots {
+            client = client.tls_certs_merge(roots);
+        }
+        let client = client.build().map_err(|e| {
+            let mut reason = causes(&e);
+            if extra_roots {
+                reason.push_str(" (is each of extra_root_certificates one DER certificate?)");
+            }
+            BuildError::Client(reason)
+        })?;
         Ok(Self {
             client,
             limits: Arc::new(FetchLimits {
@@ -146,6 +164,37 @@ impl HttpFetcher {
         })
     }
 }
+
+/// Follows at most `max` redirects, and none from `https` to `http` unless
+/// `downgrades` allows it: the image would travel unencrypted, open to be
+/// read or replaced on the way.
+fn redirect_policy(max: usize, downgrades: bool) -> reqwest::redirect::Policy {
+    reqwest::redirect::Policy::custom(move |attempt| {
+        // The first URL is the one requested, not a redirect.
+        if attempt.previous().len() > max {
+            return attempt.error(TooManyRedirects);
+        }
+        let from_https = attempt
+            .previous()
+            .last()
+            .is_some_and(|from| from.scheme() == "https");
+        if from_https && attempt.url().scheme() == "http" && !downgrades {
+            let to = attempt.url().to_string();
+            return attempt.error(Downgrade(to));
+        }
+        attempt.follow()
+    })
+}
+
+/// Why a redirect was not followed: more than the limit.
+#[derive(Debug, thiserror::Error)]
+#[error("too many redirects")]
+struct TooManyRedirects;
+
+/// Why a redirect was not followed: from `https` to this `http` URL.
+#[derive(Debug, thiserror::Error)]
+#[error("redirected from https to plain http ({0})")]
+struct Downgrade(String);
 
 /// `root` with symbolic links resolved, if it is a directory.
 fn canonical_root(root: &Path) -> Result<Arc<Path>, BuildError> {
@@ -249,11 +298,17 @@ fn classify(url: &Url, error: reqwest::Error, limits: &FetchLimits) -> Error {
             },
         };
     }
-    if let Some(tls) = tls_cause(&error) {
+    if let Some(tls) = find_cause::<rustls::Error>(&error) {
         return Error::Tls {
             url: url_text,
             reason: tls.to_string(),
             source: Some(Arc::new(error)),
+        };
+    }
+    if let Some(Downgrade(to)) = find_cause::<Downgrade>(&error) {
+        return Error::InsecureRedirect {
+            url: url_text,
+            to: to.clone(),
         };
     }
     let reason = if error.is_redirect() {
@@ -287,14 +342,15 @@ fn causes(error: &(dyn std::error::Error + 'static)) -> String {
     text
 }
 
-/// The rustls error somewhere in `error`'s causes, if the failure was the
-/// TLS handshake. rustls's error travels inside `io::Error`s, whose
-/// `source` skips the error they wrap, so the walk steps into each one.
-fn tls_cause<'e>(error: &'e (dyn std::error::Error + 'static)) -> Option<&'e rustls::Error> {
+/// The first error of type `E` in `error`'s chain of causes, looking
+/// inside I/O errors too (hyper and rustls wrap theirs in them).
+fn find_cause<'e, E: std::error::Error + 'static>(
+    error: &'e (dyn std::error::Error + 'static),
+) -> Option<&'e E> {
     let mut next = Some(error);
     while let Some(cause) = next {
-        if let Some(tls) = cause.downcast_ref::<rustls::Error>() {
-            return Some(tls);
+        if let Some(found) = cause.downcast_ref::<E>() {
+            return Some(found);
         }
         next = match cause.downcast_ref::<std::io::Error>() {
             Some(io) => io

@@ -1,6 +1,7 @@
 //! TLS: an `https` URL to a server whose certificate the platform does not
 //! trust fails with `Error::Tls`, while plain HTTP to the fixture server
-//! works.
+//! works; with the certificate trusted through the config, a redirect from
+//! `https` to `http` is refused with a typed error unless allowed.
 //!
 //! The certificate is self-signed for localhost and 127.0.0.1 (made once
 //! with `openssl req -x509 -newkey rsa:2048 -nodes -days 36500
@@ -8,7 +9,7 @@
 //! subjectAltName=DNS:localhost,IP:127.0.0.1 -addext
 //! basicConstraints=critical,CA:FALSE`, key converted to PKCS#8 DER).
 
-use std::io::Read;
+use std::io::{Read, Write};
 use std::net::TcpListener;
 use std::sync::Arc;
 
@@ -22,6 +23,13 @@ const KEY: &[u8] = include_bytes!("tls/self-signed.key.der");
 /// A TLS server on loopback that presents the self-signed certificate to
 /// every connection and serves nothing; returns its port.
 fn untrusted_tls_server() -> u16 {
+    tls_server(None)
+}
+
+/// A TLS server on loopback with the self-signed certificate that answers
+/// every request with a redirect to `location`, or, without one, serves
+/// nothing; returns its port.
+fn tls_server(location: Option<String>) -> u16 {
     // Name the provider: other crates in the workspace may enable a second
     // one, and then rustls will not pick.
     let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
@@ -44,8 +52,23 @@ fn untrusted_tls_server() -> u16 {
                 let Ok(stream) = stream else { return };
                 let connection = rustls::ServerConnection::new(Arc::clone(&config)).unwrap();
                 let mut tls = rustls::StreamOwned::new(connection, stream);
-                // The client refuses the certificate and hangs up.
-                let _ = tls.read_to_end(&mut Vec::new());
+                let Some(location) = &location else {
+                    // The client refuses the certificate and hangs up.
+                    let _ = tls.read_to_end(&mut Vec::new());
+                    continue;
+                };
+                let mut head = Vec::new();
+                let mut byte = [0u8; 1];
+                while !head.ends_with(b"\r\n\r\n") && tls.read(&mut byte).unwrap_or(0) == 1 {
+                    head.push(byte[0]);
+                }
+                let answer = format!(
+                    "HTTP/1.1 302 Found\r\nLocation: {location}\r\nContent-Length: 0\r\n\
+                     Connection: close\r\n\r\n"
+                );
+                let _ = tls.write_all(answer.as_bytes());
+                tls.conn.send_close_notify();
+                let _ = tls.flush();
             }
         })
         .unwrap();
@@ -78,4 +101,45 @@ fn an_untrusted_certificate_is_a_tls_error_and_plain_http_works() {
             (row, result) => panic!("{row}: {result:?}"),
         }
     }
+}
+
+/// Regression: only the number of redirects was limited, so an `https`
+/// image that redirected to `http` was fetched in the clear.
+#[test]
+fn a_redirect_from_https_to_http_is_refused_unless_allowed() {
+    let fixture = server(0);
+    let target = fixture.image_url(5);
+    let port = tls_server(Some(target.clone()));
+    let https = format!("https://localhost:{port}/moved.jpg");
+    for allowed in [false, true] {
+        let mut config = Config::default();
+        config.extra_root_certificates = vec![CERT.to_vec()];
+        config.allow_https_to_http_redirects = allowed;
+        let mut pipeline = Pipeline::<u8>::new(config).unwrap();
+        pipeline.request(0, &https, TargetSize::square(32), Priority::Visible);
+        let done = drain_until(&mut pipeline, |all| !all.is_empty());
+        match (allowed, &done[0].result) {
+            (false, Err(Error::InsecureRedirect { url, to })) => {
+                assert_eq!((url, to), (&https, &target));
+                let message = done[0].result.as_ref().unwrap_err().to_string();
+                assert!(
+                    message.contains("allow_https_to_http_redirects"),
+                    "{message}"
+                );
+            }
+            (true, Ok(thumbnail)) => assert_eq!(id_of(thumbnail), Some(5)),
+            (allowed, other) => panic!("allowed: {allowed}: {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn an_unreadable_extra_root_certificate_fails_the_build() {
+    let mut config = Config::default();
+    config.extra_root_certificates = vec![b"not a certificate".to_vec()];
+    let error = Pipeline::<u8>::new(config).err().unwrap();
+    assert!(
+        error.to_string().contains("extra_root_certificates"),
+        "{error}"
+    );
 }
