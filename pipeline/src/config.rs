@@ -124,8 +124,9 @@ pub struct Config {
     /// The directory `file://` URLs may read from. Default: `None`, which
     /// refuses every `file://` URL. With a root, a file loads only if its
     /// path, with symbolic links resolved, lies under the root; it is read
-    /// on the I/O runtime's blocking thread, under
-    /// [`Config::max_body_bytes`].
+    /// under [`Config::max_body_bytes`] on a thread of its own
+    /// (`thumbpipe-file`, started only with a root), so that a slow disk
+    /// never holds up the host name lookups of `http` loads.
     ///
     /// ```
     /// let dir = std::env::temp_dir();

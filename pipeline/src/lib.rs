@@ -359,8 +359,8 @@ impl<K> PipelineBuilder<K> {
 fn io_runtime(threads: usize) -> std::io::Result<Runtime> {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(threads)
-        // reqwest resolves host names, and file URLs are read, on the
-        // blocking pool: one thread is enough, and bounds it.
+        // reqwest resolves host names on the blocking pool: one thread is
+        // enough, and bounds it. File URLs have a thread of their own.
         .max_blocking_threads(1)
         .thread_name_fn(|| {
             use std::sync::atomic::{AtomicUsize, Ordering};

@@ -55,6 +55,8 @@ fn drop_with_a_thousand_requests(
     assert_eq!(before.with_prefix("thumbpipe-"), 0, "{setup:?}");
     let served_before = server.stats();
     let mut config = Config::default();
+    // Its file thread must end too.
+    config.file_root = Some(std::env::temp_dir());
     config.max_concurrent_fetches = 400;
     config.max_fetches_in_flight = 400;
     let mut pipeline = match setup {
@@ -96,7 +98,14 @@ fn drop_with_a_thousand_requests(
         pipeline.stats(),
         server.stats()
     );
-    assert!(ThreadCensus::take().unwrap().with_prefix("thumbpipe-") > 0);
+    let during = ThreadCensus::take().unwrap();
+    assert_eq!(
+        during.with_prefix("thumbpipe-file"),
+        1,
+        "{:?}",
+        during.names
+    );
+    assert!(during.with_prefix("thumbpipe-decode-") > 0);
     if matches!(setup, Setup::Callers) {
         assert!(caller.metrics().num_alive_tasks() >= 300);
     }

@@ -7,8 +7,6 @@
 //! I/O runtime; it is cancelled by dropping it, which closes its connection.
 //! The client lives as long as the pipeline.
 
-use std::io::Read;
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -19,8 +17,10 @@ use url::Url;
 use crate::{BuildError, Config, Error};
 
 mod budget;
+mod file;
 
 use budget::BodyBudget;
+use file::{FileReader, files_off};
 
 /// A source of image bytes.
 ///
@@ -106,8 +106,8 @@ pub struct HttpFetcher {
     client: reqwest::Client,
     limits: Arc<FetchLimits>,
     budget: Arc<BodyBudget>,
-    /// `Config::file_root`, with symbolic links resolved.
-    file_root: Option<Arc<Path>>,
+    /// Reads the files under `Config::file_root`, when it is set.
+    files: Option<Arc<FileReader>>,
 }
 
 #[derive(Debug)]
@@ -121,11 +121,12 @@ impl HttpFetcher {
     /// A client with `config`'s timeouts and redirect limit. Fails if
     /// [`Config::file_root`] is set but is not a directory.
     pub fn new(config: &Config) -> Result<Self, BuildError> {
-        let file_root = config
+        let files = config
             .file_root
             .as_deref()
-            .map(canonical_root)
-            .transpose()?;
+            .map(FileReader::start)
+            .transpose()?
+            .map(Arc::new);
         let roots = config
             .extra_root_certificates
             .iter()
@@ -160,7 +161,7 @@ impl HttpFetcher {
                 max_redirects: config.max_redirects,
             }),
             budget: Arc::new(BodyBudget::new(config.max_bytes_awaiting_decode)),
-            file_root,
+            files,
         })
     }
 }
@@ -196,37 +197,13 @@ struct TooManyRedirects;
 #[error("redirected from https to plain http ({0})")]
 struct Downgrade(String);
 
-/// `root` with symbolic links resolved, if it is a directory.
-fn canonical_root(root: &Path) -> Result<Arc<Path>, BuildError> {
-    let invalid = |why: String| BuildError::Config(format!("file_root '{}' {why}", root.display()));
-    let canonical = root
-        .canonicalize()
-        .map_err(|e| invalid(format!("cannot be opened: {e}")))?;
-    if !canonical.is_dir() {
-        return Err(invalid("is not a directory".into()));
-    }
-    Ok(Arc::from(canonical))
-}
-
 impl Fetch for HttpFetcher {
     fn fetch(&self, url: Url, max_bytes: u64) -> BoxFuture<'static, Result<Bytes, Error>> {
         if url.scheme() == "file" {
-            let root = self.file_root.clone();
-            return Box::pin(async move {
-                let Some(root) = root else {
-                    return Err(files_off(url.as_str()));
-                };
-                // Resolving and reading a path blocks: the runtime's
-                // blocking thread does it, not a worker.
-                let read_url = url.clone();
-                tokio::task::spawn_blocking(move || read_file(&read_url, &root, max_bytes))
-                    .await
-                    .unwrap_or_else(|_| {
-                        Err(Error::Shutdown {
-                            url: url.to_string(),
-                        })
-                    })
-            });
+            return match &self.files {
+                Some(files) => Box::pin(files.read(url, max_bytes)),
+                None => Box::pin(std::future::ready(Err(files_off(url.as_str())))),
+            };
         }
         let client = self.client.clone();
         let limits = Arc::clone(&self.limits);
@@ -360,87 +337,6 @@ fn find_cause<'e, E: std::error::Error + 'static>(
         };
     }
     None
-}
-
-/// Opens `path` for reading without waiting: opening a FIFO would block
-/// until a writer comes, on the runtime's one blocking thread. Reads of a
-/// regular file are not affected by the flag.
-fn open_without_blocking(path: &Path) -> std::io::Result<std::fs::File> {
-    let mut options = std::fs::OpenOptions::new();
-    options.read(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt as _;
-        options.custom_flags(libc::O_NONBLOCK);
-    }
-    options.open(path)
-}
-
-/// The bytes of a `file://` URL's file, if it lies under `root` (both with
-/// symbolic links resolved) and is no larger than `max_bytes`. Blocks.
-fn read_file(url: &Url, root: &Path, max_bytes: u64) -> Result<Bytes, Error> {
-    let unreadable = |reason: String| Error::File {
-        url: url.to_string(),
-        reason,
-    };
-    let io_reason = |error: std::io::Error| match error.kind() {
-        std::io::ErrorKind::NotFound => "no such file".to_owned(),
-        std::io::ErrorKind::PermissionDenied => "permission denied".to_owned(),
-        _ => error.to_string(),
-    };
-    let path: PathBuf = url
-        .to_file_path()
-        .map_err(|()| unreadable("not a local file path".into()))?;
-    let path = path.canonicalize().map_err(|e| unreadable(io_reason(e)))?;
-    if !path.starts_with(root) {
-        return Err(Error::UnsupportedUrl {
-            url: url.to_string(),
-            reason: format!(
-                "'{}' is outside Config::file_root '{}'",
-                path.display(),
-                root.display()
-            ),
-        });
-    }
-    let file = open_without_blocking(&path).map_err(|e| unreadable(io_reason(e)))?;
-    // The type comes from the open handle, not the path: a FIFO or device
-    // (or a path swapped for one since the check above) is refused here.
-    let metadata = file.metadata().map_err(|e| unreadable(io_reason(e)))?;
-    if !metadata.is_file() {
-        return Err(unreadable("not a regular file".into()));
-    }
-    if metadata.len() > max_bytes {
-        return Err(Error::TooLarge {
-            url: url.to_string(),
-            what: format!(
-                "the file is {} bytes, over the {max_bytes}-byte limit",
-                metadata.len()
-            ),
-            setting: "max_body_bytes",
-        });
-    }
-    // The file may grow after the check: never read past the cap.
-    let mut body = Vec::with_capacity(metadata.len() as usize);
-    file.take(max_bytes + 1)
-        .read_to_end(&mut body)
-        .map_err(|e| unreadable(io_reason(e)))?;
-    if body.len() as u64 > max_bytes {
-        return Err(Error::TooLarge {
-            url: url.to_string(),
-            what: format!("the file grew past the {max_bytes}-byte limit while read"),
-            setting: "max_body_bytes",
-        });
-    }
-    Ok(Bytes::from(body))
-}
-
-fn files_off(url: &str) -> Error {
-    Error::UnsupportedUrl {
-        url: url.to_owned(),
-        reason: "file URLs are off; set Config::file_root to a directory to allow the files \
-                 under it"
-            .into(),
-    }
 }
 
 /// Checks that `url` is an absolute `http` or `https` URL, or a `file` URL

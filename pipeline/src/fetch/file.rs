@@ -1,0 +1,223 @@
+//! `file://` URLs: the files under [`Config::file_root`], read on a thread
+//! of their own.
+//!
+//! Owned by the [`crate::HttpFetcher`] (shared by its clones), and started
+//! only when a root is set. Reading a file blocks, so it happens on one
+//! named thread (`thumbpipe-file`), not on the I/O runtime: a slow disk or
+//! network share holds up only the file reads behind it, never the host
+//! name lookups that reqwest runs on the runtime's blocking thread. A read
+//! whose load was cancelled before the thread reached it is skipped. The
+//! thread ends when the last fetcher is dropped, which waits for it a
+//! bounded time.
+//!
+//! [`Config::file_root`]: crate::Config::file_root
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use tokio::sync::oneshot;
+use url::Url;
+
+use crate::{BuildError, Error};
+
+/// How long dropping the reader waits for a read in progress.
+const PATIENCE: Duration = Duration::from_millis(500);
+
+/// A read for the file thread: the URL, the cap, and where the bytes go.
+struct Job {
+    url: Url,
+    max_bytes: u64,
+    reply: oneshot::Sender<Result<Bytes, Error>>,
+}
+
+/// The file thread and its queue.
+#[derive(Debug)]
+pub(super) struct FileReader {
+    jobs: Mutex<Option<mpsc::Sender<Job>>>,
+    thread: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl FileReader {
+    /// Starts the file thread for the files under `root`; fails if `root`
+    /// is not a directory or the thread cannot start.
+    pub(super) fn start(root: &Path) -> Result<Self, BuildError> {
+        let root = canonical_root(root)?;
+        let (jobs, queue) = mpsc::channel::<Job>();
+        let thread = std::thread::Builder::new()
+            .name("thumbpipe-file".into())
+            .spawn(move || {
+                for job in queue {
+                    // Cancelled while queued: nobody waits for it.
+                    if job.reply.is_closed() {
+                        continue;
+                    }
+                    let _ = job.reply.send(read_file(&job.url, &root, job.max_bytes));
+                }
+            })
+            .map_err(|e| BuildError::Config(format!("cannot start the file thread: {e}")))?;
+        Ok(Self {
+            jobs: Mutex::new(Some(jobs)),
+            thread: Mutex::new(Some(thread)),
+        })
+    }
+
+    /// The bytes of the file at `url`, read on the file thread; dropping
+    /// the future abandons the read if it has not started.
+    pub(super) fn read(
+        &self,
+        url: Url,
+        max_bytes: u64,
+    ) -> impl Future<Output = Result<Bytes, Error>> + Send + 'static {
+        let (reply, answer) = oneshot::channel();
+        let shut_down = Error::Shutdown {
+            url: url.to_string(),
+        };
+        let queued = self
+            .jobs
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_ref()
+            .is_some_and(|jobs| {
+                jobs.send(Job {
+                    url,
+                    max_bytes,
+                    reply,
+                })
+                .is_ok()
+            });
+        async move {
+            if !queued {
+                return Err(shut_down);
+            }
+            answer.await.unwrap_or(Err(shut_down))
+        }
+    }
+}
+
+impl Drop for FileReader {
+    /// Closes the queue and waits at most [`PATIENCE`] for the thread to
+    /// finish the read it is in; a read that takes longer (a hung network
+    /// share) is left to end on its own, and the thread exits after it.
+    fn drop(&mut self) {
+        drop(
+            self.jobs
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .take(),
+        );
+        let Some(thread) = self
+            .thread
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+        else {
+            return;
+        };
+        let deadline = Instant::now() + PATIENCE;
+        while !thread.is_finished() {
+            if Instant::now() >= deadline {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let _ = thread.join();
+    }
+}
+
+/// `root` with symbolic links resolved, if it is a directory.
+fn canonical_root(root: &Path) -> Result<Arc<Path>, BuildError> {
+    let invalid = |why: String| BuildError::Config(format!("file_root '{}' {why}", root.display()));
+    let canonical = root
+        .canonicalize()
+        .map_err(|e| invalid(format!("cannot be opened: {e}")))?;
+    if !canonical.is_dir() {
+        return Err(invalid("is not a directory".into()));
+    }
+    Ok(Arc::from(canonical))
+}
+
+/// Opens `path` for reading without waiting: opening a FIFO would block
+/// until a writer comes, holding up every file read behind it. Reads of a
+/// regular file are not affected by the flag.
+fn open_without_blocking(path: &Path) -> std::io::Result<std::fs::File> {
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        options.custom_flags(libc::O_NONBLOCK);
+    }
+    options.open(path)
+}
+
+/// The bytes of a `file://` URL's file, if it lies under `root` (both with
+/// symbolic links resolved) and is no larger than `max_bytes`. Blocks.
+fn read_file(url: &Url, root: &Path, max_bytes: u64) -> Result<Bytes, Error> {
+    let unreadable = |reason: String| Error::File {
+        url: url.to_string(),
+        reason,
+    };
+    let io_reason = |error: std::io::Error| match error.kind() {
+        std::io::ErrorKind::NotFound => "no such file".to_owned(),
+        std::io::ErrorKind::PermissionDenied => "permission denied".to_owned(),
+        _ => error.to_string(),
+    };
+    let path: PathBuf = url
+        .to_file_path()
+        .map_err(|()| unreadable("not a local file path".into()))?;
+    let path = path.canonicalize().map_err(|e| unreadable(io_reason(e)))?;
+    if !path.starts_with(root) {
+        return Err(Error::UnsupportedUrl {
+            url: url.to_string(),
+            reason: format!(
+                "'{}' is outside Config::file_root '{}'",
+                path.display(),
+                root.display()
+            ),
+        });
+    }
+    let file = open_without_blocking(&path).map_err(|e| unreadable(io_reason(e)))?;
+    // The type comes from the open handle, not the path: a FIFO or device
+    // (or a path swapped for one since the check above) is refused here.
+    let metadata = file.metadata().map_err(|e| unreadable(io_reason(e)))?;
+    if !metadata.is_file() {
+        return Err(unreadable("not a regular file".into()));
+    }
+    if metadata.len() > max_bytes {
+        return Err(Error::TooLarge {
+            url: url.to_string(),
+            what: format!(
+                "the file is {} bytes, over the {max_bytes}-byte limit",
+                metadata.len()
+            ),
+            setting: "max_body_bytes",
+        });
+    }
+    // The file may grow after the check: never read past the cap.
+    let mut body = Vec::with_capacity(metadata.len() as usize);
+    file.take(max_bytes + 1)
+        .read_to_end(&mut body)
+        .map_err(|e| unreadable(io_reason(e)))?;
+    if body.len() as u64 > max_bytes {
+        return Err(Error::TooLarge {
+            url: url.to_string(),
+            what: format!("the file grew past the {max_bytes}-byte limit while read"),
+            setting: "max_body_bytes",
+        });
+    }
+    Ok(Bytes::from(body))
+}
+
+pub(super) fn files_off(url: &str) -> Error {
+    Error::UnsupportedUrl {
+        url: url.to_owned(),
+        reason: "file URLs are off; set Config::file_root to a directory to allow the files \
+                 under it"
+            .into(),
+    }
+}
