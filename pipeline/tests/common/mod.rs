@@ -35,6 +35,31 @@ pub fn drain_until<K: std::hash::Hash + Eq + Clone>(
     }
 }
 
+/// Whether `pipeline` has no load left: nothing queued, fetching or
+/// decoding. The gauges are published after the results are sent, so once
+/// this holds, every result there will be is in the delivery channel.
+pub fn idle<K>(pipeline: &Pipeline<K>) -> bool {
+    let stats = pipeline.stats();
+    (stats.in_flight, stats.queued, stats.decoding) == (0, 0, 0)
+}
+
+/// Whether this machine's threads can be counted. `false` only where there
+/// is no census at all (no `/proc`, an unknown architecture): a census that
+/// exists but cannot see whether threads are blocked fails the test rather
+/// than letting it pass unchecked.
+pub fn census_available() -> bool {
+    match fixture_server::ThreadCensus::take() {
+        Ok(_) => true,
+        Err(error @ fixture_server::CensusError::SyscallUnreadable { .. }) => {
+            panic!("{error}")
+        }
+        Err(error) => {
+            eprintln!("skipped: {error}");
+            false
+        }
+    }
+}
+
 /// Waits until `check` holds or 10 s pass; returns whether it held.
 pub fn eventually(mut check: impl FnMut() -> bool) -> bool {
     let deadline = Instant::now() + Duration::from_secs(10);

@@ -115,7 +115,12 @@ fn small_images_complete_while_large_ones_hold_the_other_threads() {
         .filter(|u| u.contains("large"))
         .count();
     assert_eq!(large_started, 1, "{:?}", gate.started());
-    assert_eq!(pipeline.stats().decoding, 4);
+    // Published after the results are sent: wait for it.
+    assert!(
+        eventually(|| pipeline.stats().decoding == 4),
+        "{:?}",
+        pipeline.stats()
+    );
 
     gate.open();
     let done = drain_until(&mut pipeline, |done| done.len() >= 4);

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use crate::common::{Lcg, drain_until, eventually, id_of, server};
+use crate::common::{Lcg, drain_until, eventually, id_of, idle, server};
 use thumbpipe::{Config, Pipeline, Priority, TargetSize};
 
 #[test]
@@ -23,8 +23,8 @@ fn a_row_whose_url_changes_50_times_gets_only_the_last_image() {
         std::thread::sleep(Duration::from_millis(2));
     }
     let done = drain_until(&mut pipeline, |all| !all.is_empty());
-    // Give any straggler time to arrive, then check there is none.
-    std::thread::sleep(Duration::from_millis(300));
+    // Once no load is left, every straggler there could be has arrived.
+    assert!(eventually(|| idle(&pipeline)), "{:?}", pipeline.stats());
     let mut all = done;
     all.extend(pipeline.drain());
     assert_eq!(
@@ -92,16 +92,12 @@ fn random_refreshes_over_200_rows_never_deliver_a_wrong_image() {
         pipeline.end_frame();
     }
     // Let the last requests land, still checking every one.
-    let rest = drain_until(&mut pipeline, |_| pipeline_idle(&server));
+    assert!(eventually(|| idle(&pipeline)), "{:?}", pipeline.stats());
+    let rest = pipeline.drain();
     delivered += check(rest, &current);
     assert!(delivered >= 200, "only {delivered} deliveries");
     let stats = pipeline.stats();
     assert_eq!(stats.delivered, delivered as u64);
     // The refreshes did race the loads: requests were cancelled on the way.
     assert!(stats.superseded > 100, "{stats:?}");
-}
-
-fn pipeline_idle(server: &fixture_server::FixtureServer) -> bool {
-    std::thread::sleep(Duration::from_millis(50));
-    server.stats().in_flight == 0
 }
