@@ -324,6 +324,7 @@ impl Demo {
             images_shown: m.images_shown,
             // Images of the user's carry no id to check.
             wrong_row_images: self.urls.is_none().then_some(m.wrong_row_images),
+            unreadable_images: self.urls.is_none().then_some(m.unreadable_images),
             tail_after_stop_ms,
             settle_ms,
             placeholder_row_frames_back: (kind == ScriptKind::Browse)
@@ -386,6 +387,10 @@ impl Demo {
                         counts.in_flight, counts.completed, counts.cancelled, counts.failed
                     ));
                     let wrong = egui::RichText::new(match self.urls {
+                        None if m.unreadable_images > 0 => format!(
+                            "wrong-row images: {} of {} shown · {} without a readable id",
+                            m.wrong_row_images, m.images_shown, m.unreadable_images
+                        ),
                         None => format!(
                             "wrong-row images: {} of {} shown",
                             m.wrong_row_images, m.images_shown

@@ -34,7 +34,11 @@ pub struct Measurements {
     pub rss_now_mb: f64,
     pub rss_peak_mb: f64,
     pub images_shown: u64,
+    /// Images that carry another row's id.
     pub wrong_row_images: u64,
+    /// Images expected to carry an id in which none could be read (a
+    /// server whose images are not the fixture's): neither right nor wrong.
+    pub unreadable_images: u64,
     frames: u64,
     /// When the last frame started, and the intervals between frames: the
     /// rate a person sees, renderer included.
@@ -111,8 +115,11 @@ impl Measurements {
     /// Counts a row's first showing of an image, and whether it was the
     /// wrong one: `read` reads the id from the image's pixels ([`read_id`]),
     /// `expected_id` is the one the row displays (`None` for images that
-    /// carry no id: they are counted, never judged). The reading's time is
-    /// not the UI's work and is left out of the frame time.
+    /// carry no id: they are counted, never judged). An image with another
+    /// id is wrong; one in which no id can be read is unreadable, not
+    /// wrong (a `--server` whose images are not the fixture's). The
+    /// reading's time is not the UI's work and is left out of the frame
+    /// time.
     pub fn image_shown(&mut self, expected_id: Option<u32>, read: impl FnOnce() -> Option<u32>) {
         self.images_shown += 1;
         let Some(expected_id) = expected_id else {
@@ -121,8 +128,10 @@ impl Measurements {
         let started = std::time::Instant::now();
         let read_id = read();
         self.detecting_ms += started.elapsed().as_secs_f64() * 1000.0;
-        if read_id != Some(expected_id) {
-            self.wrong_row_images += 1;
+        match read_id {
+            Some(id) if id == expected_id => {}
+            Some(_) => self.wrong_row_images += 1,
+            None => self.unreadable_images += 1,
         }
     }
 
@@ -182,6 +191,9 @@ pub struct Report {
     pub images_shown: u64,
     /// `None` (unknown) for images of the user's, which carry no id.
     pub wrong_row_images: Option<u64>,
+    /// Images in which no id could be read, though one was expected (a
+    /// `--server` whose images are not the fixture's); not counted wrong.
+    pub unreadable_images: Option<u64>,
     pub tail_after_stop_ms: f64,
     /// From the last frame that moved the list to the first in which every
     /// visible row showed its image; `None` if that never happened.
@@ -193,4 +205,24 @@ pub struct Report {
     pub texture_bytes_peak: Option<u64>,
     /// The UI-thread time of every frame of the flick, in order.
     pub frame_ms: Vec<f64>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Regression: against a `--server` whose images carry no id, every
+    /// image counted as a wrong-row image (53 of 53).
+    #[test]
+    fn an_image_without_an_id_is_unreadable_not_wrong() {
+        let mut m = Measurements::start();
+        m.image_shown(Some(7), || Some(7));
+        m.image_shown(Some(7), || Some(8));
+        m.image_shown(Some(7), || None);
+        m.image_shown(None, || unreachable!("images without an id are not read"));
+        assert_eq!(
+            (m.images_shown, m.wrong_row_images, m.unreadable_images),
+            (4, 1, 1)
+        );
+    }
 }
