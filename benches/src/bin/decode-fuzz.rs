@@ -13,10 +13,19 @@
 //! so `--replay i` rebuilds one input exactly.
 //!
 //! A crash is a panic (caught by thumbpipe and reported as "the decoder
-//! panicked", or in the decode pool's header probe), a thumbnail whose pixel buffer does not match its size or
-//! that does not fit the target, or an error of a type a decoder cannot
-//! give. Crashes and inputs slower than `--slow-ms` are written to
-//! `--out` to be replayed.
+//! panicked", or in the decode pool's header probe), a thumbnail whose
+//! pixel buffer does not match its size or that does not fit the target,
+//! or an error of a type a decoder cannot give. Crashes and every input
+//! slower than `--slow-ms` are written to `--out` to be replayed.
+//!
+//! A watchdog checks the workers every 50 ms: an input still running after
+//! `--slow-ms` is reported and written out at once, so one that never ends
+//! is not lost. It also reads the process's peak allocation over each
+//! window; when a window's peak grew by more than the decode limit
+//! (`Config::max_decode_alloc`), the inputs run in it are replayed alone
+//! at the end and their own peaks measured (with `--threads 1`, every
+//! input's peak is measured as it runs). An input whose own peak is over
+//! the limit is a finding.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -26,6 +35,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context as _;
 use clap::Parser;
 use indicatif::{ProgressBar, ProgressStyle};
+use peak_alloc::PeakAlloc;
 use thumbpipe::thumbnail_from_bytes;
 use thumbpipe::{Config, Error, TargetSize};
 use thumbpipe_benches::machine;
@@ -55,6 +65,32 @@ struct Args {
 
 const TARGET: TargetSize = TargetSize::square(64);
 
+/// Records the process's peak allocation, for each input's memory.
+#[global_allocator]
+static ALLOCATOR: PeakAlloc = PeakAlloc;
+
+/// What a worker is running now, for the watchdog.
+#[derive(Default)]
+struct Running {
+    now: std::sync::Mutex<Option<Current>>,
+}
+
+struct Current {
+    index: u64,
+    started: Instant,
+    input: Arc<Vec<u8>>,
+    /// Already reported as slow.
+    reported: bool,
+}
+
+/// The bytes `input` allocates at its peak, run alone on this thread.
+fn peak_of(input: &[u8], config: &Config) -> usize {
+    let before = ALLOCATOR.current_usage();
+    ALLOCATOR.reset_peak_usage();
+    let _ = judge(input, config);
+    ALLOCATOR.peak_usage().saturating_sub(before)
+}
+
 fn main() {
     if let Err(error) = run(Args::parse()) {
         eprintln!("decode-fuzz: {error:#}");
@@ -69,11 +105,12 @@ fn run(args: Args) -> anyhow::Result<()> {
         let input = mutate(&seeds, args.seed, index);
         let started = Instant::now();
         let verdict = judge(&input, &config);
+        let took = started.elapsed();
         println!(
-            "input {index}: {} bytes, {:?}, {}",
+            "input {index}: {} bytes, {took:?}, {}, {:.1} MB at its peak",
             input.len(),
-            started.elapsed(),
-            verdict.describe()
+            verdict.describe(),
+            peak_of(&input, &config) as f64 / 1e6
         );
         return Ok(());
     }
@@ -85,19 +122,53 @@ fn run(args: Args) -> anyhow::Result<()> {
         args.threads,
         machine()
     );
-    let tally = Arc::new(Tally::default());
+    let tally = Arc::new(Tally {
+        slow: Duration::from_millis(args.slow_ms),
+        ..Tally::default()
+    });
     let bar = ProgressBar::new(args.inputs).with_style(
         ProgressStyle::with_template("{bar:40} {pos}/{len} inputs, {per_sec}, eta {eta} {msg}")
             .context("progress bar template")?,
     );
     let started = Instant::now();
+    let slow = Duration::from_millis(args.slow_ms);
+    let running: Arc<Vec<Running>> =
+        Arc::new((0..args.threads).map(|_| Running::default()).collect());
+    // Inputs started since the watchdog's last look at the peak.
+    let window: Arc<std::sync::Mutex<Vec<u64>>> = Arc::default();
+    let finished = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let exact = args.threads == 1;
+    let watchdog = {
+        let (running, window, finished, bar) = (
+            Arc::clone(&running),
+            Arc::clone(&window),
+            Arc::clone(&finished),
+            bar.clone(),
+        );
+        let watch = Watch {
+            running,
+            window,
+            finished,
+            bar,
+            out: args.out.clone(),
+            slow,
+            limit: config.max_decode_alloc as usize,
+            exact,
+        };
+        std::thread::Builder::new()
+            .name("fuzz-watchdog".into())
+            .spawn(move || watch.run())
+            .context("could not start the watchdog")?
+    };
     let workers: Vec<_> = (0..args.threads)
         .map(|worker| {
-            let (seeds, config, tally, bar) = (
+            let (seeds, config, tally, bar, running, window) = (
                 Arc::clone(&seeds),
                 Arc::clone(&config),
                 Arc::clone(&tally),
                 bar.clone(),
+                Arc::clone(&running),
+                Arc::clone(&window),
             );
             let args = (args.inputs, args.threads as u64, args.seed);
             std::thread::Builder::new()
@@ -106,10 +177,35 @@ fn run(args: Args) -> anyhow::Result<()> {
                     let (inputs, threads, seed) = args;
                     let mut done = 0;
                     for index in (worker as u64..inputs).step_by(threads as usize) {
-                        let input = mutate(&seeds, seed, index);
+                        let input = Arc::new(mutate(&seeds, seed, index));
+                        if !exact && let Ok(mut window) = window.lock() {
+                            window.push(index);
+                        }
                         let began = Instant::now();
-                        let verdict = judge(&input, &config);
-                        tally.record(index, &input, &verdict, began.elapsed());
+                        if let Ok(mut now) = running[worker].now.lock() {
+                            *now = Some(Current {
+                                index,
+                                started: began,
+                                input: Arc::clone(&input),
+                                reported: false,
+                            });
+                        }
+                        let (verdict, peak) = if exact {
+                            let before = ALLOCATOR.current_usage();
+                            ALLOCATOR.reset_peak_usage();
+                            let verdict = judge(&input, &config);
+                            (verdict, Some(ALLOCATOR.peak_usage().saturating_sub(before)))
+                        } else {
+                            (judge(&input, &config), None)
+                        };
+                        let took = began.elapsed();
+                        if let Ok(mut now) = running[worker].now.lock() {
+                            *now = None;
+                        }
+                        tally.record(index, &input, &verdict, took);
+                        if let Some(peak) = peak {
+                            tally.record_peak(index, peak);
+                        }
                         done += 1;
                         if done % 1024 == 0 {
                             bar.inc(1024);
@@ -124,25 +220,132 @@ fn run(args: Args) -> anyhow::Result<()> {
     for worker in workers {
         let _ = worker.join();
     }
+    finished.store(true, Ordering::Relaxed);
+    let (heavy_windows, largest_window) = watchdog.join().unwrap_or_default();
     bar.finish();
     let elapsed = started.elapsed();
+    // The inputs of windows whose peak was over the limit, measured alone.
+    for index in &heavy_windows {
+        let input = mutate(&seeds, args.seed, *index);
+        tally.record_peak(*index, peak_of(&input, &config));
+    }
     let findings = tally.findings.lock().map(|f| f.clone()).unwrap_or_default();
-    let slow = Duration::from_millis(args.slow_ms);
+    let limit = config.max_decode_alloc as usize;
     let mut saved = 0;
-    for (index, input, verdict, took) in &findings {
-        if matches!(verdict, Verdict::Crash(_)) || *took >= slow {
-            save(&args.out, *index, input)?;
-            saved += 1;
-        }
+    for (index, input, _, _) in &findings {
+        save(&args.out, *index, input)?;
+        saved += 1;
     }
     println!("{}", tally.report(args.inputs, elapsed, slow));
     for (index, _, verdict, took) in findings.iter().take(20) {
         println!("  input {index}: {} in {took:?}", verdict.describe());
     }
+    let peaks = tally.peaks.lock().map(|p| p.clone()).unwrap_or_default();
+    let measured = if exact {
+        "every input's own peak measured".to_owned()
+    } else {
+        format!(
+            "largest growth in a 50 ms window {:.1} MB (all threads together); {} inputs of \
+             windows over the limit replayed alone",
+            largest_window as f64 / 1e6,
+            heavy_windows.len()
+        )
+    };
+    let over: Vec<_> = peaks.iter().filter(|(_, peak)| *peak > limit).collect();
+    println!(
+        "memory: {measured}; largest {:.1} MB (input {}), {} over the {:.0} MB decode limit",
+        peaks.first().map_or(0.0, |p| p.1 as f64 / 1e6),
+        peaks.first().map_or("-".to_owned(), |p| p.0.to_string()),
+        over.len(),
+        limit as f64 / 1e6,
+    );
+    for (index, peak) in &over {
+        let input = mutate(&seeds, args.seed, *index);
+        save(&args.out, *index, &input)?;
+        saved += 1;
+        println!("  input {index}: {:.1} MB at its peak", *peak as f64 / 1e6);
+    }
     if saved > 0 {
         println!("{saved} inputs written to {}", args.out.display());
     }
     Ok(())
+}
+
+/// The watchdog's view of the workers.
+struct Watch {
+    running: Arc<Vec<Running>>,
+    /// Inputs started since the last window.
+    window: Arc<std::sync::Mutex<Vec<u64>>>,
+    finished: Arc<std::sync::atomic::AtomicBool>,
+    bar: ProgressBar,
+    out: PathBuf,
+    slow: Duration,
+    /// The decode limit, in bytes.
+    limit: usize,
+    /// Every input's peak is measured by its worker (one thread).
+    exact: bool,
+}
+
+impl Watch {
+    /// Every 50 ms, reports and saves each input running longer than
+    /// `slow` (once), and reads the process's peak allocation over the
+    /// window. Returns the inputs of windows whose peak grew by more than
+    /// `limit` (none when `exact`: every input is measured then), and the
+    /// largest growth of a window.
+    fn run(self) -> (Vec<u64>, usize) {
+        let Watch {
+            running,
+            window,
+            finished,
+            bar,
+            out,
+            slow,
+            limit,
+            exact,
+        } = self;
+        let mut heavy = Vec::new();
+        let mut largest = 0;
+        let mut base = ALLOCATOR.current_usage();
+        if !exact {
+            ALLOCATOR.reset_peak_usage();
+        }
+        while !finished.load(Ordering::Relaxed) {
+            std::thread::sleep(Duration::from_millis(50));
+            for slot in running.iter() {
+                let Ok(mut now) = slot.now.lock() else {
+                    continue;
+                };
+                let Some(current) = now.as_mut() else {
+                    continue;
+                };
+                let took = current.started.elapsed();
+                if took >= slow && !current.reported {
+                    current.reported = true;
+                    let saved = save(&out, current.index, &current.input)
+                        .map_or_else(|e| format!("not written: {e:#}"), |()| "written".into());
+                    bar.println(format!(
+                        "input {} still running after {took:.1?} ({saved})",
+                        current.index
+                    ));
+                }
+            }
+            if exact {
+                continue;
+            }
+            let peak = ALLOCATOR.peak_usage().saturating_sub(base);
+            let started: Vec<u64> = window
+                .lock()
+                .map(|mut w| std::mem::take(&mut *w))
+                .unwrap_or_default();
+            largest = largest.max(peak);
+            if peak > limit {
+                heavy.extend(started);
+            }
+            base = ALLOCATOR.current_usage();
+            ALLOCATOR.reset_peak_usage();
+        }
+        (heavy, largest)
+    }
 }
 
 /// The seed files: the decoder's test corpus and a few fixture images.
@@ -330,8 +533,15 @@ struct Tally {
     crashes: AtomicU64,
     slowest_us: AtomicU64,
     total_us: AtomicU64,
+    /// Crashes and every input slower than `slow`.
     findings: std::sync::Mutex<Vec<Finding>>,
+    slow: Duration,
+    /// The largest peaks measured, largest first: (input, bytes).
+    peaks: std::sync::Mutex<Vec<(u64, usize)>>,
 }
+
+/// How many of the largest peaks are kept.
+const PEAKS_KEPT: usize = 20;
 
 impl Tally {
     fn record(&self, index: u64, input: &[u8], verdict: &Verdict, took: Duration) {
@@ -344,13 +554,25 @@ impl Tally {
         counter.fetch_add(1, Ordering::Relaxed);
         let us = took.as_micros() as u64;
         self.total_us.fetch_add(us, Ordering::Relaxed);
-        let slowest = self.slowest_us.fetch_max(us, Ordering::Relaxed);
-        // Keep crashes, and each input that is the slowest so far (slow
-        // ones are written out at the end if over the threshold).
-        let keep = matches!(verdict, Verdict::Crash(_)) || us > slowest.max(100_000);
+        self.slowest_us.fetch_max(us, Ordering::Relaxed);
+        // Every crash and every slow input, to be written out.
+        let keep = matches!(verdict, Verdict::Crash(_)) || took >= self.slow;
         if keep && let Ok(mut findings) = self.findings.lock() {
             findings.push((index, input.to_vec(), verdict.clone(), took));
         }
+    }
+
+    /// Keeps `peak` if it is among the largest.
+    fn record_peak(&self, index: u64, peak: usize) {
+        let Ok(mut peaks) = self.peaks.lock() else {
+            return;
+        };
+        if peaks.len() == PEAKS_KEPT && peaks.last().is_some_and(|p| p.1 >= peak) {
+            return;
+        }
+        peaks.push((index, peak));
+        peaks.sort_by_key(|p| std::cmp::Reverse(p.1));
+        peaks.truncate(PEAKS_KEPT);
     }
 
     fn summary_short(&self) -> String {
