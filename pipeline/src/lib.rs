@@ -202,7 +202,8 @@ use rows::SubscriptionId;
 /// Owns an I/O runtime (`thumbpipe-io-N`, unless built
 /// [`with_runtime`](PipelineBuilder::runtime)), the decode threads
 /// (`thumbpipe-decode-N`) and the load actor. Dropping it cancels every
-/// request and joins its threads; no completion arrives after that.
+/// request and ends its threads and tasks in bounded time (see its `Drop`);
+/// no completion arrives and the waker is not called after that.
 pub struct Pipeline<K> {
     rows: HashMap<K, rows::Row>,
     /// Which row owns each pending request.
@@ -397,8 +398,9 @@ impl<K> Pipeline<K> {
     /// ready to drain; with egui, `move || ctx.request_repaint()`.
     ///
     /// It is never called after the pipeline's drop has returned: the drop
-    /// waits for a call in progress. So it must not itself wait for the
-    /// thread that drops the pipeline. A panic in it is caught and ignored.
+    /// waits for a call in progress, and so does a later `set_waker`. So
+    /// the waker must not drop the pipeline or call `set_waker` itself, nor
+    /// wait for the thread that does. A panic in it is caught and ignored.
     pub fn set_waker(&self, waker: impl Fn() + Send + Sync + 'static) {
         if let Ok(mut slot) = self.waker.lock() {
             *slot = Some(Arc::new(waker));
@@ -417,24 +419,40 @@ impl<K> Drop for Pipeline<K> {
     /// completion arrives and the waker is not called after it returns.
     ///
     /// It waits at most half a second for a decode still running (a decode
-    /// cannot be interrupted): a thread whose decode takes longer is left to
-    /// finish it and exit on its own. With a runtime of your own, the load
-    /// tasks end at their next poll; dropped outside that runtime's tasks,
-    /// it also waits (at most a second) until they have.
+    /// cannot be interrupted) and as long for a `file://` read in progress:
+    /// a thread still busy then is left to finish that one job and exit on
+    /// its own. Its own runtime gets 100 ms to stop. With a runtime of your
+    /// own, the load tasks end at their next poll; dropped outside that
+    /// runtime's tasks (and not on a current-thread runtime, whose one
+    /// thread this would be), it also waits, at most a second, until they
+    /// have. A pipeline with no such stuck job drops in milliseconds.
     fn drop(&mut self) {
         self.root.cancel();
         unset_waker(&self.waker);
         self.decode_pool.shutdown(decode::SHUTDOWN_PATIENCE);
         match self.runtime.take() {
             Some(runtime) => shut_down(runtime),
-            // In a task, waiting could hold up the very thread that would
-            // poll them; they end at their next poll without doing work.
-            None if tokio::task::try_id().is_none() => {
+            // In a task, or anywhere on a current-thread runtime, waiting
+            // could hold up the very thread that would poll them; they end
+            // at their next poll without doing work.
+            None if can_wait_for_tasks() => {
                 self.loads.wait_ended(TASKS_PATIENCE);
             }
             None => {}
         }
     }
+}
+
+/// Whether this thread may block waiting for tasks of a caller's runtime:
+/// not from inside a task, nor on a current-thread runtime (in its
+/// `block_on`, this thread is the only one that could poll them).
+fn can_wait_for_tasks() -> bool {
+    if tokio::task::try_id().is_some() {
+        return false;
+    }
+    Handle::try_current().map_or(true, |handle| {
+        handle.runtime_flavor() != tokio::runtime::RuntimeFlavor::CurrentThread
+    })
 }
 
 /// How long dropping the pipeline waits for the load tasks on a caller's

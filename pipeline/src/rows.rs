@@ -209,6 +209,21 @@ impl<K: Hash + Eq + Clone> Pipeline<K> {
             match row.and_then(|row| self.rows.get_mut(&row).map(|current| (row, current))) {
                 Some((row, current)) if current.id == delivery.id => {
                     current.pending = false;
+                    if matches!(delivery.result, Err(Error::TooManyPending { .. })) {
+                        // Refused, not failed: asking again, even for the
+                        // same URL, is a new request.
+                        let url = Arc::clone(&current.url);
+                        let target = current.target;
+                        self.rows.remove(&row);
+                        done.push(Completion {
+                            row,
+                            url,
+                            target,
+                            generation: delivery.id,
+                            result: delivery.result,
+                        });
+                        continue;
+                    }
                     done.push(Completion {
                         row,
                         url: Arc::clone(&current.url),

@@ -388,13 +388,11 @@ fn a_million_requests_never_drained_stay_within_a_stated_bound() {
         .count();
     assert_eq!((loaded, refused), (limit, REQUESTS as usize - limit));
     drop(done);
-    // Drained, it takes requests again.
-    pipeline.request(
-        0,
-        "http://h.test/again.png",
-        TargetSize::square(32),
-        Priority::Visible,
-    );
+    // Drained, it takes requests again: a refused row asking for the same
+    // URL is a new request, not the old refusal.
+    let last = REQUESTS - 1;
+    let url = format!("http://h{}.test/{last}.png", last % 50);
+    pipeline.request(last, &url, TargetSize::square(32), Priority::Visible);
     let again = drain_until(&mut pipeline, |all| !all.is_empty());
     assert!(again[0].result.is_ok(), "{:?}", again[0].result);
 }

@@ -19,7 +19,6 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
 use tokio::sync::oneshot;
 use url::Url;
 
@@ -32,7 +31,7 @@ const PATIENCE: Duration = Duration::from_millis(500);
 struct Job {
     url: Url,
     max_bytes: u64,
-    reply: oneshot::Sender<Result<Bytes, Error>>,
+    reply: oneshot::Sender<Result<Vec<u8>, Error>>,
 }
 
 /// The file thread and its queue.
@@ -56,7 +55,17 @@ impl FileReader {
                     if job.reply.is_closed() {
                         continue;
                     }
-                    let _ = job.reply.send(read_file(&job.url, &root, job.max_bytes));
+                    // A panic costs this read, not the thread, which every
+                    // later file load needs.
+                    let read =
+                        std::panic::catch_unwind(|| read_file(&job.url, &root, job.max_bytes))
+                            .unwrap_or_else(|_| {
+                                Err(Error::File {
+                                    url: job.url.to_string(),
+                                    reason: "reading the file panicked".into(),
+                                })
+                            });
+                    let _ = job.reply.send(read);
                 }
             })
             .map_err(|e| BuildError::Config(format!("cannot start the file thread: {e}")))?;
@@ -72,7 +81,7 @@ impl FileReader {
         &self,
         url: Url,
         max_bytes: u64,
-    ) -> impl Future<Output = Result<Bytes, Error>> + Send + 'static {
+    ) -> impl Future<Output = Result<Vec<u8>, Error>> + Send + 'static {
         let (reply, answer) = oneshot::channel();
         let shut_down = Error::Shutdown {
             url: url.to_string(),
@@ -157,7 +166,7 @@ fn open_without_blocking(path: &Path) -> std::io::Result<std::fs::File> {
 
 /// The bytes of a `file://` URL's file, if it lies under `root` (both with
 /// symbolic links resolved) and is no larger than `max_bytes`. Blocks.
-fn read_file(url: &Url, root: &Path, max_bytes: u64) -> Result<Bytes, Error> {
+fn read_file(url: &Url, root: &Path, max_bytes: u64) -> Result<Vec<u8>, Error> {
     let unreadable = |reason: String| Error::File {
         url: url.to_string(),
         reason,
@@ -200,7 +209,7 @@ fn read_file(url: &Url, root: &Path, max_bytes: u64) -> Result<Bytes, Error> {
     }
     // The file may grow after the check: never read past the cap.
     let mut body = Vec::with_capacity(metadata.len() as usize);
-    file.take(max_bytes + 1)
+    file.take(max_bytes.saturating_add(1))
         .read_to_end(&mut body)
         .map_err(|e| unreadable(io_reason(e)))?;
     if body.len() as u64 > max_bytes {
@@ -210,7 +219,7 @@ fn read_file(url: &Url, root: &Path, max_bytes: u64) -> Result<Bytes, Error> {
             setting: "max_body_bytes",
         });
     }
-    Ok(Bytes::from(body))
+    Ok(body)
 }
 
 pub(super) fn files_off(url: &str) -> Error {

@@ -134,8 +134,9 @@ impl HttpFetcher {
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| BuildError::Config(format!("extra_root_certificates: {e}")))?;
         let mut client = reqwest::Client::builder()
+            // The total timeout is the fetch's own deadline, which does not
+            // count time spent waiting for the body budget.
             .connect_timeout(config.connect_timeout)
-            .timeout(config.total_timeout)
             .redirect(redirect_policy(
                 config.max_redirects,
                 config.allow_https_to_http_redirects,
@@ -201,7 +202,15 @@ impl Fetch for HttpFetcher {
     fn fetch(&self, url: Url, max_bytes: u64) -> BoxFuture<'static, Result<Bytes, Error>> {
         if url.scheme() == "file" {
             return match &self.files {
-                Some(files) => Box::pin(files.read(url, max_bytes)),
+                Some(files) => {
+                    let (files, budget) = (Arc::clone(files), Arc::clone(&self.budget));
+                    Box::pin(async move {
+                        // The file's size is known only once it is open:
+                        // the cap is reserved, and the rest given back.
+                        let reservation = budget.reserve(max_bytes).await;
+                        Ok(reservation.hold(files.read(url, max_bytes).await?))
+                    })
+                }
                 None => Box::pin(std::future::ready(Err(files_off(url.as_str())))),
             };
         }
@@ -210,7 +219,17 @@ impl Fetch for HttpFetcher {
         let budget = Arc::clone(&self.budget);
         Box::pin(async move {
             let fail = |error: reqwest::Error| classify(&url, error, &limits);
-            let mut response = client.get(url.clone()).send().await.map_err(fail)?;
+            let timed_out = || Error::Timeout {
+                url: url.to_string(),
+                phase: "complete response",
+                limit: limits.total_timeout,
+                setting: "total_timeout",
+            };
+            let mut deadline = tokio::time::Instant::now() + limits.total_timeout;
+            let mut response = tokio::time::timeout_at(deadline, client.get(url.clone()).send())
+                .await
+                .map_err(|_| timed_out())?
+                .map_err(fail)?;
             let status = response.status();
             if !status.is_success() {
                 return Err(Error::Status {
@@ -227,10 +246,13 @@ impl Fetch for HttpFetcher {
                 return Err(too_large(format!("{length} bytes")));
             }
             // Bodies waiting for a decoder are bounded: this one waits here,
-            // its bytes unread, while the budget is spent.
+            // its bytes unread, while the budget is spent. The wait is the
+            // decoders' time, not the server's: the deadline moves by it.
+            let waiting = tokio::time::Instant::now();
             let reservation = budget
                 .reserve(response.content_length().unwrap_or(max_bytes))
                 .await;
+            deadline += waiting.elapsed();
             // The server's length is a claim: reserve at most 1 MiB up
             // front, and let the buffer grow with the bytes that arrive.
             let capacity = response
@@ -238,13 +260,19 @@ impl Fetch for HttpFetcher {
                 .unwrap_or(64 * 1024)
                 .min(max_bytes)
                 .min(1024 * 1024);
-            let mut body = Vec::with_capacity(capacity as usize);
-            while let Some(chunk) = response.chunk().await.map_err(fail)? {
-                if (body.len() + chunk.len()) as u64 > max_bytes {
-                    return Err(too_large("larger".into()));
+            let read = async {
+                let mut body = Vec::with_capacity(capacity as usize);
+                while let Some(chunk) = response.chunk().await.map_err(fail)? {
+                    if (body.len() + chunk.len()) as u64 > max_bytes {
+                        return Err(too_large("larger".into()));
+                    }
+                    body.extend_from_slice(&chunk);
                 }
-                body.extend_from_slice(&chunk);
-            }
+                Ok(body)
+            };
+            let body = tokio::time::timeout_at(deadline, read)
+                .await
+                .map_err(|_| timed_out())??;
             Ok(reservation.hold(body))
         })
     }

@@ -151,3 +151,61 @@ fn fetches_in_flight_stay_under_the_global_limit_across_many_hosts() {
     // The limit held, and it was what held the fetches back.
     assert_eq!(running.most.load(Ordering::SeqCst), limit);
 }
+
+/// A decoder held until `release`, then a 1x1 thumbnail.
+struct HeldUntil(std::time::Instant);
+
+impl thumbpipe::Decode for HeldUntil {
+    fn decode(
+        &self,
+        url: &Arc<str>,
+        _: &[u8],
+        _: TargetSize,
+    ) -> Result<thumbpipe::Thumbnail, Error> {
+        std::thread::sleep(self.0.saturating_duration_since(std::time::Instant::now()));
+        Ok(thumbpipe::Thumbnail {
+            url: Arc::clone(url),
+            width: 1,
+            height: 1,
+            pixels: Arc::from([0u8, 0, 0, 255]),
+        })
+    }
+}
+
+/// Regression: a fetch waiting for the body budget (its bytes unread while
+/// the decoders catch up) counted that wait against `total_timeout`, so
+/// with slow decodes the later loads failed as timeouts though the server
+/// had answered at once.
+#[test]
+fn waiting_for_the_body_budget_is_not_a_timeout() {
+    let server = server(0);
+    let mut config = Config::default();
+    config.decode_threads = 1;
+    // One body at a time between the network and the decoder.
+    config.max_bytes_awaiting_decode = 1;
+    config.total_timeout = Duration::from_millis(300);
+    // The decoder holds the first body for a second: the other fetches
+    // wait for the budget three times their timeout.
+    let release = std::time::Instant::now() + Duration::from_secs(1);
+    let mut pipeline = Pipeline::<u32>::builder()
+        .config(config)
+        .decoder(HeldUntil(release))
+        .build()
+        .unwrap();
+    // Requested together, so that every fetch starts before the first
+    // body arrives and fills the budget.
+    for row in 0..3 {
+        pipeline.request(
+            row,
+            &server.image_url(row),
+            TargetSize::square(8),
+            Priority::Visible,
+        );
+    }
+    let done = drain_until(&mut pipeline, |all| all.len() == 3);
+    assert_eq!(done.len(), 3);
+    for completion in &done {
+        assert!(completion.result.is_ok(), "{:?}", completion.result);
+    }
+    assert_eq!(pipeline.stats().fetches_started, 3);
+}

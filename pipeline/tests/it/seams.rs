@@ -115,3 +115,29 @@ fn drop_during_a_decode_that_never_ends_returns_at_once() {
         "drop took {took:?}"
     );
 }
+
+/// Regression: dropped on a current-thread runtime (`#[tokio::main]` with
+/// that flavour, or a default `#[tokio::test]`), the pipeline waited a
+/// whole second for tasks that only this thread could run.
+#[tokio::test]
+async fn drop_on_a_current_thread_runtime_does_not_wait_for_its_tasks() {
+    let mut pipeline = Pipeline::<u8>::builder()
+        .runtime(tokio::runtime::Handle::current())
+        .fetcher(thumbpipe::fetch_fn(|_, _| std::future::pending()))
+        .build()
+        .unwrap();
+    pipeline.request(
+        0,
+        "http://m/never",
+        TargetSize::square(8),
+        Priority::Visible,
+    );
+    tokio::task::yield_now().await;
+    let dropping = std::time::Instant::now();
+    drop(pipeline);
+    let took = dropping.elapsed();
+    assert!(
+        took < std::time::Duration::from_millis(500),
+        "drop took {took:?}"
+    );
+}
