@@ -396,3 +396,58 @@ fn a_million_requests_never_drained_stay_within_a_stated_bound() {
     let again = drain_until(&mut pipeline, |all| !all.is_empty());
     assert!(again[0].result.is_ok(), "{:?}", again[0].result);
 }
+
+/// The corpus WebP `name` with its header claiming `width` x `height`.
+fn webp_claiming(name: &str, width: u32, height: u32) -> Vec<u8> {
+    let path = format!("{}/tests/it/corpus/{name}", env!("CARGO_MANIFEST_DIR"));
+    let mut webp = std::fs::read(path).unwrap();
+    match &webp[12..16] {
+        b"VP8 " => {
+            webp[26..28].copy_from_slice(&(width as u16).to_le_bytes());
+            webp[28..30].copy_from_slice(&(height as u16).to_le_bytes());
+        }
+        b"VP8L" => {
+            let bits = u32::from_le_bytes(webp[21..25].try_into().unwrap());
+            let bits = (bits & !0x0FFF_FFFF) | (width - 1) | ((height - 1) << 14);
+            webp[21..25].copy_from_slice(&bits.to_le_bytes());
+        }
+        other => panic!("{other:?}"),
+    }
+    webp
+}
+
+/// Regression: found by decode-fuzz. The decode limit counted a WebP's
+/// pixels only, while the decoder also holds a lossy frame's YUV planes
+/// (4.5 bytes per pixel at the peak) or a lossless one's ARGB words (7.1):
+/// a 1.8 KB lossy WebP claiming 7935x7711 took 275 MB under the 268 MB
+/// limit. At the limit each asks for, neither takes more.
+#[test]
+fn a_webp_decode_never_takes_more_than_the_decode_limit() {
+    let _one_at_a_time = MEASURING.lock().unwrap_or_else(|e| e.into_inner());
+    for name in ["lossy.webp", "lossless.webp"] {
+        // The claimed size is a lie: the decoder allocates, then finds the
+        // data short.
+        let webp = webp_claiming(name, 3000, 2000);
+        let target = TargetSize::square(64);
+        let needed = bytes_needed(&webp, target);
+        let mut config = Config::default();
+        config.max_decode_alloc = needed as u64;
+        let before = ALLOCATOR.current_usage();
+        ALLOCATOR.reset_peak_usage();
+        let result = thumbpipe::thumbnail_from_bytes("webp", &webp, target, &config);
+        let grew = ALLOCATOR.peak_usage().saturating_sub(before);
+        eprintln!(
+            "{name}: peak {:.1} MB, limit asked {:.1} MB",
+            grew as f64 / 1e6,
+            needed as f64 / 1e6
+        );
+        assert!(
+            matches!(result, Err(Error::Decode { .. })),
+            "{name}: {result:?}"
+        );
+        assert!(
+            grew <= needed,
+            "{name}: {grew} bytes at the peak, {needed} allowed"
+        );
+    }
+}

@@ -199,6 +199,7 @@ pub(crate) fn decode_thumbnail(
             }
             layout.decoder_bytes()
         }
+        ImageFormat::WebP => webp_decoder_bytes(bytes, width, height),
         _ => 0,
     };
     let decoded_bytes = u64::from(width) * u64::from(height) * 4;
@@ -246,6 +247,19 @@ pub(crate) fn decode_thumbnail(
         height,
         pixels: Arc::from(rgba.into_raw()),
     })
+}
+
+/// Bytes the WebP decoder holds besides the pixels it returns, measured
+/// with the peak allocator (`pipeline/tests/bomb.rs`): a lossy (VP8) frame
+/// keeps its Y, U and V planes, 1.5 bytes per pixel (in 16x16 macroblocks);
+/// a lossless (VP8L) one, and an extended file that may hold either, an
+/// ARGB word per pixel.
+fn webp_decoder_bytes(bytes: &[u8], width: u32, height: u32) -> u64 {
+    let (width, height) = (u64::from(width), u64::from(height));
+    match bytes.get(12..16) {
+        Some(b"VP8 ") => width.next_multiple_of(16) * height.next_multiple_of(16) * 3 / 2,
+        _ => width * height * 4,
+    }
 }
 
 fn downscale(image: &DynamicImage, width: u32, height: u32) -> image::RgbaImage {
