@@ -70,9 +70,10 @@ pub struct Config {
     /// Largest width or height an image may declare. Default: 16384.
     pub max_dimension: u32,
     /// Most bytes one decode may allocate: the decoded pixels (4 per
-    /// pixel) and, for a JPEG, the decoder's own buffers (a plane per
-    /// component, and for a progressive JPEG every DCT coefficient), counted
-    /// from the header before decoding. Default: 256 MiB, a 48-megapixel
+    /// pixel) and, for a JPEG or WebP, the decoder's own buffers (a JPEG's
+    /// plane per component and, if progressive, every DCT coefficient; a
+    /// WebP's YUV planes or ARGB words), counted from the header before
+    /// decoding. Default: 256 MiB, a 48-megapixel
     /// baseline 4:2:0 JPEG or a 20-megapixel progressive 4:4:4 one.
     pub max_decode_alloc: u64,
     /// Decode threads, named `thumbpipe-decode-N`. Default: one per core.

@@ -110,7 +110,7 @@
 //! | bodies held between the network and the decoders | 64 MiB | no new fetch starts and no new body is read until decodes catch up; a cancelled load's body is freed at once | [`Config::max_bytes_awaiting_decode`] |
 //! | redirects | 5; none from `https` to `http` | [`Error::Network`]; [`Error::InsecureRedirect`] for a downgrade | [`Config::max_redirects`], [`Config::allow_https_to_http_redirects`] |
 //! | image width or height | 16384 | [`Error::TooLarge`], from the header, before decoding | [`Config::max_dimension`] |
-//! | decoded pixels and decoder allocations | 256 MiB (a JPEG's decoder buffers count: a progressive 4:4:4 JPEG takes 13 bytes per pixel, a baseline 4:2:0 one 5.5) | [`Error::TooLarge`], from the header, before decoding | [`Config::max_decode_alloc`] |
+//! | decoded pixels and decoder allocations | 256 MiB (JPEG and WebP decoder buffers count: a progressive 4:4:4 JPEG takes 13 bytes per pixel, a baseline 4:2:0 one 5.5, a lossy WebP 5.5, a lossless one 8) | [`Error::TooLarge`], from the header, before decoding | [`Config::max_decode_alloc`] |
 //! | scans in a JPEG | 100 (a photo has about ten) | [`Error::Decode`], from the markers, before decoding | - |
 //! | cache | 64 MiB, 4096 entries, 300 s | least recently used entries are evicted; expired ones are never returned | [`Config::cache_cost_limit`], [`Config::cache_count_limit`], [`Config::cache_ttl`] |
 //! | textures (`egui` feature) | 32 MiB | least recently drawn textures are freed; their thumbnails come back from the cache | [`Config::texture_budget`] |

@@ -252,10 +252,13 @@ fn run(args: Args) -> anyhow::Result<()> {
         )
     };
     let over: Vec<_> = peaks.iter().filter(|(_, peak)| *peak > limit).collect();
+    let largest = peaks
+        .first()
+        .map_or("none measured alone".to_owned(), |(index, peak)| {
+            format!("largest {:.1} MB (input {index})", *peak as f64 / 1e6)
+        });
     println!(
-        "memory: {measured}; largest {:.1} MB (input {}), {} over the {:.0} MB decode limit",
-        peaks.first().map_or(0.0, |p| p.1 as f64 / 1e6),
-        peaks.first().map_or("-".to_owned(), |p| p.0.to_string()),
+        "memory: {measured}; {largest}; {} over the {:.0} MB decode limit",
         over.len(),
         limit as f64 / 1e6,
     );
