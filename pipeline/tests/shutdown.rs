@@ -124,7 +124,11 @@ fn drop_with_a_thousand_requests(
     let requests_at_drop = server.stats().requests_started;
 
     // Nothing of the pipeline's is left: no thread, and on the caller's
-    // runtime no task.
+    // runtime its own tasks ended before the drop returned (the wake and
+    // request counts below stay still). The HTTP client's connection tasks
+    // end as their sockets close, a moment later: tokio still counts a
+    // few then.
+    let alive_at_drop = caller.metrics().num_alive_tasks();
     let after = ThreadCensus::take().unwrap();
     assert_eq!(
         after.with_prefix("thumbpipe-"),
@@ -132,7 +136,11 @@ fn drop_with_a_thousand_requests(
         "{setup:?}: {:?}",
         after.names
     );
-    assert_eq!(caller.metrics().num_alive_tasks(), 0, "{setup:?}");
+    assert!(
+        eventually(|| caller.metrics().num_alive_tasks() == 0),
+        "{setup:?}: {} tasks alive",
+        caller.metrics().num_alive_tasks()
+    );
     // The target is 100 ms (measured by the soak report); a shared test
     // machine gets more room.
     assert!(
@@ -163,5 +171,5 @@ fn drop_with_a_thousand_requests(
         requests_at_drop,
         "{setup:?}"
     );
-    eprintln!("{setup:?}: drop took {took:?}");
+    eprintln!("{setup:?}: drop took {took:?}, {alive_at_drop} tasks alive right after");
 }
