@@ -41,7 +41,9 @@ pub struct Config {
     pub max_fetches_in_flight: usize,
     /// Time to establish a connection. Default: 5 s.
     pub connect_timeout: Duration,
-    /// Time for a whole response, headers and body. Default: 30 s.
+    /// Time for a whole response, headers and body. Time a fetch spends
+    /// waiting for [`Config::max_bytes_awaiting_decode`], its body unread
+    /// while the decoders catch up, does not count. Default: 30 s.
     pub total_timeout: Duration,
     /// Largest response body; a larger one is aborted while streaming.
     /// Default: 16 MiB.

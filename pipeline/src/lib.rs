@@ -105,7 +105,7 @@
 //! | fetches in flight per host | 16 | the rest wait in the queue, costing no thread | [`Config::max_concurrent_fetches`] |
 //! | fetches in flight over all hosts | 24 | the rest wait in the queue, costing no thread | [`Config::max_fetches_in_flight`] |
 //! | connect timeout | 5 s | [`Error::Timeout`] | [`Config::connect_timeout`] |
-//! | whole-response timeout (headers and body) | 30 s | [`Error::Timeout`]; the slot is free again at once | [`Config::total_timeout`] |
+//! | whole-response timeout (headers and body; a body's wait for the budget below does not count) | 30 s | [`Error::Timeout`]; the slot is free again at once | [`Config::total_timeout`] |
 //! | response body | 16 MiB | [`Error::TooLarge`], from `Content-Length` or while streaming, never buffered past the cap | [`Config::max_body_bytes`] |
 //! | bodies held between the network and the decoders | 64 MiB | no new fetch starts and no new body is read until decodes catch up; a cancelled load's body is freed at once | [`Config::max_bytes_awaiting_decode`] |
 //! | redirects | 5; none from `https` to `http` | [`Error::Network`]; [`Error::InsecureRedirect`] for a downgrade | [`Config::max_redirects`], [`Config::allow_https_to_http_redirects`] |
@@ -116,7 +116,7 @@
 //! | textures (`egui` feature) | 32 MiB | least recently drawn textures are freed; their thumbnails come back from the cache | [`Config::texture_budget`] |
 //! | texture uploads per pass (`egui` feature) | 1 MiB | the rest are uploaded in the next passes | [`Config::upload_budget`] |
 //! | requests waiting to be drained | 10,000 | [`Error::TooManyPending`], with no work started: a UI that never drains holds a bounded number of thumbnails | [`Config::max_pending_requests`] |
-//! | dropping the pipeline | 0.5 s for a decode still running | the thread finishes that decode alone and exits; nothing is delivered or woken after the drop | - |
+//! | dropping the pipeline | 0.5 s for a decode still running, as long for a `file://` read | the thread finishes that job alone and exits; nothing is delivered or woken after the drop | - |
 //!
 //! Change them with [`Config`]:
 //!
