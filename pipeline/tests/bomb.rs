@@ -271,6 +271,21 @@ fn bytes_needed(jpeg: &[u8], target: TargetSize) -> usize {
     rest.split(' ').next().unwrap().parse().unwrap()
 }
 
+/// Decodes `image` to a 64x64 thumbnail with the decode limit set to what
+/// the decoder says it needs; returns the outcome, the peak heap growth and
+/// that limit.
+fn decode_at_the_limit_it_asks(image: &[u8]) -> (Result<Thumbnail, Error>, usize, usize) {
+    let target = TargetSize::square(64);
+    let needed = bytes_needed(image, target);
+    let mut config = Config::default();
+    config.max_decode_alloc = needed as u64;
+    let before = ALLOCATOR.current_usage();
+    ALLOCATOR.reset_peak_usage();
+    let outcome = thumbpipe::thumbnail_from_bytes("image", image, target, &config);
+    let grew = ALLOCATOR.peak_usage().saturating_sub(before);
+    (outcome, grew, needed)
+}
+
 /// Regression: the decode limit counted the decoded pixels only (width x
 /// height x 4), while a progressive JPEG makes the decoder keep every DCT
 /// coefficient (two bytes per sample, three samples per pixel at 4:4:4):
@@ -296,14 +311,7 @@ fn a_jpeg_decode_never_takes_more_than_the_decode_limit() {
             encoder.encode(&rgb, side, side, ColorType::Rgb).unwrap();
             // 64 px of 1024 is jpeg-decoder's scaled path, the rest the
             // full decode.
-            let target = TargetSize::square(64);
-            let needed = bytes_needed(&jpeg, target);
-            let mut config = Config::default();
-            config.max_decode_alloc = needed as u64;
-            let before = ALLOCATOR.current_usage();
-            ALLOCATOR.reset_peak_usage();
-            let thumbnail = thumbpipe::thumbnail_from_bytes("jpeg", &jpeg, target, &config);
-            let grew = ALLOCATOR.peak_usage().saturating_sub(before);
+            let (thumbnail, grew, needed) = decode_at_the_limit_it_asks(&jpeg);
             let layout = format!("{side}x{side} {sampling:?} progressive={progressive}");
             eprintln!(
                 "{layout}: peak {:.1} MB, limit asked {:.1} MB ({:.2} bytes per pixel)",
@@ -428,14 +436,7 @@ fn a_webp_decode_never_takes_more_than_the_decode_limit() {
         // The claimed size is a lie: the decoder allocates, then finds the
         // data short.
         let webp = webp_claiming(name, 3000, 2000);
-        let target = TargetSize::square(64);
-        let needed = bytes_needed(&webp, target);
-        let mut config = Config::default();
-        config.max_decode_alloc = needed as u64;
-        let before = ALLOCATOR.current_usage();
-        ALLOCATOR.reset_peak_usage();
-        let result = thumbpipe::thumbnail_from_bytes("webp", &webp, target, &config);
-        let grew = ALLOCATOR.peak_usage().saturating_sub(before);
+        let (result, grew, needed) = decode_at_the_limit_it_asks(&webp);
         eprintln!(
             "{name}: peak {:.1} MB, limit asked {:.1} MB",
             grew as f64 / 1e6,
