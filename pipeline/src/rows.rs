@@ -209,21 +209,10 @@ impl<K: Hash + Eq + Clone> Pipeline<K> {
             match row.and_then(|row| self.rows.get_mut(&row).map(|current| (row, current))) {
                 Some((row, current)) if current.id == delivery.id => {
                     current.pending = false;
-                    if matches!(delivery.result, Err(Error::TooManyPending { .. })) {
-                        // Refused, not failed: asking again, even for the
-                        // same URL, is a new request.
-                        let url = Arc::clone(&current.url);
-                        let target = current.target;
-                        self.rows.remove(&row);
-                        done.push(Completion {
-                            row,
-                            url,
-                            target,
-                            generation: delivery.id,
-                            result: delivery.result,
-                        });
-                        continue;
-                    }
+                    // Refused, not failed: asking again, even for the same
+                    // URL, is a new request, so the row is forgotten.
+                    let forget = matches!(delivery.result, Err(Error::TooManyPending { .. }))
+                        .then(|| row.clone());
                     done.push(Completion {
                         row,
                         url: Arc::clone(&current.url),
@@ -231,6 +220,9 @@ impl<K: Hash + Eq + Clone> Pipeline<K> {
                         generation: current.id,
                         result: delivery.result,
                     });
+                    if let Some(row) = forget {
+                        self.rows.remove(&row);
+                    }
                 }
                 // Its request was cancelled or superseded, and counted so,
                 // after the result was sent.
