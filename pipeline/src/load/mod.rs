@@ -43,7 +43,6 @@ use futures::future::BoxFuture;
 use tokio::runtime::Handle;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
-use tokio_util::task::TaskTracker;
 use url::Url;
 
 pub(crate) use registry::TaskId;
@@ -188,7 +187,6 @@ pub(crate) fn start(parts: Parts, runtime: &Handle) -> LoadHandle {
         cache: ThumbnailCache::new(parts.cache_limits, parts.cache_view.clone()),
         scheduler: FetchScheduler::new(parts.max_per_host, parts.max_in_flight),
         registry: TaskRegistry::default(),
-        fetches: TaskTracker::new(),
         live: live.clone(),
         awaiting_decode: 0,
         events,
@@ -264,9 +262,8 @@ struct LoadActor {
     registry: TaskRegistry,
     scheduler: FetchScheduler,
     cache: ThumbnailCache,
-    /// The fetch tasks, each ended by its task's token.
-    fetches: TaskTracker,
-    /// Counts the fetch tasks for the pipeline's drop.
+    /// Counts the fetch tasks (each ended by its task's token) for the
+    /// pipeline's drop.
     live: LiveTasks,
     /// Bytes of the bodies sent to the decode pool whose decode has not
     /// ended.
@@ -324,7 +321,6 @@ impl LoadActor {
         // Every task's token is a child of the root; ending the actor ends
         // them too, when the root was not the reason.
         root.cancel();
-        self.fetches.close();
     }
 
     fn command(&mut self, command: Command) {
@@ -528,7 +524,7 @@ impl LoadActor {
             // (and a TLS handshake) happens inside the fetch future, and on
             // the actor's one task it would hold up every command behind it
             // and serialize a burst of connections under tokio's budget.
-            self.fetches.spawn(async move {
+            tokio::spawn(async move {
                 let _live = live;
                 tokio::select! {
                     biased;
