@@ -182,6 +182,21 @@ impl FixtureServer {
         self.shared.stats.snapshot()
     }
 
+    /// The file names of the image requests received since the last reset
+    /// (`7.jpg` for `/img/7.jpg?size=64`), in the order they arrived; the
+    /// last 10,000 at most.
+    ///
+    /// ```
+    /// # fn f(server: &fixture_server::FixtureServer) {
+    /// for file in server.requested_files() {
+    ///     println!("asked for {file}");
+    /// }
+    /// # }
+    /// ```
+    pub fn requested_files(&self) -> Vec<String> {
+        self.shared.stats.requested_files()
+    }
+
     /// Zeroes the counters, as `POST /stats/reset` does.
     pub fn reset_stats(&self) {
         self.shared.stats.reset();
@@ -499,6 +514,7 @@ async fn image(
     request: Request,
 ) -> Response {
     let guard = shared.stats.begin();
+    shared.stats.log_request(&file);
     let parsed = match query {
         Ok(Query(query)) => ImageRequest::parse(&file, &query, &shared.config),
         Err(rejection) => Err(BadRequest(format!("malformed query string: {rejection}"))),

@@ -7,10 +7,10 @@
 //! Nothing here runs on its own; the counters live as long as the server's
 //! handle or its last connection.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::pin::Pin;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
 
 use axum::body::{Body, Bytes};
@@ -52,7 +52,12 @@ pub(crate) struct Stats {
     in_flight: AtomicU64,
     bytes_sent: AtomicU64,
     faults: [AtomicU64; FaultKind::ALL.len()],
+    /// The file names of the last [`REQUEST_LOG`] requests, oldest first.
+    log: Mutex<VecDeque<String>>,
 }
+
+/// Requests whose file names [`Stats::requested_files`] keeps.
+pub(crate) const REQUEST_LOG: usize = 10_000;
 
 impl Stats {
     /// Counts a new request; the guard counts how it ends.
@@ -63,6 +68,21 @@ impl Stats {
             stats: Arc::clone(self),
             outcome: Outcome::Pending,
         }
+    }
+
+    /// Logs the file a request asked for, in arrival order.
+    pub(crate) fn log_request(&self, file: &str) {
+        let mut log = self.log.lock().unwrap_or_else(PoisonError::into_inner);
+        if log.len() == REQUEST_LOG {
+            log.pop_front();
+        }
+        log.push_back(file.to_owned());
+    }
+
+    /// The files asked for since the last reset, oldest first.
+    pub(crate) fn requested_files(&self) -> Vec<String> {
+        let log = self.log.lock().unwrap_or_else(PoisonError::into_inner);
+        log.iter().cloned().collect()
     }
 
     pub(crate) fn count_fault(&self, kind: FaultKind) {
@@ -104,6 +124,10 @@ impl Stats {
         {
             counter.store(0, Relaxed);
         }
+        self.log
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clear();
         // Requests still in flight will end after the reset; count them as
         // started in the new period so that the sum above holds.
         self.requests_started
