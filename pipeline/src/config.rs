@@ -116,6 +116,21 @@ pub struct Config {
     /// One texture is always allowed per pass, however large. Default:
     /// 1 MiB (16 thumbnails of 128x128, more than a screenful of rows).
     pub upload_budget: usize,
+    /// Whether the UI side (`thumbpipe::egui`) uses a coasting list's
+    /// predicted resting place (given it each pass with `follow_coast`):
+    /// while a kinetic scroll coasts, the rows where it will stop are
+    /// requested first, at [`crate::Priority::Destination`], and rows it
+    /// only flies past are not requested at all (see
+    /// [`Config::coast_min_time_on_screen`]). Rows already decoded still
+    /// draw at once. `false` loads every row that shows, as at rest.
+    /// Default: `true`.
+    pub coast_prediction: bool,
+    /// While a list coasts, a row that will be on screen for less than this
+    /// is not requested: its image could not arrive in time to be seen.
+    /// Default: `None`, the time images take to arrive now
+    /// ([`crate::Stats::recent_load_micros`]: about one round trip and a
+    /// decode), or 100 ms before the first has arrived.
+    pub coast_min_time_on_screen: Option<Duration>,
     /// Requests waiting to be drained at most: sent and not yet returned
     /// by [`crate::Pipeline::drain`], finished or not. Past it, a new
     /// request is refused with [`crate::Error::TooManyPending`] (delivered
@@ -163,6 +178,8 @@ impl Default for Config {
             cache_ttl: Duration::from_secs(300),
             texture_budget: 32 * 1024 * 1024,
             upload_budget: 1024 * 1024,
+            coast_prediction: true,
+            coast_min_time_on_screen: None,
             max_pending_requests: 10_000,
             file_root: None,
         }

@@ -32,6 +32,9 @@
 //!   (`decode/pool.rs`, threads `thumbpipe-decode-N`) where large images
 //!   ([`Config::large_image_pixels`]) never hold the last free thread.
 //! - `thumbnail`: the [`Thumbnail`] every stage after decode shares.
+//! - `coast`: [`CoastPrediction`], where a kinetic scroll comes to rest and
+//!   how long each row it passes is on screen, for the UI side to request
+//!   the rows a list will stop on first and skip the ones it flies past.
 //! - `deliver`: [`Completion`]s back to the UI thread, and its waker.
 //! - `metrics`: the counters behind [`Pipeline::stats`].
 //! - `config` and `error`: [`Config`]; [`Error`] and [`BuildError`].
@@ -159,6 +162,7 @@
 #![warn(missing_docs)]
 
 mod cache;
+mod coast;
 mod config;
 mod decode;
 mod deliver;
@@ -180,6 +184,7 @@ use tokio::runtime::{Handle, Runtime};
 use tokio_util::sync::CancellationToken;
 
 pub use cache::CacheStats;
+pub use coast::{CoastModel, CoastPrediction, ExponentialDecay, ListGeometry, RowVisit};
 pub use config::Config;
 pub use decode::{Decode, ImageDecoder, SUPPORTED_FORMATS, thumbnail_from_bytes};
 pub use deliver::Completion;

@@ -90,6 +90,12 @@ metrics! {
     /// Gauge: bytes of the bodies of those loads
     /// ([`crate::Config::max_bytes_awaiting_decode`] bounds them).
     bytes_awaiting_decode,
+    /// Gauge: the median time, in microseconds, from a load's first
+    /// request to its thumbnail, over the last 32 loads that fetched and
+    /// decoded one (cache hits not counted); 0 before the first. The time
+    /// an image takes to arrive now: a row on screen for less cannot show
+    /// its image.
+    recent_load_micros,
 }
 
 impl Metrics {

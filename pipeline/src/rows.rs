@@ -20,9 +20,9 @@ use crate::{Completion, Error, Pipeline, Thumbnail, fetch};
 /// [`Pipeline::request`], unique and increasing over a pipeline's life.
 pub(crate) type SubscriptionId = u64;
 
-/// How urgently a row wants its thumbnail. The fetch queue serves
-/// [`Priority::Visible`] before [`Priority::Prefetch`], and within a
-/// priority the newest request first.
+/// How urgently a row wants its thumbnail. The fetch and decode queues
+/// serve [`Priority::Destination`], then [`Priority::Visible`], then
+/// [`Priority::Prefetch`], and within a priority the newest request first.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub enum Priority {
     /// Rows near the viewport, loaded ahead of need.
@@ -30,6 +30,11 @@ pub enum Priority {
     /// Rows on screen now.
     #[default]
     Visible,
+    /// Rows where a coasting list will come to rest
+    /// ([`crate::CoastPrediction::resting_rows`]): served before the rows
+    /// it passes on the way, which will have left by the time theirs
+    /// arrive.
+    Destination,
 }
 
 /// The box a thumbnail must fit in. The image is scaled down to fit inside

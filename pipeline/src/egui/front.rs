@@ -18,16 +18,30 @@
 //!
 //! Everything is looked up by the URL the row shows now, so an image meant
 //! for a row's previous URL can never be drawn.
+//!
+//! While the list coasts ([`Front::follow_coast`], called before the rows
+//! are drawn), the rows where it will rest are asked for first, at
+//! [`Priority::Destination`], and a row that will be on screen for less
+//! than an image takes to arrive is drawn from the levels above but not
+//! requested.
 
 use std::collections::{HashMap, HashSet};
 use std::hash::Hash;
 use std::sync::Arc;
+use std::time::Duration;
 
 use ::egui::load::SizedTexture;
 use ::egui::{Context, TextureOptions};
 
 use super::textures::{TextureCache, TextureKey, TextureStats, UploadRefused};
-use crate::{BuildError, Config, Error, Pipeline, Priority, Stats, TargetSize, Thumbnail};
+use crate::{
+    BuildError, CoastModel, CoastPrediction, Config, Error, Pipeline, Priority, Stats, TargetSize,
+    Thumbnail,
+};
+
+/// The shortest time on screen worth a request while coasting, before any
+/// load has been timed.
+const FIRST_MIN_TIME_ON_SCREEN: Duration = Duration::from_millis(100);
 
 /// What a row shows this pass.
 pub(crate) enum Look<'a> {
@@ -52,12 +66,30 @@ pub(crate) struct Front<K> {
     asked: HashSet<K>,
     /// The egui pass whose completions have been drained.
     pass: Option<u64>,
+    /// What coasting changes ([`Config::coast_prediction`]).
+    coast_policy: CoastPolicy,
+    /// This pass's coast: rows where it will rest, and rows it only passes
+    /// by (not requested). Empty at rest.
+    destination: HashSet<K>,
+    passing: HashSet<K>,
+    coasting: bool,
+}
+
+/// [`Config::coast_prediction`] and [`Config::coast_min_time_on_screen`].
+#[derive(Clone, Copy, Debug)]
+struct CoastPolicy {
+    enabled: bool,
+    min_time_on_screen: Option<Duration>,
 }
 
 impl<K: Hash + Eq + Clone> Front<K> {
     /// A pipeline with `config` that wakes `ctx` when loads finish.
     pub(crate) fn new(ctx: &Context, config: Config) -> Result<Self, BuildError> {
         let textures = TextureCache::new(config.texture_budget, config.upload_budget);
+        let coast_policy = CoastPolicy {
+            enabled: config.coast_prediction,
+            min_time_on_screen: config.coast_min_time_on_screen,
+        };
         let pipeline = Pipeline::new(config)?;
         let repaint = ctx.clone();
         pipeline.set_waker(move || repaint.request_repaint());
@@ -67,6 +99,10 @@ impl<K: Hash + Eq + Clone> Front<K> {
             outcomes: HashMap::new(),
             asked: HashSet::new(),
             pass: None,
+            coast_policy,
+            destination: HashSet::new(),
+            passing: HashSet::new(),
+            coasting: false,
         })
     }
 
@@ -91,9 +127,18 @@ impl<K: Hash + Eq + Clone> Front<K> {
             return self.texture(&key);
         }
         // Keeps the row's request alive, or starts it; a request already
-        // finished (the outcome below) is not repeated.
-        self.pipeline
-            .request(row.clone(), url, target, Priority::Visible);
+        // finished (the outcome below) is not repeated. A row the coast
+        // only passes by is not asked for: its request, if it had one, is
+        // cancelled at the pass's end, freeing the slot for the rows where
+        // the list will rest.
+        if !self.passing.contains(&row) {
+            let priority = if self.destination.contains(&row) {
+                Priority::Destination
+            } else {
+                Priority::Visible
+            };
+            self.pipeline.request(row.clone(), url, target, priority);
+        }
         let thumbnail = match self.outcomes.get(&row) {
             Some(outcome) if *outcome.url == *url && outcome.target == target => {
                 match &outcome.result {
@@ -142,8 +187,10 @@ impl<K: Hash + Eq + Clone> Front<K> {
         if let Some(thumbnail) = self.textures.thumbnail(url, target) {
             return Ok(Some(thumbnail.clone()));
         }
-        self.pipeline
-            .request(row.clone(), url, target, Priority::Visible);
+        if !self.passing.contains(&row) {
+            self.pipeline
+                .request(row.clone(), url, target, Priority::Visible);
+        }
         match self.outcomes.get(&row) {
             Some(outcome) if *outcome.url == *url && outcome.target == target => outcome
                 .result
@@ -179,8 +226,75 @@ impl<K: Hash + Eq + Clone> Front<K> {
     /// its visible priority.
     /// `pass` is egui's `cumulative_pass_nr`, read before the caller took
     /// any lock of its own: this touches no egui lock.
+    ///
+    /// While the list coasts, the rows where it will rest take the
+    /// prefetch's place and this asks for nothing: the rows just beyond the
+    /// view are the ones the coast flies past.
     pub(crate) fn prefetch(&mut self, pass: u64, row: K, url: &str, target: TargetSize) {
         self.begin_pass_if_new(pass);
+        if !self.coasting {
+            self.want(row, url, target, Priority::Prefetch);
+        }
+    }
+
+    /// Follows a coast for this pass (call it before the rows are drawn):
+    /// the rows where the list will rest, and one row either side of them,
+    /// are asked for at [`Priority::Destination`], before every other row;
+    /// a row on screen now that will leave sooner than an image takes to
+    /// arrive is drawn from the levels above but not requested this pass.
+    /// `row_of` gives a row index's key and URL. Does nothing with
+    /// [`Config::coast_prediction`] off.
+    pub(crate) fn follow_coast<M: CoastModel, S: AsRef<str>>(
+        &mut self,
+        pass: u64,
+        coast: &CoastPrediction<M>,
+        target: TargetSize,
+        mut row_of: impl FnMut(usize) -> (K, S),
+    ) {
+        self.begin_pass_if_new(pass);
+        if !self.coast_policy.enabled || !coast.is_coasting() {
+            return;
+        }
+        self.coasting = true;
+        let min_time_on_screen = self.min_time_on_screen();
+        let resting = coast.resting_rows();
+        // One row of margin: egui draws a row below the view, and a row of
+        // a few points' error must not be a round trip.
+        let margin = resting.start.saturating_sub(1)..(resting.end + 1).min(coast.list().rows);
+        for index in margin {
+            let (row, url) = row_of(index);
+            self.destination.insert(row.clone());
+            self.want(row, url.as_ref(), target, Priority::Destination);
+        }
+        // The visible rows and a row either side: egui draws a row more
+        // than it shows, and that one must not be requested either.
+        let visible = coast.visible_rows();
+        for index in visible.start.saturating_sub(1)..(visible.end + 1).min(coast.list().rows) {
+            if coast
+                .time_on_screen(index)
+                .is_some_and(|time| time < min_time_on_screen)
+            {
+                let (row, _) = row_of(index);
+                if !self.destination.contains(&row) {
+                    self.passing.insert(row);
+                }
+            }
+        }
+    }
+
+    /// [`Config::coast_min_time_on_screen`], or the time loads take now.
+    fn min_time_on_screen(&self) -> Duration {
+        self.coast_policy.min_time_on_screen.unwrap_or_else(|| {
+            match self.pipeline.stats().recent_load_micros {
+                0 => FIRST_MIN_TIME_ON_SCREEN,
+                micros => Duration::from_micros(micros),
+            }
+        })
+    }
+
+    /// Asks for `row` at `priority` unless it is drawable or failed
+    /// already; once per pass.
+    fn want(&mut self, row: K, url: &str, target: TargetSize, priority: Priority) {
         if !self.asked.insert(row.clone()) {
             return;
         }
@@ -193,7 +307,7 @@ impl<K: Hash + Eq + Clone> Front<K> {
             }
         };
         if !done {
-            self.pipeline.request(row, url, target, Priority::Prefetch);
+            self.pipeline.request(row, url, target, priority);
         }
     }
 
@@ -213,6 +327,9 @@ impl<K: Hash + Eq + Clone> Front<K> {
         }
         self.pass = Some(pass);
         self.textures.begin_pass();
+        self.destination.clear();
+        self.passing.clear();
+        self.coasting = false;
         for done in self.pipeline.drain() {
             let outcome = Outcome {
                 url: done.url,

@@ -14,7 +14,7 @@ use ::egui::{Align2, Color32, Context, FontId, Response, Sense, Stroke, TextureO
 use super::front::{Front, Look};
 use super::size::target_size;
 use super::textures::TextureStats;
-use crate::{BuildError, Config, Error, Pipeline, Stats, Thumbnail};
+use crate::{BuildError, CoastModel, CoastPrediction, Config, Error, Pipeline, Stats, Thumbnail};
 
 /// Thumbnails for the rows of a list, keyed by row: one live request per
 /// row (a new URL cancels the old one), rows not shown during a pass
@@ -126,6 +126,34 @@ impl<K: Hash + Eq + Clone> ThumbnailList<K> {
         let target = target_size(size, self.ctx.pixels_per_point());
         let pass = self.ctx.cumulative_pass_nr();
         self.front.prefetch(pass, row, url, target);
+    }
+
+    /// Follows a kinetic coast for this pass; call it before the rows are
+    /// drawn, with [`super::CoastWatch::predict`]'s prediction (`None` at
+    /// rest does nothing). The rows where the list will rest (and one row
+    /// either side) are requested at [`crate::Priority::Destination`],
+    /// ahead of every other row; a visible row that will leave sooner than
+    /// an image takes to arrive ([`Config::coast_min_time_on_screen`]) is
+    /// drawn if its image is decoded already, and otherwise shows a spinner
+    /// without being requested (a request it had is cancelled at the
+    /// pass's end, freeing its slot for the resting rows). [`ThumbnailList::prefetch`] asks for
+    /// nothing during the coast. When the prediction changes (a new drag,
+    /// the end of the list), the old destination's rows are no longer asked
+    /// for and are cancelled at the pass's end. `row_of` gives the key and
+    /// URL of a row by its index in the list. Nothing changes with
+    /// [`Config::coast_prediction`] off.
+    ///
+    /// See [`super::CoastWatch`] for a whole pass.
+    pub fn follow_coast<M: CoastModel, S: AsRef<str>>(
+        &mut self,
+        coast: Option<&CoastPrediction<M>>,
+        size: Vec2,
+        row_of: impl FnMut(usize) -> (K, S),
+    ) {
+        let Some(coast) = coast else { return };
+        let target = target_size(size, self.ctx.pixels_per_point());
+        let pass = self.ctx.cumulative_pass_nr();
+        self.front.follow_coast(pass, coast, target, row_of);
     }
 
     /// Ends the pass: rows neither shown nor prefetched since the last call

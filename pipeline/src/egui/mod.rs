@@ -54,7 +54,11 @@
 //! - `textures`: L1, textures under a byte budget and a per-pass upload budget.
 //! - `size`: egui's size hints to [`crate::TargetSize`] steps.
 //! - `prefetch`: [`PrefetchWindow`], the rows just beyond the view.
+//! - `coast`: [`CoastWatch`], a `ScrollArea`'s kinetic coast as a
+//!   [`crate::CoastPrediction`]: the rows where it will rest are loaded
+//!   first, the rows it flies past not at all.
 
+mod coast;
 mod front;
 mod list;
 mod prefetch;
@@ -62,6 +66,7 @@ mod size;
 mod textures;
 mod uri;
 
+pub use coast::CoastWatch;
 pub use list::{RowThumbnail, ThumbnailList};
 pub use prefetch::PrefetchWindow;
 pub use size::target_size;

@@ -18,7 +18,7 @@ use ::egui::{ColorImage, Context, TextureOptions, Vec2};
 use super::front::{Front, Look};
 use super::size::{target_for_hint, target_size};
 use super::textures::{TextureStats, color_image};
-use crate::{BuildError, Config, Stats, TargetSize, Thumbnail};
+use crate::{BuildError, CoastModel, CoastPrediction, Config, Stats, TargetSize, Thumbnail};
 
 /// The id under which the loaders are registered (both kinds).
 const LOADER_ID: &str = ::egui::generate_loader_id!(UriLoader);
@@ -272,6 +272,50 @@ impl Loader {
         let pass = self.ctx.cumulative_pass_nr();
         if let Some(front) = self.loader.front().as_mut() {
             front.prefetch(pass, UriLoader::key(uri, target), uri, target);
+        }
+    }
+
+    /// Follows a kinetic coast for this pass, for images drawn `size`
+    /// points large; call it before the rows are drawn, with
+    /// [`super::CoastWatch::predict`]'s prediction (`None` at rest does
+    /// nothing). The URIs of the rows where the list will rest (and one row
+    /// either side) are loaded at [`crate::Priority::Destination`], ahead
+    /// of every other image; a visible row's image that would arrive after
+    /// the row has left ([`Config::coast_min_time_on_screen`]) is drawn if
+    /// decoded already and otherwise stays pending without being requested
+    /// (a request it had is cancelled at the pass's end).
+    /// [`Loader::prefetch`] asks for nothing during the coast. `uri_of`
+    /// gives the URI of a row by its index in the list. Nothing changes
+    /// with [`Config::coast_prediction`] off.
+    ///
+    /// ```no_run
+    /// # fn f(ui: &mut egui::Ui, loader: &thumbpipe::egui::Loader, watch: &mut thumbpipe::egui::CoastWatch, urls: &[String]) {
+    /// let size = egui::vec2(64.0, 64.0);
+    /// loader.follow_coast(watch.predict(ui.ctx()).as_ref(), size, |row| urls[row].as_str());
+    /// let output = egui::ScrollArea::vertical().show_rows(ui, 72.0, urls.len(), |ui, rows| {
+    ///     for row in rows {
+    ///         ui.add(egui::Image::new(&urls[row]).fit_to_exact_size(size));
+    ///     }
+    /// });
+    /// watch.observe(ui, &output, 72.0, urls.len());
+    /// # }
+    /// ```
+    pub fn follow_coast<M: CoastModel, S: AsRef<str>>(
+        &self,
+        coast: Option<&CoastPrediction<M>>,
+        size: Vec2,
+        mut uri_of: impl FnMut(usize) -> S,
+    ) {
+        let Some(coast) = coast else { return };
+        // egui's state first, then the loader's lock (see `prefetch`).
+        let target = target_size(size, self.ctx.pixels_per_point());
+        let pass = self.ctx.cumulative_pass_nr();
+        if let Some(front) = self.loader.front().as_mut() {
+            front.follow_coast(pass, coast, target, |row| {
+                let uri = uri_of(row);
+                let uri = without_fragment(uri.as_ref());
+                (UriLoader::key(uri, target), uri.to_owned())
+            });
         }
     }
 

@@ -189,6 +189,7 @@ pub(crate) fn start(parts: Parts, runtime: &Handle) -> LoadHandle {
         registry: TaskRegistry::default(),
         live: live.clone(),
         awaiting_decode: 0,
+        load_times: LoadTimes::default(),
         events,
         parts,
     };
@@ -270,6 +271,34 @@ struct LoadActor {
     awaiting_decode: u64,
     /// Cloned into every fetch task and decode job to report back.
     events: mpsc::UnboundedSender<Event>,
+    /// How long the last loads took, from their first request to their
+    /// thumbnail: the median is [`crate::Stats::recent_load_micros`].
+    load_times: LoadTimes,
+}
+
+/// The durations of the last [`LoadTimes::KEPT`] loads that fetched and
+/// decoded a thumbnail.
+#[derive(Debug, Default)]
+struct LoadTimes {
+    recent: std::collections::VecDeque<Duration>,
+}
+
+impl LoadTimes {
+    const KEPT: usize = 32;
+
+    fn record(&mut self, took: Duration) {
+        if self.recent.len() == Self::KEPT {
+            self.recent.pop_front();
+        }
+        self.recent.push_back(took);
+    }
+
+    /// The median, zero before the first load.
+    fn median(&self) -> Duration {
+        let mut sorted: Vec<Duration> = self.recent.iter().copied().collect();
+        sorted.sort_unstable();
+        sorted.get(sorted.len() / 2).copied().unwrap_or_default()
+    }
 }
 
 /// How often expired cache entries are swept.
@@ -495,6 +524,13 @@ impl LoadActor {
             let now = Instant::now();
             self.cache
                 .put(task.key.clone(), thumbnail.clone(), task.ttl, now);
+            self.load_times
+                .record(now.saturating_duration_since(task.created));
+            let median = self.load_times.median().as_micros();
+            Metrics::set(
+                &self.parts.metrics.recent_load_micros,
+                u64::try_from(median).unwrap_or(u64::MAX),
+            );
         }
         for id in task.subscribers() {
             self.parts.outbox.send(Delivery {

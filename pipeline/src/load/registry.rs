@@ -7,7 +7,7 @@
 //! means (cancel a fetch, skip a decode) is the actor's business.
 
 use std::collections::HashMap;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
 use url::Url;
@@ -40,6 +40,8 @@ pub(crate) struct Task {
     pub(crate) stage: Stage,
     /// The longest time to live any subscriber asked for.
     pub(crate) ttl: Duration,
+    /// When its first subscriber asked.
+    pub(crate) created: Instant,
 }
 
 impl Task {
@@ -71,7 +73,7 @@ pub(crate) enum Left {
     /// Others still want the task; their priority may have changed.
     Shared(TaskId),
     /// It was the last subscriber: the task, now out of the registry.
-    Last(TaskId, Task),
+    Last(TaskId, Box<Task>),
 }
 
 #[derive(Debug, Default)]
@@ -117,6 +119,7 @@ impl TaskRegistry {
                 cancel: parent.child_token(),
                 stage: Stage::Queued,
                 ttl,
+                created: Instant::now(),
             },
         );
         Joined::New(task_id)
@@ -135,7 +138,7 @@ impl TaskRegistry {
             return Left::Shared(task_id);
         }
         match self.remove(task_id) {
-            Some(task) => Left::Last(task_id, task),
+            Some(task) => Left::Last(task_id, Box::new(task)),
             None => Left::Unknown,
         }
     }

@@ -13,6 +13,8 @@ mod common;
 
 mod cancellation;
 mod coalescing;
+#[cfg(feature = "egui")]
+mod coasting;
 mod corpus;
 #[cfg(feature = "egui")]
 mod egui_image;

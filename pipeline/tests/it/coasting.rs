@@ -1,0 +1,466 @@
+//! Coasting lists: the prediction against egui's own kinetic scrolling (a
+//! drag released at a velocity in a headless `egui::Context`, stepped until
+//! the `ScrollArea` rests), and what both front doors of `thumbpipe::egui`
+//! request during a coast, counted by the server: the resting rows first,
+//! never a row on screen for less than the threshold, and the old
+//! destination cancelled when a new drag stops the coast.
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use egui::{Context, Event, PointerButton, Pos2, RawInput, Rect, Sense, Ui, Vec2, pos2, vec2};
+use thumbpipe::egui::{CoastWatch, Loader, RowThumbnail, ThumbnailList};
+use thumbpipe::{CoastPrediction, Config, RowVisit};
+
+use crate::common::{self, server};
+
+const ROWS: usize = 200;
+const ROW_HEIGHT: f32 = 72.0;
+const CELL: Vec2 = Vec2::splat(64.0);
+/// Where the finger goes down: inside the list, low enough to drag upwards.
+const GRAB: Pos2 = pos2(150.0, 700.0);
+
+/// What the list's rows are drawn with.
+enum Rows {
+    /// Empty rows: only the scrolling is under test.
+    Plain,
+    List(Box<ThumbnailList<usize>>, Vec<String>),
+    Uri(Loader, Vec<String>),
+}
+
+impl Rows {
+    fn follow(&mut self, coast: Option<&CoastPrediction>) {
+        match self {
+            Rows::Plain => {}
+            Rows::List(list, urls) => {
+                list.follow_coast(coast, CELL, |row| (row, urls[row].as_str()))
+            }
+            Rows::Uri(loader, urls) => loader.follow_coast(coast, CELL, |row| urls[row].as_str()),
+        }
+    }
+
+    /// Draws `row`; whether its image is shown.
+    fn show(&mut self, ui: &mut Ui, row: usize) -> bool {
+        match self {
+            Rows::Plain => {
+                ui.allocate_exact_size(vec2(100.0, ROW_HEIGHT), Sense::hover());
+                true
+            }
+            Rows::List(list, urls) => {
+                matches!(
+                    list.show(ui, row, &urls[row], CELL).1,
+                    RowThumbnail::Shown(..)
+                )
+            }
+            Rows::Uri(loader, urls) => {
+                ui.add(egui::Image::new(urls[row].as_str()).fit_to_exact_size(CELL));
+                loader.drawn(&urls[row], CELL).is_some()
+            }
+        }
+    }
+
+    fn end_pass(&mut self) {
+        if let Rows::List(list, _) = self {
+            list.end_pass();
+        }
+    }
+}
+
+/// A list of [`ROWS`] rows in a headless context, stepped at `1 / fps`
+/// seconds a pass of egui time.
+struct Scroller {
+    ctx: Context,
+    rows: Rows,
+    watch: CoastWatch,
+    dt: f64,
+    time: f64,
+    /// Sleep a pass's time after it, so that loads see the coast's pace.
+    real_time: bool,
+    /// What the last pass saw.
+    offset: f32,
+    velocity: f32,
+    max_offset: f32,
+    visible: std::ops::Range<usize>,
+    all_shown: bool,
+    /// The prediction the last pass acted on.
+    coast: Option<CoastPrediction>,
+    /// Where the pointer is.
+    pointer: Pos2,
+}
+
+impl Scroller {
+    /// The list drawn once in `ctx`.
+    fn new(ctx: Context, fps: f64, rows: Rows) -> Self {
+        let mut scroller = Self {
+            ctx,
+            rows,
+            watch: CoastWatch::new(),
+            dt: 1.0 / fps,
+            time: 0.0,
+            real_time: false,
+            offset: 0.0,
+            velocity: 0.0,
+            max_offset: 0.0,
+            visible: 0..0,
+            all_shown: false,
+            coast: None,
+            pointer: GRAB,
+        };
+        scroller.pass(Vec::new(), None);
+        scroller
+    }
+
+    /// One pass with `events`; `jump_to` sets the offset first.
+    fn pass(&mut self, events: Vec<Event>, jump_to: Option<f32>) {
+        self.time += self.dt;
+        let input = RawInput {
+            screen_rect: Some(Rect::from_min_size(Pos2::ZERO, vec2(400.0, 800.0))),
+            time: Some(self.time),
+            predicted_dt: self.dt as f32,
+            events,
+            ..RawInput::default()
+        };
+        let Self {
+            rows, watch, coast, ..
+        } = self;
+        let mut seen = None;
+        let _ = self.ctx.run_ui(input, |ui| {
+            *coast = watch.predict(ui.ctx());
+            rows.follow(coast.as_ref());
+            // Dragged by the mouse too, not only on a touch screen.
+            let mut area = egui::ScrollArea::vertical()
+                .auto_shrink(false)
+                .scroll_source(egui::scroll_area::ScrollSource::ALL);
+            if let Some(offset) = jump_to {
+                area = area.vertical_scroll_offset(offset);
+            }
+            let output = area.show_rows(ui, ROW_HEIGHT, ROWS, |ui, range| {
+                let mut all = true;
+                for row in range.clone() {
+                    all &= rows.show(ui, row);
+                }
+                (range, all)
+            });
+            watch.observe(ui, &output, ROW_HEIGHT, ROWS);
+            rows.end_pass();
+            let max = (output.content_size.y - output.inner_rect.height()).max(0.0);
+            seen = Some((
+                output.state.unclamped_offset().y,
+                output.state.velocity().y,
+                max,
+                output.inner,
+            ));
+        });
+        let (offset, velocity, max, (visible, all)) = seen.expect("the list was drawn");
+        (self.offset, self.velocity, self.max_offset) = (offset, velocity, max);
+        (self.visible, self.all_shown) = (visible, all);
+        if self.real_time {
+            std::thread::sleep(Duration::from_secs_f64(self.dt));
+        }
+    }
+
+    /// A finger put down on the list, moved up at `speed` points per second
+    /// for `frames` passes and lifted while moving: the list coasts down
+    /// (a negative speed drags down, and the list coasts up).
+    fn fling(&mut self, speed: f32, frames: usize) {
+        let mut at = GRAB;
+        self.pass(vec![Event::PointerMoved(at)], None);
+        self.pass(vec![press(at, true)], None);
+        let step = speed * self.dt as f32;
+        for frame in 0..frames {
+            at.y -= step;
+            let mut events = vec![Event::PointerMoved(at)];
+            if frame + 1 == frames {
+                events.push(press(at, false));
+            }
+            self.pass(events, None);
+        }
+        self.pointer = at;
+    }
+
+    /// Passes until the list is still and not past an end (20 s of egui
+    /// time at most); returns the passes taken.
+    fn until_rest(&mut self) -> usize {
+        for pass in 0..(20.0 / self.dt) as usize {
+            let inside = (0.0..=self.max_offset).contains(&self.offset);
+            if self.velocity == 0.0 && inside {
+                return pass;
+            }
+            self.pass(Vec::new(), None);
+        }
+        panic!(
+            "the list still moves after 20 s: {} at {}",
+            self.offset, self.velocity
+        );
+    }
+}
+
+fn press(pos: Pos2, pressed: bool) -> Event {
+    Event::PointerButton {
+        pos,
+        button: PointerButton::Primary,
+        pressed,
+        modifiers: Default::default(),
+    }
+}
+
+#[test]
+fn the_predicted_rest_is_within_a_row_of_where_egui_stops() {
+    let pitch = ROW_HEIGHT + egui::Spacing::default().item_spacing.y;
+    // (frames per second, drag speed, start offset): slow and fast, three
+    // frame rates, and two that run into an end of the list.
+    let cases = [
+        (60.0, 800.0, 0.0),
+        (60.0, 3000.0, 0.0),
+        (60.0, 9000.0, 1000.0),
+        (30.0, 4000.0, 0.0),
+        (144.0, 4000.0, 0.0),
+        (60.0, 8000.0, 12_500.0),
+        (60.0, -6000.0, 2000.0),
+    ];
+    for (fps, speed, start) in cases {
+        let mut list = Scroller::new(Context::default(), fps, Rows::Plain);
+        list.pass(Vec::new(), Some(start));
+        list.fling(speed, 6);
+        // The pass after the release acts on the first prediction.
+        list.pass(Vec::new(), None);
+        let coast = list
+            .coast
+            .unwrap_or_else(|| panic!("{fps} Hz, {speed}: no coast after the release"));
+        assert!(list.velocity != 0.0);
+        list.until_rest();
+        let error = (coast.rest_offset() - list.offset).abs();
+        assert!(
+            error < pitch,
+            "{fps} Hz, {speed} pt/s from {start}: predicted {}, egui rested at {} ({error} off)",
+            coast.rest_offset(),
+            list.offset
+        );
+        assert_eq!(coast.resting_rows(), coast_rows_at(&coast, list.offset));
+    }
+}
+
+/// The rows visible at `offset`, as the prediction counts them.
+fn coast_rows_at(coast: &CoastPrediction, offset: f32) -> std::ops::Range<usize> {
+    let rows = coast.resting_rows();
+    // The same count of rows, placed at the offset egui reached: equal
+    // ranges when the prediction is within a fraction of a row.
+    let pitch = ROW_HEIGHT + egui::Spacing::default().item_spacing.y;
+    let first = (offset / pitch).floor() as usize;
+    if first == rows.start {
+        rows
+    } else {
+        first..first + rows.len()
+    }
+}
+
+/// The row ids of the image requests the server saw, in order.
+fn requested_rows(server: &fixture_server::FixtureServer) -> Vec<usize> {
+    server
+        .requested_files()
+        .iter()
+        .map(|file| {
+            file.trim_end_matches(".jpg")
+                .parse()
+                .expect("a row's image")
+        })
+        .collect()
+}
+
+/// The coast a fast fling makes at 250 ms latency with a front door of
+/// `thumbpipe::egui`, the first screen loaded before it; returns what the
+/// server was asked for from the release on, and the first prediction.
+fn coast_at_250_ms(
+    make: impl FnOnce(&Context, Config, Vec<String>) -> Rows,
+    prediction: bool,
+) -> (Vec<usize>, CoastPrediction, HashSet<usize>) {
+    let server = server(250);
+    let urls: Vec<String> = (0..ROWS as u32).map(|row| server.image_url(row)).collect();
+    let mut config = Config::default();
+    config.coast_prediction = prediction;
+    config.coast_min_time_on_screen = Some(MIN_ON_SCREEN);
+    let ctx = Context::default();
+    let rows = make(&ctx, config, urls);
+    let mut list = Scroller::new(ctx, 60.0, rows);
+    list.real_time = true;
+    assert!(
+        common::eventually(|| {
+            list.pass(Vec::new(), None);
+            list.all_shown
+        }),
+        "the first screen loads"
+    );
+    let shown_before: HashSet<usize> = list.visible.clone().collect();
+    server.reset_stats();
+    // Up at 6000 points a second: a coast of about 3000 points, 40 rows.
+    list.fling(6000.0, 6);
+    let mut shown_before_coast = shown_before;
+    shown_before_coast.extend(list.visible.clone());
+    list.pass(Vec::new(), None);
+    let coast = list.coast.expect("a coast after the release");
+    list.until_rest();
+    // Its loads end.
+    assert!(common::eventually(|| {
+        list.pass(Vec::new(), None);
+        list.all_shown && server.stats().in_flight == 0
+    }));
+    (requested_rows(&server), coast, shown_before_coast)
+}
+
+const MIN_ON_SCREEN: Duration = Duration::from_millis(300);
+
+fn list_rows(ctx: &Context, config: Config, urls: Vec<String>) -> Rows {
+    Rows::List(
+        Box::new(ThumbnailList::new(ctx, config).expect("builds")),
+        urls,
+    )
+}
+
+fn uri_rows(ctx: &Context, config: Config, urls: Vec<String>) -> Rows {
+    Rows::Uri(
+        thumbpipe::egui::install(ctx, config).expect("installs"),
+        urls,
+    )
+}
+
+/// What a coast must have requested: the resting rows (and a row either
+/// side) before any row it passes, and no row on screen for less than
+/// [`MIN_ON_SCREEN`].
+fn check_coast(requested: &[usize], coast: &CoastPrediction, shown_before: &HashSet<usize>) {
+    let resting = coast.resting_rows();
+    let destination: HashSet<usize> = (resting.start - 1..resting.end + 1).collect();
+    let passed: Vec<usize> = requested
+        .iter()
+        .copied()
+        .filter(|row| !destination.contains(row) && !shown_before.contains(row))
+        .collect();
+    let last_destination = requested
+        .iter()
+        .rposition(|row| destination.contains(row))
+        .expect("the destination is requested");
+    let first_passed = requested
+        .iter()
+        .position(|row| !destination.contains(row) && !shown_before.contains(row));
+    assert!(
+        first_passed.is_none_or(|first| first > last_destination),
+        "a passing row before the destination: {requested:?}, destination {destination:?}"
+    );
+    let destination_requested: HashSet<usize> = requested
+        .iter()
+        .copied()
+        .filter(|row| destination.contains(row))
+        .collect();
+    assert_eq!(
+        destination_requested,
+        destination.difference(shown_before).copied().collect(),
+        "every resting row not already shown is requested"
+    );
+    for row in &passed {
+        match coast.visit(*row) {
+            RowVisit::Passing { on_screen, .. } => assert!(
+                on_screen >= MIN_ON_SCREEN,
+                "row {row} is on screen {on_screen:?} and was requested: {requested:?}"
+            ),
+            other => panic!("row {row} requested, visit {other:?}: {requested:?}"),
+        }
+    }
+    // The test means something: the coast flies past rows.
+    let flown_past = (shown_before.iter().max().copied().unwrap_or(0) + 1..resting.start - 1)
+        .filter(|row| {
+            coast
+                .time_on_screen(*row)
+                .is_some_and(|t| t < MIN_ON_SCREEN)
+        })
+        .count();
+    assert!(
+        flown_past >= 10,
+        "a fast coast flies past rows: {flown_past}"
+    );
+    assert_eq!(
+        requested.len(),
+        requested.iter().collect::<HashSet<_>>().len(),
+        "no row requested twice: {requested:?}"
+    );
+}
+
+#[test]
+fn a_list_coasting_requests_its_resting_rows_first_and_skips_rows_flown_past() {
+    let (requested, coast, shown_before) = coast_at_250_ms(list_rows, true);
+    check_coast(&requested, &coast, &shown_before);
+}
+
+#[test]
+fn an_image_list_coasting_requests_its_resting_rows_first_and_skips_rows_flown_past() {
+    let (requested, coast, shown_before) = coast_at_250_ms(uri_rows, true);
+    check_coast(&requested, &coast, &shown_before);
+}
+
+#[test]
+fn without_prediction_a_coast_requests_every_row_it_shows() {
+    let (requested, coast, shown_before) = coast_at_250_ms(list_rows, false);
+    let resting = coast.resting_rows();
+    let first_new = shown_before.iter().max().copied().unwrap_or(0) + 1;
+    let requested: HashSet<usize> = requested.into_iter().collect();
+    // Every row from the first not shown before to the resting ones.
+    for row in first_new..resting.end {
+        assert!(requested.contains(&row), "row {row}: {requested:?}");
+    }
+}
+
+#[test]
+fn a_new_drag_during_a_coast_cancels_the_old_destination() {
+    // Slow enough that no destination row arrives during the test.
+    let server = server(10_000);
+    let urls: Vec<String> = (0..ROWS as u32).map(|row| server.image_url(row)).collect();
+    let mut config = Config::default();
+    config.coast_min_time_on_screen = Some(MIN_ON_SCREEN);
+    let ctx = Context::default();
+    let rows = list_rows(&ctx, config, urls);
+    let mut list = Scroller::new(ctx, 60.0, rows);
+    list.fling(6000.0, 6);
+    let visible_at_release: HashSet<usize> = list.visible.clone().collect();
+    list.pass(Vec::new(), None);
+    let coast = list.coast.expect("a coast after the release");
+    let resting = coast.resting_rows();
+    let destination: HashSet<usize> = (resting.start - 1..resting.end + 1).collect();
+    // No pass meanwhile: the list stays where it is in egui's time.
+    assert!(
+        common::eventually(|| {
+            let asked: HashSet<usize> = requested_rows(&server).into_iter().collect();
+            destination.is_subset(&asked)
+        }),
+        "the destination is requested"
+    );
+    let cancelled = |list: &Scroller| match &list.rows {
+        Rows::List(list, _) => list.stats().fetches_cancelled_in_flight,
+        _ => unreachable!("a row-keyed list"),
+    };
+    let cancelled_before = cancelled(&list);
+    // A finger down on the list where it left it: the coast stops there.
+    let at = list.pointer;
+    list.pass(vec![press(at, true)], None);
+    list.pass(Vec::new(), None);
+    assert!(list.coast.is_none(), "no coast while held");
+    let still_visible: HashSet<usize> = list.visible.clone().collect();
+    let left = destination
+        .iter()
+        .filter(|row| !still_visible.contains(row) && !visible_at_release.contains(row))
+        .count() as u64;
+    assert!(left >= 10, "{left}");
+    // Cancelled at the pass's end; the load actor counts them as it
+    // receives the cancellations.
+    assert!(
+        common::eventually(|| cancelled(&list) - cancelled_before >= left),
+        "the old destination's {left} fetches are cancelled: {}",
+        cancelled(&list) - cancelled_before
+    );
+    // And the server sees them go.
+    assert!(
+        common::eventually(|| {
+            list.pass(Vec::new(), None);
+            server.stats().responses_aborted >= left
+        }),
+        "{:?}",
+        server.stats()
+    );
+}
