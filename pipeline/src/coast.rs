@@ -343,6 +343,38 @@ impl<M: CoastModel> CoastPrediction<M> {
             RowVisit::Resting { .. } => None,
         }
     }
+
+    /// From now until `row` has left the screen for good: `None` for a
+    /// row that stays, zero for one never shown. An image requested now
+    /// that takes longer than this to arrive is never seen in that row.
+    ///
+    /// ```
+    /// use thumbpipe::{CoastPrediction, ExponentialDecay, ListGeometry};
+    ///
+    /// let list = ListGeometry::new(76.0, 200, 760.0);
+    /// let coast = CoastPrediction::new(ExponentialDecay::EGUI, 0.0, 6000.0, list);
+    /// // Row 15 is not on screen yet: it leaves later than it stays.
+    /// assert!(coast.leaves_after(15).unwrap() > coast.time_on_screen(15).unwrap());
+    /// assert_eq!(coast.leaves_after(45), None);
+    /// ```
+    pub fn leaves_after(&self, row: usize) -> Option<Duration> {
+        match self.visit(row) {
+            RowVisit::Never => Some(Duration::ZERO),
+            RowVisit::Passing { appears, on_screen } => Some(appears.saturating_add(on_screen)),
+            RowVisit::Resting { .. } => None,
+        }
+    }
+
+    /// Up to `count` rows just beyond the visible ones, in the direction
+    /// the list moves (the next to come into view).
+    pub fn rows_ahead(&self, count: usize) -> Range<usize> {
+        let visible = self.visible_rows();
+        if self.rest >= self.offset {
+            visible.end..visible.end.saturating_add(count).min(self.list.rows)
+        } else {
+            visible.start.saturating_sub(count)..visible.start
+        }
+    }
 }
 
 fn seconds_to_duration(seconds: f32) -> Duration {

@@ -28,7 +28,7 @@
 use std::collections::{HashMap, HashSet};
 use std::hash::Hash;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use ::egui::load::SizedTexture;
 use ::egui::{Context, TextureOptions};
@@ -73,6 +73,9 @@ pub(crate) struct Front<K> {
     destination: HashSet<K>,
     passing: HashSet<K>,
     coasting: bool,
+    /// When each row's current request was made (by its generation), for
+    /// a coast to tell whether its image arrives before the row leaves.
+    requested_at: HashMap<K, (u64, Instant)>,
 }
 
 /// [`Config::coast_prediction`] and [`Config::coast_min_time_on_screen`].
@@ -103,6 +106,7 @@ impl<K: Hash + Eq + Clone> Front<K> {
             destination: HashSet::new(),
             passing: HashSet::new(),
             coasting: false,
+            requested_at: HashMap::new(),
         })
     }
 
@@ -137,7 +141,7 @@ impl<K: Hash + Eq + Clone> Front<K> {
             } else {
                 Priority::Visible
             };
-            self.pipeline.request(row.clone(), url, target, priority);
+            self.request(row.clone(), url, target, priority);
         }
         let thumbnail = match self.outcomes.get(&row) {
             Some(outcome) if *outcome.url == *url && outcome.target == target => {
@@ -188,8 +192,7 @@ impl<K: Hash + Eq + Clone> Front<K> {
             return Ok(Some(thumbnail.clone()));
         }
         if !self.passing.contains(&row) {
-            self.pipeline
-                .request(row.clone(), url, target, Priority::Visible);
+            self.request(row.clone(), url, target, Priority::Visible);
         }
         match self.outcomes.get(&row) {
             Some(outcome) if *outcome.url == *url && outcome.target == target => outcome
@@ -266,18 +269,42 @@ impl<K: Hash + Eq + Clone> Front<K> {
             self.destination.insert(row.clone());
             self.want(row, url.as_ref(), target, Priority::Destination);
         }
+        let now = Instant::now();
+        // Whether a row will have left before its image arrives, asked for
+        // now or when its request was made: then it is not asked for.
+        let gone_first = |index: usize, asked: Option<Instant>| {
+            coast.leaves_after(index).is_some_and(|time| {
+                let arrives = asked.unwrap_or(now) + min_time_on_screen;
+                now + time < arrives
+            })
+        };
         // The visible rows and a row either side: egui draws a row more
         // than it shows, and that one must not be requested either.
         let visible = coast.visible_rows();
         for index in visible.start.saturating_sub(1)..(visible.end + 1).min(coast.list().rows) {
-            if coast
-                .time_on_screen(index)
-                .is_some_and(|time| time < min_time_on_screen)
-            {
-                let (row, _) = row_of(index);
-                if !self.destination.contains(&row) {
-                    self.passing.insert(row);
-                }
+            let (row, _) = row_of(index);
+            let asked = self.requested_at.get(&row).map(|(_, at)| *at);
+            if gone_first(index, asked) && !self.destination.contains(&row) {
+                self.passing.insert(row);
+            }
+        }
+        // The prefetch window's place: a screen of rows ahead, those whose
+        // image can arrive before they have passed.
+        for index in coast.rows_ahead(visible.len()) {
+            if !gone_first(index, None) {
+                let (row, url) = row_of(index);
+                self.want(row, url.as_ref(), target, Priority::Prefetch);
+            }
+        }
+    }
+
+    /// Requests `row`, noting when a new request (generation) started.
+    fn request(&mut self, row: K, url: &str, target: TargetSize, priority: Priority) {
+        let id = self.pipeline.request(row.clone(), url, target, priority);
+        match self.requested_at.get(&row) {
+            Some((current, _)) if *current == id => {}
+            _ => {
+                self.requested_at.insert(row, (id, Instant::now()));
             }
         }
     }
@@ -307,7 +334,7 @@ impl<K: Hash + Eq + Clone> Front<K> {
             }
         };
         if !done {
-            self.pipeline.request(row, url, target, priority);
+            self.request(row, url, target, priority);
         }
     }
 
@@ -317,6 +344,7 @@ impl<K: Hash + Eq + Clone> Front<K> {
         self.pipeline.end_frame();
         let asked = std::mem::take(&mut self.asked);
         self.outcomes.retain(|row, _| asked.contains(row));
+        self.requested_at.retain(|row, _| asked.contains(row));
     }
 
     /// Drains finished loads once per egui pass, and renews the pass's
