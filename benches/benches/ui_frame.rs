@@ -11,6 +11,11 @@
 //!   cache: what a UI pays to draw decoded thumbnails in the pass that asks
 //!   for them (a lock and a hash lookup each) instead of a message round
 //!   trip to the load actor a frame later.
+//! - `coast_prediction`: what following a coast adds to a frame: a
+//!   `CoastPrediction` from the scroll state, its resting rows, and for the
+//!   visible rows (and one either side) and a screen ahead, when each
+//!   leaves, as `thumbpipe::egui`'s `follow_coast` asks (the prediction
+//!   alone; the rows' requests are the frames above).
 
 // Benchmark set-up unwraps: a failure there is a broken benchmark.
 #![allow(clippy::unwrap_used)]
@@ -20,7 +25,9 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use criterion::{Criterion, criterion_group, criterion_main};
-use thumbpipe::{Config, Pipeline, Priority, TargetSize};
+use thumbpipe::{
+    CoastPrediction, Config, ExponentialDecay, ListGeometry, Pipeline, Priority, TargetSize,
+};
 
 fn png() -> Bytes {
     let mut out = std::io::Cursor::new(Vec::new());
@@ -97,6 +104,28 @@ fn ui_frame(c: &mut Criterion) {
             (0..VISIBLE)
                 .filter(|row| pipeline.cached(&urls[*row], SIZE).is_some())
                 .count()
+        })
+    });
+    // A coast under way: 200 rows 76 points apart, 13 in view, at 3000
+    // points a second and changing every frame like egui's.
+    let list = ListGeometry::new(76.0, ROWS, 1000.0);
+    let mut step = 0_u32;
+    group.bench_function("coast_prediction", |b| {
+        b.iter(|| {
+            step = (step + 1) % 100;
+            let velocity = 3000.0 - step as f32 * 10.0;
+            let offset = 2000.0 + step as f32 * 40.0;
+            let coast =
+                CoastPrediction::new(ExponentialDecay::EGUI, offset, velocity, black_box(list));
+            let visible = coast.visible_rows();
+            let mut leaving = Duration::ZERO;
+            for row in visible.start.saturating_sub(1)..visible.end + 1 {
+                leaving += coast.leaves_after(row).unwrap_or_default();
+            }
+            for row in coast.rows_ahead(visible.len()) {
+                leaving += coast.leaves_after(row).unwrap_or_default();
+            }
+            black_box((coast.resting_rows(), leaving))
         })
     });
     group.finish();

@@ -15,6 +15,7 @@ use crate::loaders::{
 };
 use fixture_server::percentile;
 
+use crate::fling::{FlingDriver, FlingMeasures, ListSeen, PassSeen, Phase};
 use crate::measure::{Measurements, Report};
 use crate::script::{QUIET_AFTER_TAIL, STILL_FRAMES, STILL_FRAMES_MAX, Script, ScriptKind};
 use crate::server::ServerLink;
@@ -61,6 +62,17 @@ pub struct Demo {
     script: Option<ScriptKind>,
     /// The script laid out for the list, on the first frame of a run.
     plan: Option<Script>,
+    /// The `fling` script's pointer, and its measures.
+    fling: Option<FlingDriver>,
+    flings: FlingMeasures,
+    /// The frame the script ended at.
+    script_ended_at: Option<usize>,
+    /// Whether thumbpipe's modes follow a coast's prediction.
+    coast_prediction: bool,
+    /// The list's scroll area, watched for coasts.
+    coast_watch: thumbpipe::egui::CoastWatch,
+    /// The list as the last pass left it.
+    list_seen: Option<ListSeen>,
     loader: Option<Box<dyn Loader>>,
     measurements: Measurements,
     mode_started: Instant,
@@ -83,16 +95,28 @@ pub struct Demo {
     error: Option<String>,
 }
 
+/// What the command line chose for a run.
+pub struct Setup {
+    pub mode: Mode,
+    pub rows: usize,
+    /// Every row's image changes this often.
+    pub refresh: Option<Duration>,
+    pub latency_ms: u64,
+    pub script: Option<ScriptKind>,
+    /// Whether thumbpipe's modes follow a coast's prediction.
+    pub coast_prediction: bool,
+}
+
 impl Demo {
-    pub fn new(
-        mode: Mode,
-        rows: usize,
-        refresh: Option<Duration>,
-        latency_ms: u64,
-        server: ServerLink,
-        urls: Option<Vec<String>>,
-        script: Option<ScriptKind>,
-    ) -> Self {
+    pub fn new(setup: Setup, server: ServerLink, urls: Option<Vec<String>>) -> Self {
+        let Setup {
+            mode,
+            rows,
+            refresh,
+            latency_ms,
+            script,
+            coast_prediction,
+        } = setup;
         Self {
             mode,
             rows,
@@ -102,6 +126,12 @@ impl Demo {
             urls: urls.map(Arc::new),
             script,
             plan: None,
+            fling: None,
+            flings: FlingMeasures::default(),
+            script_ended_at: None,
+            coast_prediction,
+            coast_watch: thumbpipe::egui::CoastWatch::new(),
+            list_seen: None,
             loader: None,
             measurements: Measurements::default(),
             mode_started: Instant::now(),
@@ -119,6 +149,15 @@ impl Demo {
         }
     }
 
+    /// The input events of the next pass, whose input time is `time`
+    /// seconds: the `fling` script's pointer.
+    pub fn input_events(&mut self, time: f64) -> Vec<egui::Event> {
+        match &mut self.fling {
+            Some(driver) => driver.events(self.list_seen, time),
+            None => Vec::new(),
+        }
+    }
+
     /// The report, once a scripted run has finished.
     pub fn report(&self) -> Option<&Report> {
         self.report.as_ref()
@@ -133,8 +172,8 @@ impl Demo {
         self.loader = match mode {
             Mode::Naive => Some(Box::new(NaiveLoader::new())),
             Mode::EguiExtras => Some(Box::new(EguiExtrasLoader::new(ctx))),
-            Mode::EguiImage => self.started(EguiImageLoader::new(ctx)),
-            Mode::Pipeline => self.started(PipelineLoader::new(ctx)),
+            Mode::EguiImage => self.started(EguiImageLoader::new(ctx, self.coast_prediction)),
+            Mode::Pipeline => self.started(PipelineLoader::new(ctx, self.coast_prediction)),
         };
         self.mode_started = Instant::now();
         self.frame = 0;
@@ -142,6 +181,11 @@ impl Demo {
         self.flick_ended = None;
         self.last_busy = None;
         self.plan = None;
+        self.fling = (self.script == Some(ScriptKind::Fling)).then(FlingDriver::new);
+        self.flings = FlingMeasures::default();
+        self.script_ended_at = None;
+        self.coast_watch = thumbpipe::egui::CoastWatch::new();
+        self.list_seen = None;
         self.last_offset = None;
         self.last_moved = None;
         self.settled = None;
@@ -195,10 +239,13 @@ impl Demo {
             self.reset(&ctx, mode);
         }
         let offset = self.scripted_offset(ui);
-        let states = self.list(ui, offset);
+        let (states, scroll) = self.list(ui, offset);
         if let Some(loader) = &mut self.loader {
             loader.end_frame();
         }
+        self.watch_fling(&states, scroll);
+        // A fling's offset is egui's: the list moves when egui moves it.
+        let offset = offset.or(self.fling.as_ref().map(|_| scroll));
         self.watch_rows(started, offset, &states);
         self.advance_script(counts);
         self.measurements
@@ -208,6 +255,30 @@ impl Demo {
         }
     }
 
+    /// Measures the fling under way from this pass.
+    fn watch_fling(&mut self, states: &[RowState], offset: f32) {
+        let (Some(driver), Some(seen)) = (&self.fling, self.list_seen) else {
+            return;
+        };
+        let phase = driver.phase();
+        let server = self.server.stats();
+        let server = (server.requests_started, server.bytes_sent);
+        if phase == Phase::Done {
+            self.flings.finish(server);
+            return;
+        }
+        self.flings.pass(
+            phase,
+            PassSeen {
+                now: Instant::now(),
+                offset,
+                velocity: seen.velocity,
+                placeholders: states.iter().filter(|s| **s != RowState::Shown).count(),
+                server,
+            },
+        );
+    }
+
     fn scripted_offset(&mut self, ui: &egui::Ui) -> Option<f32> {
         let kind = self.script?;
         let spacing = ui.spacing().item_spacing.y;
@@ -215,9 +286,12 @@ impl Demo {
         let content = self.rows as f32 * pitch;
         let viewport = (ui.available_height() - 8.0).max(ROW_HEIGHT);
         let range = (content - viewport).max(0.0);
-        let plan = *self
-            .plan
-            .get_or_insert_with(|| Script::new(kind, self.rows, pitch, viewport, range));
+        let plan = match self.plan {
+            Some(plan) => plan,
+            None => *self
+                .plan
+                .insert(Script::new(kind, self.rows, pitch, viewport, range)?),
+        };
         Some(plan.offset(self.frame).unwrap_or(0.0))
     }
 
@@ -242,7 +316,13 @@ impl Demo {
     }
 
     fn advance_script(&mut self, counts: Counts) {
-        let Some(plan) = self.plan else { return };
+        let scripted_frames = match (&self.plan, &self.fling) {
+            (Some(plan), _) => Some(plan.frames()),
+            (None, Some(driver)) => driver
+                .finished()
+                .then(|| *self.script_ended_at.get_or_insert(self.frame)),
+            (None, None) => return,
+        };
         if self.report.is_some() {
             return;
         }
@@ -250,9 +330,13 @@ impl Demo {
             self.flick_started = Some(Instant::now());
         }
         self.frame += 1;
-        if self.frame == plan.frames() {
+        if self.flick_ended.is_none() && scripted_frames.is_some_and(|frames| self.frame >= frames)
+        {
             self.flick_ended = Some(Instant::now());
         }
+        let Some(frames) = scripted_frames else {
+            return;
+        };
         // Busy while the loader has requests it has not finished (queued
         // ones included) or the server is still answering. With an external
         // server, in_flight() is a request to it: only after the script,
@@ -260,7 +344,7 @@ impl Demo {
         if self.flick_ended.is_some() && (counts.in_flight > 0 || self.server.in_flight() > 0) {
             self.last_busy = Some(Instant::now());
         }
-        let still = self.frame.saturating_sub(plan.frames());
+        let still = self.frame.saturating_sub(frames);
         let quiet = match (self.flick_ended, self.last_busy) {
             (Some(_), Some(busy)) => busy.elapsed() >= QUIET_AFTER_TAIL,
             (Some(_), None) => true,
@@ -294,7 +378,12 @@ impl Demo {
             _ => None,
         };
         let kind = self.script.unwrap_or(ScriptKind::Flick);
-        let flick_frames = self.plan.map_or(0, |p| p.frames()).min(m.frame_ms.len());
+        let flick_frames = self
+            .plan
+            .map(|p| p.frames())
+            .or(self.script_ended_at)
+            .unwrap_or(0)
+            .min(m.frame_ms.len());
         let flick_ms = &m.frame_ms[..flick_frames];
         let stalls: Vec<f64> = flick_ms.iter().copied().filter(|ms| *ms > 50.0).collect();
         Report {
@@ -330,6 +419,9 @@ impl Demo {
             placeholder_row_frames_back: (kind == ScriptKind::Browse)
                 .then_some(self.placeholders_back),
             texture_bytes_peak: self.texture_bytes_peak,
+            coast_prediction: matches!(self.mode, Mode::Pipeline | Mode::EguiImage)
+                .then_some(self.coast_prediction),
+            flings: (kind == ScriptKind::Fling).then(|| std::mem::take(&mut self.flings.done)),
             frame_ms: flick_ms.to_vec(),
         }
     }
@@ -415,23 +507,34 @@ impl Demo {
         chosen
     }
 
-    /// Draws the list; returns what each visible row showed.
-    fn list(&mut self, ui: &mut egui::Ui, offset: Option<f32>) -> Vec<RowState> {
+    /// Draws the list; returns what each visible row showed, and the
+    /// list's offset.
+    fn list(&mut self, ui: &mut egui::Ui, offset: Option<f32>) -> (Vec<RowState>, f32) {
         let ids: Vec<u32> = (0..self.rows).map(|row| self.image_id(row)).collect();
         let base = self.server.base_url().to_owned();
         let urls = self.urls.clone();
         let Some(loader) = self.loader.as_mut() else {
-            return Vec::new();
+            return (Vec::new(), 0.0);
         };
         let measurements = &mut self.measurements;
+        let watch = &mut self.coast_watch;
+        let mut seen = None;
         let mut states = Vec::new();
         egui::CentralPanel::default().show(ui, |ui| {
-            let mut area = egui::ScrollArea::vertical().auto_shrink(false);
+            // Dragged with the mouse too, not only on a touch screen: a
+            // flick of the mouse flings the list.
+            let mut area = egui::ScrollArea::vertical()
+                .auto_shrink(false)
+                .scroll_source(egui::scroll_area::ScrollSource::ALL);
             if let Some(offset) = offset {
                 area = area.vertical_scroll_offset(offset);
             }
+            let coast = watch.predict(ui.ctx());
+            loader.follow_coast(coast.as_ref(), &|row| {
+                url_of(&base, urls.as_deref(), ids[row])
+            });
             let mut visible = 0..0;
-            area.show_rows(ui, ROW_HEIGHT, ids.len(), |ui, range| {
+            let output = area.show_rows(ui, ROW_HEIGHT, ids.len(), |ui, range| {
                 visible = range.clone();
                 for row in range {
                     let id = ids[row];
@@ -465,11 +568,21 @@ impl Demo {
                     });
                 }
             });
+            watch.observe(ui, &output, ROW_HEIGHT, ids.len());
+            seen = Some((
+                ListSeen {
+                    rect: output.inner_rect,
+                    velocity: output.state.velocity().y,
+                },
+                output.state.unclamped_offset().y,
+            ));
             loader.prefetch(visible, ids.len(), &|row| {
                 url_of(&base, urls.as_deref(), ids[row])
             });
         });
-        states
+        let (seen, scroll) = seen.map_or((None, 0.0), |(seen, scroll)| (Some(seen), scroll));
+        self.list_seen = seen;
+        (states, scroll)
     }
 }
 

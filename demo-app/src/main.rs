@@ -12,6 +12,7 @@
 //! ```
 
 mod app;
+mod fling;
 mod loaders;
 mod measure;
 mod script;
@@ -22,7 +23,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context as _, bail};
 use clap::Parser;
 
-use app::{Demo, Mode};
+use app::{Demo, Mode, Setup};
 use script::ScriptKind;
 use server::ServerLink;
 
@@ -49,7 +50,9 @@ struct Args {
     /// Run a script, wait for the loads to end (3 s at least) and exit:
     /// `flick` scrolls to the bottom and back; `browse` stays 1 s on the
     /// first screen, scrolls down three screens at a row every 250 ms, stops
-    /// 2 s and comes back.
+    /// 2 s and comes back; `fling` flicks the list four times with the
+    /// pointer (egui's kinetic scrolling coasts it) and rests 2 s after
+    /// each coast.
     #[arg(long, value_enum)]
     script: Option<ScriptKind>,
     /// A file of image URLs, one per line: rows cycle through them instead
@@ -63,10 +66,22 @@ struct Args {
     /// Print the run's report as one JSON line at the end (with --script).
     #[arg(long)]
     json: bool,
+    /// In `pipeline` and `egui-image` modes, load where a coasting list
+    /// will come to rest first and skip rows it flies past (`on`), or load
+    /// every row that shows (`off`).
+    #[arg(long, value_enum, default_value = "on")]
+    coast_prediction: OnOff,
     /// Save a PNG of the window: a third of the way into the flick with
     /// --script, otherwise after two seconds. Needs a window.
     #[arg(long, value_name = "PATH")]
     screenshot: Option<std::path::PathBuf>,
+}
+
+/// A switch on the command line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum OnOff {
+    On,
+    Off,
 }
 
 fn main() {
@@ -81,7 +96,7 @@ fn run(args: Args) -> anyhow::Result<()> {
         bail!("--rows must be at least 1");
     }
     if args.json && args.script.is_none() {
-        bail!("--json reports a scripted run: add --script flick (or browse)");
+        bail!("--json reports a scripted run: add --script flick (or browse, or fling)");
     }
     if args.headless && args.screenshot.is_some() {
         bail!("--screenshot needs a window: leave out --headless");
@@ -108,17 +123,18 @@ fn run(args: Args) -> anyhow::Result<()> {
     } else {
         120
     };
-    let demo = Demo::new(
-        args.mode,
-        args.rows,
-        args.refresh_ms
+    let setup = Setup {
+        mode: args.mode,
+        rows: args.rows,
+        refresh: args
+            .refresh_ms
             .filter(|ms| *ms > 0)
             .map(Duration::from_millis),
-        args.latency_ms,
-        server,
-        urls,
-        args.script,
-    );
+        latency_ms: args.latency_ms,
+        script: args.script,
+        coast_prediction: args.coast_prediction == OnOff::On,
+    };
+    let demo = Demo::new(setup, server, urls);
     let report = if args.headless {
         run_headless(demo)?
     } else {
@@ -159,12 +175,16 @@ fn run_headless(mut demo: Demo) -> anyhow::Result<Option<measure::Report>> {
     let mut next = started;
     let mut scripted_frames = 0u64;
     loop {
+        let time = scripted_frames as f64 / 60.0;
         let input = egui::RawInput {
             screen_rect: Some(egui::Rect::from_min_size(
                 egui::Pos2::ZERO,
                 egui::vec2(900.0, 1000.0),
             )),
-            time: Some(started.elapsed().as_secs_f64()),
+            // egui's clock advances a frame a pass, so that its physics
+            // (the fling script's coasts) runs alike in every run.
+            time: Some(time),
+            events: demo.input_events(time),
             ..egui::RawInput::default()
         };
         let _ = ctx.run_ui(input, |ui| demo.ui(ui));
@@ -173,7 +193,9 @@ fn run_headless(mut demo: Demo) -> anyhow::Result<Option<measure::Report>> {
         }
         scripted_frames += 1;
         if scripted_frames > 10 * 60 * 60 {
-            bail!("headless runs need --script flick or browse (none ended after 10 minutes)");
+            bail!(
+                "headless runs need --script flick, browse or fling (none ended after 10 minutes)"
+            );
         }
         next += frame;
         let now = Instant::now();
@@ -241,6 +263,12 @@ struct Window {
 }
 
 impl eframe::App for Window {
+    /// The `fling` script's pointer, added to the window's own input.
+    fn raw_input_hook(&mut self, ctx: &egui::Context, raw_input: &mut egui::RawInput) {
+        let time = raw_input.time.unwrap_or_else(|| ctx.input(|i| i.time));
+        raw_input.events.extend(self.demo.input_events(time));
+    }
+
     fn ui(&mut self, ui: &mut egui::Ui, _frame: &mut eframe::Frame) {
         self.demo.ui(ui);
         self.frames += 1;

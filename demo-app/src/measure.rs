@@ -203,6 +203,13 @@ pub struct Report {
     pub placeholder_row_frames_back: Option<u64>,
     /// Peak bytes of live textures, where the loader can tell.
     pub texture_bytes_peak: Option<u64>,
+    /// Whether the mode followed a coast's predicted resting place;
+    /// `None` for modes without the choice.
+    #[serde(default)]
+    pub coast_prediction: Option<bool>,
+    /// Each fling of the `fling` script; `None` for other scripts.
+    #[serde(default)]
+    pub flings: Option<Vec<crate::fling::FlingReport>>,
     /// The UI-thread time of every frame of the flick, in order.
     pub frame_ms: Vec<f64>,
 }

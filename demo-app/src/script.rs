@@ -38,6 +38,9 @@ const BROWSE_SCREENS: f32 = 3.0;
 pub enum ScriptKind {
     Flick,
     Browse,
+    /// Four flings through egui's own input and kinetic scrolling (see
+    /// `fling.rs`): not offsets set per frame like the others.
+    Fling,
 }
 
 impl ScriptKind {
@@ -45,6 +48,7 @@ impl ScriptKind {
         match self {
             ScriptKind::Flick => "flick",
             ScriptKind::Browse => "browse",
+            ScriptKind::Fling => "fling",
         }
     }
 }
@@ -59,14 +63,23 @@ pub enum Script {
 
 impl Script {
     /// `kind` for a list of `rows` rows `pitch` points apart, whose viewport
-    /// is `viewport` points high and which scrolls `range` points in all.
-    pub fn new(kind: ScriptKind, rows: usize, pitch: f32, viewport: f32, range: f32) -> Self {
+    /// is `viewport` points high and which scrolls `range` points in all;
+    /// `None` for a script that sets no offsets.
+    pub fn new(
+        kind: ScriptKind,
+        rows: usize,
+        pitch: f32,
+        viewport: f32,
+        range: f32,
+    ) -> Option<Self> {
         match kind {
-            ScriptKind::Flick => Script::Flick {
+            ScriptKind::Flick => Some(Script::Flick {
                 flick: Flick::new(rows),
                 range,
-            },
-            ScriptKind::Browse => Script::Browse(Browse::new(pitch, viewport, range)),
+            }),
+            ScriptKind::Browse => Some(Script::Browse(Browse::new(pitch, viewport, range))),
+            // Driven by input, not offsets: `fling.rs`.
+            ScriptKind::Fling => None,
         }
     }
 
@@ -192,7 +205,7 @@ mod tests {
     #[test]
     fn browsing_goes_down_three_screens_a_row_per_250_ms_stops_and_comes_back() {
         // Rows 72 points apart, a 720-point viewport (10 rows), a long list.
-        let script = Script::new(ScriptKind::Browse, 200, 72.0, 720.0, 100_000.0);
+        let script = Script::new(ScriptKind::Browse, 200, 72.0, 720.0, 100_000.0).unwrap();
         // 60 frames on the first screen, 30 rows down at 15 frames a row,
         // 120 frames still, 30 rows up.
         assert_eq!(script.frames(), 60 + 450 + 120 + 450);
@@ -205,7 +218,7 @@ mod tests {
         assert!((last - 4.8).abs() < 0.01, "{last}");
         assert_eq!(script.offset(1080), None);
         // A list shorter than three screens: down to its end and back.
-        let short = Script::new(ScriptKind::Browse, 20, 72.0, 720.0, 720.0);
+        let short = Script::new(ScriptKind::Browse, 20, 72.0, 720.0, 720.0).unwrap();
         assert_eq!(short.frames(), 60 + 150 + 120 + 150);
     }
 }

@@ -90,6 +90,47 @@ fn thumbpipes_modes_show_no_wrong_image_cancel_and_park_no_thread() {
 }
 
 #[test]
+fn flinging_coasts_four_times_through_egui_and_every_resting_row_shows_its_image() {
+    // 200 rows, so that no fling reaches an end of the list.
+    let output = Command::new(env!("CARGO_BIN_EXE_demo-app"))
+        .args(["--headless", "--json", "--latency-ms", "50"])
+        .args(["--script", "fling", "--mode", "pipeline"])
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    let report: Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+    assert_eq!(report["script"], "fling");
+    assert_eq!(report["coast_prediction"], true);
+    assert_eq!(report["wrong_row_images"], 0, "{report}");
+    let flings = report["flings"].as_array().unwrap();
+    let speeds = [2500.0, 5000.0, 12_000.0, -9000.0];
+    assert_eq!(flings.len(), speeds.len(), "{report}");
+    for (fling, speed) in flings.iter().zip(speeds) {
+        let number = |key: &str| fling[key].as_f64().unwrap_or(f64::NAN);
+        assert_eq!(number("drag_speed"), speed);
+        // egui measured the drag's speed: the pointer follows its clock.
+        let velocity = number("release_velocity");
+        assert!((velocity / speed - 1.0).abs() < 0.1, "{fling}");
+        // It coasted: half a second of velocity, in the drag's direction.
+        let expected = velocity * 0.5;
+        assert!(
+            (number("distance") / expected - 1.0).abs() < 0.05,
+            "{fling}"
+        );
+        assert!(number("coast_ms") > 2000.0, "{fling}");
+        assert_eq!(number("settle_ms"), 0.0, "{fling}");
+        if speed > 0.0 {
+            assert!(number("requests") > 0.0, "rows never seen: {fling}");
+        }
+    }
+}
+
+#[test]
 fn browsing_back_shows_every_row_already_seen_without_a_placeholder() {
     // A browse runs 18 s of real time, mostly waiting: both modes at once.
     let reports = std::thread::scope(|scope| {

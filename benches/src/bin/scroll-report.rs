@@ -5,6 +5,7 @@
 //! ```text
 //! cargo run --release -p thumbpipe-benches --bin scroll-report
 //! cargo run --release -p thumbpipe-benches --bin scroll-report -- --rows 2000 --runs 1 --no-window
+//! cargo run --release -p thumbpipe-benches --bin scroll-report -- --fling-only
 //! ```
 //!
 //! Starts `fixture-server` (600x600 JPEGs at `--latency-ms`), then runs
@@ -14,7 +15,11 @@
 //! pace, a stop, back up) `--runs` times per mode. Each run is a fresh
 //! process, so no mode inherits another's threads, memory or connections.
 //! Then, unless `--no-window`, one windowed flick per mode under `xvfb-run`
-//! (software rendering, real texture uploads).
+//! (software rendering, real texture uploads). Then `--script fling` (four
+//! flicks through egui's kinetic scrolling, 2 s at rest after each coast)
+//! `--runs` times per mode, and for `egui-image` and `pipeline` once more
+//! with `--coast-prediction off`; `--fling-only` runs only these and writes
+//! them to `fling-report.md`.
 //!
 //! Writes `scroll-report.md` (the tables, the targets for thumbpipe's two
 //! modes and whether each is met) and `frame-times.png` (frame time over the
@@ -48,6 +53,10 @@ struct Args {
     /// Skip the runs in a window under Xvfb.
     #[arg(long)]
     no_window: bool,
+    /// Run only the flings (every mode, prediction on and off) and write
+    /// `fling-report.md`.
+    #[arg(long)]
+    fling_only: bool,
     /// Where the report and the plot go.
     #[arg(long, default_value = "benches/results")]
     out: PathBuf,
@@ -86,7 +95,33 @@ struct DemoReport {
     placeholder_row_frames_back: Option<u64>,
     texture_bytes_peak: Option<u64>,
     frame_ms: Vec<f64>,
+    #[serde(default)]
+    flings: Option<Vec<FlingRun>>,
 }
+
+/// One fling of the demo's `fling` script (the fields this report uses).
+#[derive(Clone, Debug, Deserialize)]
+struct FlingRun {
+    release_velocity: f64,
+    distance: f64,
+    coast_ms: f64,
+    settle_ms: Option<f64>,
+    settle_from_slow_ms: Option<f64>,
+    placeholder_row_frames: u64,
+    last_placeholder_ms: f64,
+    requests: u64,
+    bytes: u64,
+}
+
+/// The fling section's columns: (label, mode, `--coast-prediction`).
+const FLING_COLUMNS: [(&str, &str, Option<&str>); 6] = [
+    ("naive", "naive", None),
+    ("egui-extras", "egui-extras", None),
+    ("egui-image", "egui-image", Some("on")),
+    ("egui-image, prediction off", "egui-image", Some("off")),
+    ("pipeline", "pipeline", Some("on")),
+    ("pipeline, prediction off", "pipeline", Some("off")),
+];
 
 /// The runs of one mode in one setting.
 struct Column {
@@ -112,14 +147,13 @@ fn run(args: Args) -> anyhow::Result<()> {
         "--size".into(),
         "600".into(),
     ])?;
+    if args.fling_only {
+        return fling_only(&args, &demo, &server);
+    }
     let window = !args.no_window && xvfb_available();
-    let total = MODES.len() * (3 * args.runs + usize::from(window));
-    let bar = ProgressBar::new(total as u64).with_style(
-        ProgressStyle::with_template(
-            "{bar:40} {pos}/{len} runs, elapsed {elapsed}, eta {eta} {msg}",
-        )
-        .context("progress bar template")?,
-    );
+    let total =
+        MODES.len() * (3 * args.runs + usize::from(window)) + FLING_COLUMNS.len() * args.runs;
+    let bar = progress(total)?;
     let settings = [None, Some(args.refresh_ms)];
     let mut tables = Vec::new();
     for refresh in settings {
@@ -135,6 +169,7 @@ fn run(args: Args) -> anyhow::Result<()> {
                     script: "flick",
                     args: &args,
                     refresh,
+                    coast_prediction: None,
                 };
                 runs.push(flick.run(false)?);
                 bar.inc(1);
@@ -155,6 +190,7 @@ fn run(args: Args) -> anyhow::Result<()> {
                 script: "browse",
                 args: &args,
                 refresh: None,
+                coast_prediction: None,
             };
             runs.push(browse.run(false)?);
             bar.inc(1);
@@ -172,6 +208,7 @@ fn run(args: Args) -> anyhow::Result<()> {
                 script: "flick",
                 args: &args,
                 refresh: Some(args.refresh_ms),
+                coast_prediction: None,
             };
             windowed.push(Column {
                 mode,
@@ -180,25 +217,44 @@ fn run(args: Args) -> anyhow::Result<()> {
             bar.inc(1);
         }
     }
+    let flinging = fling_runs(&args, &demo, &server, &bar)?;
     bar.finish_and_clear();
 
-    std::fs::create_dir_all(&args.out)
-        .with_context(|| format!("cannot create {}", args.out.display()))?;
-    let suffix = if args.rows == 200 {
-        String::new()
-    } else {
-        format!("-{}", args.rows)
-    };
+    let suffix = output_suffix(&args)?;
     let plot = args.out.join(format!("frame-times{suffix}.png"));
     if let Some((_, columns)) = tables.last() {
         plot_frame_times(&plot, columns, &args)?;
     }
-    let markdown = report(&args, &tables, &browsing, &windowed, window, &plot);
+    let mut markdown = report(&args, &tables, &browsing, &windowed, window, &plot);
+    markdown.push('\n');
+    markdown.push_str(&fling_report(&args, &flinging));
     let path = args.out.join(format!("scroll-report{suffix}.md"));
     std::fs::write(&path, &markdown).with_context(|| format!("cannot write {}", path.display()))?;
     println!("{markdown}");
     println!("written: {} and {}", path.display(), plot.display());
     Ok(())
+}
+
+/// Creates `--out`; the suffix of the files written there: none for the
+/// default 200 rows, `-N` for N rows.
+fn output_suffix(args: &Args) -> anyhow::Result<String> {
+    std::fs::create_dir_all(&args.out)
+        .with_context(|| format!("cannot create {}", args.out.display()))?;
+    Ok(if args.rows == 200 {
+        String::new()
+    } else {
+        format!("-{}", args.rows)
+    })
+}
+
+/// A progress bar of `total` runs.
+fn progress(total: usize) -> anyhow::Result<ProgressBar> {
+    Ok(ProgressBar::new(total as u64).with_style(
+        ProgressStyle::with_template(
+            "{bar:40} {pos}/{len} runs, elapsed {elapsed}, eta {eta} {msg}",
+        )
+        .context("progress bar template")?,
+    ))
 }
 
 fn refresh_label(refresh: Option<u64>) -> String {
@@ -210,10 +266,12 @@ struct Flick<'a> {
     demo: &'a Path,
     server: &'a str,
     mode: &'a str,
-    /// `flick` or `browse`.
+    /// `flick`, `browse` or `fling`.
     script: &'a str,
     args: &'a Args,
     refresh: Option<u64>,
+    /// `--coast-prediction`, for the modes that have it.
+    coast_prediction: Option<&'a str>,
 }
 
 impl Flick<'_> {
@@ -241,6 +299,9 @@ impl Flick<'_> {
         if let Some(ms) = self.refresh {
             command.args(["--refresh-ms", &ms.to_string()]);
         }
+        if let Some(switch) = self.coast_prediction {
+            command.args(["--coast-prediction", switch]);
+        }
         let output = command
             .output()
             .with_context(|| format!("could not run {}", self.demo.display()))?;
@@ -257,6 +318,274 @@ impl Flick<'_> {
         serde_json::from_str(last)
             .with_context(|| format!("demo-app --mode {} printed no report: {last:?}", self.mode))
     }
+}
+
+/// The fling script `--runs` times in every column of [`FLING_COLUMNS`].
+fn fling_runs(
+    args: &Args,
+    demo: &Path,
+    server: &ServerProcess,
+    bar: &ProgressBar,
+) -> anyhow::Result<Vec<Column>> {
+    let mut columns = Vec::new();
+    for (label, mode, coast_prediction) in FLING_COLUMNS {
+        let mut runs = Vec::new();
+        for run in 0..args.runs {
+            bar.set_message(format!("{label}, fling {}", run + 1));
+            let fling = Flick {
+                demo,
+                server: server.base_url(),
+                mode,
+                script: "fling",
+                args,
+                refresh: None,
+                coast_prediction,
+            };
+            runs.push(fling.run(false)?);
+            bar.inc(1);
+        }
+        columns.push(Column { mode: label, runs });
+    }
+    Ok(columns)
+}
+
+/// `--fling-only`: the flings alone, to `fling-report.md`.
+fn fling_only(args: &Args, demo: &Path, server: &ServerProcess) -> anyhow::Result<()> {
+    let bar = progress(FLING_COLUMNS.len() * args.runs)?;
+    let columns = fling_runs(args, demo, server, &bar)?;
+    bar.finish_and_clear();
+    let markdown = format!(
+        "# fling-report: {} rows, {} ms latency\n\n{}; {} runs per cell, median (range).\n\
+         Command: `cargo run --release -p thumbpipe-benches --bin scroll-report -- --fling-only \
+         --rows {} --runs {} --latency-ms {}`.\n\n{}",
+        args.rows,
+        args.latency_ms,
+        machine(),
+        args.runs,
+        args.rows,
+        args.runs,
+        args.latency_ms,
+        fling_report(args, &columns)
+    );
+    let suffix = output_suffix(args)?;
+    let path = args.out.join(format!("fling-report{suffix}.md"));
+    std::fs::write(&path, &markdown).with_context(|| format!("cannot write {}", path.display()))?;
+    println!("{markdown}");
+    println!("written: {}", path.display());
+    Ok(())
+}
+
+/// One figure of every fling, per fling: `a / b / c / d`, each the median
+/// over the runs; `-` where a run has no such fling or figure.
+fn per_fling(
+    runs: &[DemoReport],
+    decimals: usize,
+    figure: impl Fn(&FlingRun) -> Option<f64>,
+) -> String {
+    let flings = runs
+        .iter()
+        .filter_map(|run| run.flings.as_ref().map(Vec::len))
+        .max()
+        .unwrap_or(0);
+    (0..flings)
+        .map(|i| {
+            let mut values: Vec<f64> = runs
+                .iter()
+                .filter_map(|run| run.flings.as_ref()?.get(i))
+                .filter_map(&figure)
+                .collect();
+            let missing = values.len() < runs.len();
+            match median_and_range(&mut values) {
+                Some((median, ..)) if !missing => format!("{median:.decimals$}"),
+                Some((median, ..)) => format!("{median:.decimals$}*"),
+                None => "-".to_owned(),
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" / ")
+}
+
+fn fling_rows() -> Vec<Row> {
+    let own: Vec<Row> = vec![
+        (
+            "release velocity, points/s",
+            Box::new(|r| per_fling(r, 0, |f| Some(f.release_velocity))),
+        ),
+        (
+            "coast: distance, points",
+            Box::new(|r| per_fling(r, 0, |f| Some(f.distance))),
+        ),
+        (
+            "coast: duration (egui's velocity to 0), s",
+            Box::new(|r| per_fling(r, 2, |f| Some(f.coast_ms / 1000.0))),
+        ),
+        (
+            "settle after the coast stops, ms",
+            Box::new(|r| per_fling(r, 0, |f| f.settle_ms)),
+        ),
+        (
+            "settle after the list slows under a point a frame, ms",
+            Box::new(|r| per_fling(r, 0, |f| f.settle_from_slow_ms)),
+        ),
+        (
+            "last placeholder after the release, ms",
+            Box::new(|r| per_fling(r, 0, |f| Some(f.last_placeholder_ms))),
+        ),
+        (
+            "(frame, drawn row) pairs without their image",
+            Box::new(|r| per_fling(r, 0, |f| Some(f.placeholder_row_frames as f64))),
+        ),
+        (
+            "server requests",
+            Box::new(|r| per_fling(r, 0, |f| Some(f.requests as f64))),
+        ),
+        (
+            "image bytes sent, KB",
+            Box::new(|r| per_fling(r, 0, |f| Some(f.bytes as f64 / 1000.0))),
+        ),
+        (
+            "all flings: server requests, KB sent",
+            Box::new(|r| {
+                format!(
+                    "{}, {}",
+                    spread(r, 0, |x| fling_total(x, |f| f.requests as f64)),
+                    spread(r, 0, |x| fling_total(x, |f| f.bytes as f64 / 1000.0))
+                )
+            }),
+        ),
+    ];
+    const SHARED: [&str; 4] = [
+        "frame time p99, ms",
+        "stalls over 50 ms: count, total ms",
+        "peak threads (baseline)",
+        "wrong-row images, of images shown",
+    ];
+    own.into_iter()
+        .chain(
+            rows(0.0, true)
+                .into_iter()
+                .filter(|(name, _)| SHARED.contains(name)),
+        )
+        .collect()
+}
+
+fn fling_total(run: &DemoReport, figure: impl Fn(&FlingRun) -> f64) -> f64 {
+    run.flings.iter().flatten().map(figure).sum()
+}
+
+/// The fling section: the table and the targets of the thumbpipe modes.
+fn fling_report(args: &Args, columns: &[Column]) -> String {
+    let mut out = format!(
+        "## Flings: four flicks through egui's kinetic scrolling, 2 s at rest after each \
+         (headless, {} ms latency)\n\n\
+         Each cell gives fling 1 / 2 / 3 / 4 (drag speeds {}), the median over the runs. \
+         The coast stops when egui's velocity is 0; the list moves under a point a frame \
+         about 2 s before that. Settle: to the first frame in which every row drawn shows \
+         its own image.\n\n",
+        args.latency_ms, "2500 / 5000 / 12000 / -9000 points/s",
+    );
+    table(&mut out, columns, &fling_rows());
+    out.push('\n');
+    for mode in THUMBPIPE_MODES {
+        let on = columns.iter().find(|c| c.mode == mode);
+        let off_label = format!("{mode}, prediction off");
+        let off = columns.iter().find(|c| c.mode == off_label);
+        if let (Some(on), Some(off)) = (on, off) {
+            out.push_str(&fling_targets(mode, &on.runs, &off.runs));
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// A thumbpipe mode's fling targets, with the prediction on, against the
+/// same mode with it off.
+fn fling_targets(mode: &str, on: &[DemoReport], off: &[DemoReport]) -> String {
+    let flings = |runs: &[DemoReport]| -> Vec<FlingRun> {
+        runs.iter()
+            .flat_map(|r| r.flings.clone().unwrap_or_default())
+            .collect()
+    };
+    let (on_flings, off_flings) = (flings(on), flings(off));
+    let long: Vec<&FlingRun> = on_flings.iter().filter(|f| f.coast_ms >= 500.0).collect();
+    let worst_settle = long
+        .iter()
+        .map(|f| f.settle_ms.unwrap_or(f64::INFINITY))
+        .fold(0.0, f64::max);
+    let total = |runs: &[DemoReport], figure: &dyn Fn(&FlingRun) -> f64| {
+        median(runs, |x| fling_total(x, figure))
+    };
+    let (requests_on, requests_off) = (
+        total(on, &|f| f.requests as f64),
+        total(off, &|f| f.requests as f64),
+    );
+    let (bytes_on, bytes_off) = (
+        total(on, &|f| f.bytes as f64),
+        total(off, &|f| f.bytes as f64),
+    );
+    let worst_off_settle = off_flings
+        .iter()
+        .map(|f| f.settle_ms.unwrap_or(f64::INFINITY))
+        .fold(0.0, f64::max);
+    let worst = |runs: &[DemoReport], figure: &dyn Fn(&DemoReport) -> f64| {
+        runs.iter().map(figure).fold(f64::MIN, f64::max)
+    };
+    let checks: Vec<(String, bool, String)> = vec![
+        (
+            "settle <= 17 ms after every coast of 0.5 s or more".into(),
+            !long.is_empty() && worst_settle <= 17.0,
+            format!(
+                "worst {worst_settle:.0} ms over {} flings (prediction off: worst {worst_off_settle:.0} ms)",
+                long.len()
+            ),
+        ),
+        (
+            "fewer server requests than with the prediction off".into(),
+            requests_on < requests_off,
+            format!("{requests_on:.0} against {requests_off:.0} (median of the runs' totals)"),
+        ),
+        (
+            "fewer image bytes than with the prediction off".into(),
+            bytes_on < bytes_off,
+            format!(
+                "{:.0} KB against {:.0} KB",
+                bytes_on / 1000.0,
+                bytes_off / 1000.0
+            ),
+        ),
+        (
+            "0 wrong-row images".into(),
+            worst(on, &|x| x.wrong_row_images as f64) == 0.0,
+            format!("worst {}", worst(on, &|x| x.wrong_row_images as f64)),
+        ),
+        (
+            "frame p99 <= 16.7 ms, no stall over 50 ms".into(),
+            worst(on, &|x| x.frame_ms_p99) <= 16.7
+                && worst(on, &|x| x.stalls_over_50ms as f64) == 0.0,
+            format!(
+                "worst p99 {:.2} ms, {} stalls",
+                worst(on, &|x| x.frame_ms_p99),
+                worst(on, &|x| x.stalls_over_50ms as f64)
+            ),
+        ),
+    ];
+    target_table(
+        &format!("### Fling targets for `{mode}` (prediction on; every run must meet them)"),
+        checks,
+    )
+}
+
+/// A targets table under `title`: (target, met, measured) rows.
+fn target_table(title: &str, checks: Vec<(String, bool, String)>) -> String {
+    let mut out = format!("{title}\n\n| target | met | measured |\n|---|---|---|\n");
+    for (target, met, measured) in checks {
+        let _ = writeln!(
+            out,
+            "| {target} | {} | {measured} |",
+            if met { "yes" } else { "**no**" }
+        );
+    }
+    out
 }
 
 fn xvfb_available() -> bool {
@@ -648,19 +977,14 @@ fn targets(
             format!("worst {:.0} ms", worst(&|x| x.tail_after_stop_ms)),
         ),
     ];
-    let mut out = format!(
-        "## Targets for `{mode}` ({} rows, {} ms, refresh {} ms, and the browses; every run \
-         must meet them)\n\n| target | met | measured |\n|---|---|---|\n",
-        args.rows, args.latency_ms, args.refresh_ms
-    );
-    for (target, met, measured) in checks {
-        let _ = writeln!(
-            out,
-            "| {target} | {} | {measured} |",
-            if met { "yes" } else { "**no**" }
-        );
-    }
-    out
+    target_table(
+        &format!(
+            "## Targets for `{mode}` ({} rows, {} ms, refresh {} ms, and the browses; every run \
+             must meet them)",
+            args.rows, args.latency_ms, args.refresh_ms
+        ),
+        checks,
+    )
 }
 
 /// Frame time over the flick, one line per mode (each mode's first

@@ -18,8 +18,12 @@ pub struct EguiImageLoader {
 }
 
 impl EguiImageLoader {
-    pub fn new(ctx: &egui::Context) -> anyhow::Result<Self> {
-        let loader = thumbpipe::egui::install(ctx, thumbpipe::Config::default())?;
+    /// With `coast_prediction` off, a coasting list loads every image that
+    /// shows, as at rest.
+    pub fn new(ctx: &egui::Context, coast_prediction: bool) -> anyhow::Result<Self> {
+        let mut config = thumbpipe::Config::default();
+        config.coast_prediction = coast_prediction;
+        let loader = thumbpipe::egui::install(ctx, config)?;
         Ok(Self {
             loader: Some(loader),
             shown: HashMap::new(),
@@ -68,6 +72,17 @@ impl Loader for EguiImageLoader {
             }
             Ok(egui::load::TexturePoll::Pending { .. }) => RowState::Loading,
             Err(error) => RowState::Failed(error.to_string()),
+        }
+    }
+
+    fn follow_coast(
+        &mut self,
+        coast: Option<&thumbpipe::CoastPrediction>,
+        url_of: &dyn Fn(usize) -> String,
+    ) {
+        if let Some(loader) = &self.loader {
+            let size = egui::vec2(THUMB_SIDE, THUMB_SIDE);
+            loader.follow_coast(coast, size, url_of);
         }
     }
 

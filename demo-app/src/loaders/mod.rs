@@ -89,6 +89,15 @@ pub trait Loader {
     ) {
         let _ = (visible, total, url_of);
     }
+    /// Follows a coast of the list, before its rows are drawn, where the
+    /// loader can (thumbpipe's `follow_coast`); `url_of` gives a row's URL.
+    fn follow_coast(
+        &mut self,
+        coast: Option<&thumbpipe::CoastPrediction>,
+        url_of: &dyn Fn(usize) -> String,
+    ) {
+        let _ = (coast, url_of);
+    }
     /// Called after the list is drawn.
     fn end_frame(&mut self);
     /// The loader's own request counts.

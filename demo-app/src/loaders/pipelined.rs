@@ -19,9 +19,13 @@ pub struct PipelineLoader {
 }
 
 impl PipelineLoader {
-    pub fn new(ctx: &egui::Context) -> anyhow::Result<Self> {
+    /// With `coast_prediction` off, a coasting list loads every row that
+    /// shows, as at rest.
+    pub fn new(ctx: &egui::Context, coast_prediction: bool) -> anyhow::Result<Self> {
+        let mut config = thumbpipe::Config::default();
+        config.coast_prediction = coast_prediction;
         Ok(Self {
-            list: ThumbnailList::new(ctx, thumbpipe::Config::default())?,
+            list: ThumbnailList::new(ctx, config)?,
             prefetch: PrefetchWindow::default(),
             shown: HashMap::new(),
         })
@@ -65,6 +69,16 @@ impl Loader for PipelineLoader {
         for row in self.prefetch.rows(visible, total) {
             self.list.prefetch(row, &url_of(row), size);
         }
+    }
+
+    fn follow_coast(
+        &mut self,
+        coast: Option<&thumbpipe::CoastPrediction>,
+        url_of: &dyn Fn(usize) -> String,
+    ) {
+        let size = egui::vec2(THUMB_SIDE, THUMB_SIDE);
+        self.list
+            .follow_coast(coast, size, |row| (row, url_of(row)));
     }
 
     fn end_frame(&mut self) {
