@@ -47,6 +47,9 @@ const FIRST_MIN_TIME_ON_SCREEN: Duration = Duration::from_millis(100);
 pub(crate) enum Look<'a> {
     Texture(SizedTexture, &'a Thumbnail),
     Pending,
+    /// Not loading: a coast flies past the row faster than its image could
+    /// arrive.
+    Passing,
     Failed(&'a Error),
 }
 
@@ -153,7 +156,11 @@ impl<K: Hash + Eq + Clone> Front<K> {
             _ => self.pipeline.cached(url, target),
         };
         let Some(thumbnail) = thumbnail else {
-            return Look::Pending;
+            return if self.passing.contains(&row) {
+                Look::Passing
+            } else {
+                Look::Pending
+            };
         };
         // The outcome stays while the row is shown: should its texture be
         // freed, it is made again from it without asking the pipeline.

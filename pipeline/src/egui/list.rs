@@ -56,6 +56,10 @@ pub enum RowThumbnail {
     Shown(SizedTexture, Thumbnail),
     /// A spinner: the image is loading.
     Loading,
+    /// A plain placeholder: the list is coasting past this row faster than
+    /// its image could arrive, so it is not loading
+    /// ([`ThumbnailList::follow_coast`]).
+    Passing,
     /// An error mark: why the image could not be loaded (also the mark's
     /// hover text).
     Failed(Error),
@@ -90,11 +94,19 @@ impl<K: Hash + Eq + Clone> ThumbnailList<K> {
             Look::Pending => {
                 let (rect, response) = ui.allocate_exact_size(size, Sense::hover());
                 let side = size.min_elem().min(24.0);
-                ui.put(
+                // Painted, not placed: `ui.put` would move the layout's
+                // cursor back to the spinner's end, under the row's text.
+                ::egui::Spinner::new().size(side).paint_at(
+                    ui,
                     ::egui::Rect::from_center_size(rect.center(), Vec2::splat(side)),
-                    ::egui::Spinner::new().size(side),
                 );
                 (response, RowThumbnail::Loading)
+            }
+            Look::Passing => {
+                let (rect, response) = ui.allocate_exact_size(size, Sense::hover());
+                ui.painter()
+                    .rect_filled(rect, 4.0, ui.visuals().faint_bg_color);
+                (response, RowThumbnail::Passing)
             }
             Look::Failed(error) => {
                 let error = error.clone();

@@ -104,7 +104,8 @@ impl TextureLoader for UriLoader {
                 }
                 Ok(TexturePoll::Ready { texture })
             }
-            Look::Pending => Ok(TexturePoll::Pending { size: None }),
+            // egui draws its spinner for both.
+            Look::Pending | Look::Passing => Ok(TexturePoll::Pending { size: None }),
             Look::Failed(error) => Err(LoadError::Loading(error.to_string())),
         }
     }
