@@ -73,6 +73,8 @@ pub struct Demo {
     coast_watch: thumbpipe::egui::CoastWatch,
     /// The list as the last pass left it.
     list_seen: Option<ListSeen>,
+    /// The coast the last pass followed, for the top bar.
+    coast: Option<thumbpipe::CoastPrediction>,
     loader: Option<Box<dyn Loader>>,
     measurements: Measurements,
     mode_started: Instant,
@@ -132,6 +134,7 @@ impl Demo {
             coast_prediction,
             coast_watch: thumbpipe::egui::CoastWatch::new(),
             list_seen: None,
+            coast: None,
             loader: None,
             measurements: Measurements::default(),
             mode_started: Instant::now(),
@@ -156,6 +159,19 @@ impl Demo {
             Some(driver) => driver.events(self.list_seen, time),
             None => Vec::new(),
         }
+    }
+
+    /// Whether now is the moment for the screenshot of a `fling` run: half
+    /// a second into the long fling's coast, its resting rows loading.
+    pub fn fling_screenshot_due(&self) -> bool {
+        self.flings
+            .coasting_for(2)
+            .is_some_and(|coasted| coasted >= Duration::from_millis(500))
+    }
+
+    /// Whether the `fling` script runs.
+    pub fn flinging(&self) -> bool {
+        self.fling.is_some()
     }
 
     /// The report, once a scripted run has finished.
@@ -293,6 +309,31 @@ impl Demo {
                 .insert(Script::new(kind, self.rows, pitch, viewport, range)?),
         };
         Some(plan.offset(self.frame).unwrap_or(0.0))
+    }
+
+    /// The top bar's line on the coast under way: where it will rest.
+    fn coast_line(&self, ui: &egui::Ui) -> egui::RichText {
+        let follows =
+            matches!(self.mode, Mode::Pipeline | Mode::EguiImage) && self.coast_prediction;
+        match &self.coast {
+            Some(coast) => {
+                let rest = coast.resting_rows();
+                let text = format!(
+                    "coasting: comes to rest on rows {}-{} in {:.1} s{}",
+                    rest.start,
+                    rest.end.saturating_sub(1),
+                    coast.duration().as_secs_f32(),
+                    if follows {
+                        " · those load first; rows flown past are not loaded"
+                    } else {
+                        " · this mode loads every row that shows"
+                    }
+                );
+                egui::RichText::new(text).color(egui::Color32::from_rgb(90, 170, 230))
+            }
+            None => egui::RichText::new("at rest · drag the list and let go to fling it")
+                .color(ui.visuals().weak_text_color()),
+        }
     }
 
     /// Settling and placeholders, from what the visible rows drew.
@@ -478,6 +519,7 @@ impl Demo {
                         "requests: {} in flight · {} completed · {} cancelled · {} failed",
                         counts.in_flight, counts.completed, counts.cancelled, counts.failed
                     ));
+                    ui.label(self.coast_line(ui));
                     let wrong = egui::RichText::new(match self.urls {
                         None if m.unreadable_images > 0 => format!(
                             "wrong-row images: {} of {} shown · {} without a readable id",
@@ -518,6 +560,7 @@ impl Demo {
         };
         let measurements = &mut self.measurements;
         let watch = &mut self.coast_watch;
+        let followed = &mut self.coast;
         let mut seen = None;
         let mut states = Vec::new();
         egui::CentralPanel::default().show(ui, |ui| {
@@ -530,6 +573,7 @@ impl Demo {
                 area = area.vertical_scroll_offset(offset);
             }
             let coast = watch.predict(ui.ctx());
+            *followed = coast;
             loader.follow_coast(coast.as_ref(), &|row| {
                 url_of(&base, urls.as_deref(), ids[row])
             });
@@ -552,6 +596,10 @@ impl Demo {
                             };
                             ui.label(egui::RichText::new(title).strong());
                             let (text, color) = match &state {
+                                RowState::Passing => (
+                                    "flying past · not loaded".to_owned(),
+                                    ui.visuals().weak_text_color(),
+                                ),
                                 RowState::Loading => {
                                     ("loading…".to_owned(), ui.visuals().weak_text_color())
                                 }

@@ -44,6 +44,11 @@ pub enum Phase {
     Start {
         since: f64,
     },
+    /// The pointer moved over the list, to press at `at` next pass.
+    Hover {
+        index: usize,
+        at: Pos2,
+    },
     /// Fling `index` pressed at `at`, dragging from `from`.
     Drag {
         index: usize,
@@ -101,8 +106,17 @@ impl FlingDriver {
                 self.phase = Phase::Start { since: now };
                 Vec::new()
             }
-            Phase::Start { since } if elapsed(since) >= START => self.press(0, seen, now),
+            Phase::Start { since } if elapsed(since) >= START => self.hover(0, seen),
             Phase::Start { .. } | Phase::Done => Vec::new(),
+            Phase::Hover { index, at } => {
+                self.phase = Phase::Drag {
+                    index,
+                    at: now,
+                    from: at,
+                };
+                self.moves = 0;
+                vec![button(at, true)]
+            }
             Phase::Drag { index, at, from } => {
                 let elapsed = elapsed(at).min(DRAG);
                 let speed = FLINGS[index];
@@ -126,7 +140,7 @@ impl FlingDriver {
                 if elapsed(since) < REST {
                     Vec::new()
                 } else if index + 1 < FLINGS.len() {
-                    self.press(index + 1, seen, now)
+                    self.hover(index + 1, seen)
                 } else {
                     self.phase = Phase::Done;
                     Vec::new()
@@ -135,22 +149,19 @@ impl FlingDriver {
         }
     }
 
-    /// Puts the pointer down for fling `index`: near the bottom of the
-    /// list to drag up, near the top to drag down.
-    fn press(&mut self, index: usize, seen: ListSeen, now: f64) -> Vec<Event> {
+    /// Moves the pointer to where fling `index` presses, a pass before
+    /// the press: near the bottom of the list to drag up, near the top to
+    /// drag down. (A move and a press in one pass would drag the list by
+    /// the jump from wherever the pointer was, in a window the real one.)
+    fn hover(&mut self, index: usize, seen: ListSeen) -> Vec<Event> {
         let y = if FLINGS[index] > 0.0 {
             seen.rect.bottom() - GRAB_INSET
         } else {
             seen.rect.top() + GRAB_INSET
         };
-        let from = pos2(seen.rect.center().x, y);
-        self.phase = Phase::Drag {
-            index,
-            at: now,
-            from,
-        };
-        self.moves = 0;
-        vec![Event::PointerMoved(from), button(from, true)]
+        let at = pos2(seen.rect.center().x, y);
+        self.phase = Phase::Hover { index, at };
+        vec![Event::PointerMoved(at)]
     }
 }
 
@@ -235,12 +246,19 @@ pub struct PassSeen {
 }
 
 impl FlingMeasures {
+    /// How long fling `index` has coasted, while it is the one measured.
+    pub fn coasting_for(&self, index: usize) -> Option<Duration> {
+        let m = self.current.as_ref().filter(|m| m.index == index)?;
+        m.released.map(|(at, ..)| at.elapsed())
+    }
+
     /// Counts a pass in `phase` (the phase its events were made in).
     pub fn pass(&mut self, phase: Phase, seen: PassSeen) {
         let index = match phase {
-            Phase::Drag { index, .. } | Phase::Coast { index } | Phase::Rest { index, .. } => {
-                Some(index)
-            }
+            Phase::Hover { index, .. }
+            | Phase::Drag { index, .. }
+            | Phase::Coast { index }
+            | Phase::Rest { index, .. } => Some(index),
             Phase::Start { .. } | Phase::Done => None,
         };
         if self.current.as_ref().map(|m| m.index) != index {
@@ -260,7 +278,7 @@ impl FlingMeasures {
             }
         }
         let Some(m) = &mut self.current else { return };
-        if matches!(phase, Phase::Drag { .. }) {
+        if matches!(phase, Phase::Hover { .. } | Phase::Drag { .. }) {
             return;
         }
         let released = *m
@@ -331,14 +349,15 @@ mod tests {
         let frame = 1.0 / 60.0;
         let mut t = t0 + START.as_secs_f64();
         for (index, speed) in FLINGS.iter().enumerate() {
-            let press = driver.events(Some(still), t);
-            assert!(matches!(
-                press[1],
-                Event::PointerButton { pressed: true, .. }
-            ));
-            let Event::PointerMoved(from) = press[0] else {
-                panic!("{press:?}")
+            let hover = driver.events(Some(still), t);
+            let [Event::PointerMoved(from)] = hover[..] else {
+                panic!("{hover:?}")
             };
+            t += frame;
+            let press = driver.events(Some(still), t);
+            assert!(
+                matches!(press[..], [Event::PointerButton { pressed: true, pos, .. }] if pos == from)
+            );
             let mut released = None;
             for _ in 0..20 {
                 t += frame;

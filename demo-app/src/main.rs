@@ -8,6 +8,7 @@
 //! cargo run --release -p demo-app                                  # a window, pipeline mode
 //! cargo run --release -p demo-app -- --mode naive --refresh-ms 400 --script flick
 //! cargo run --release -p demo-app -- --headless --script browse --json --mode egui-image
+//! cargo run --release -p demo-app -- --headless --script fling --json --coast-prediction off
 //! cargo run --release -p demo-app -- --urls my-images.txt         # your own images
 //! ```
 
@@ -72,7 +73,8 @@ struct Args {
     #[arg(long, value_enum, default_value = "on")]
     coast_prediction: OnOff,
     /// Save a PNG of the window: a third of the way into the flick with
-    /// --script, otherwise after two seconds. Needs a window.
+    /// --script flick or browse, half a second into the third fling's coast
+    /// with --script fling, otherwise after two seconds. Needs a window.
     #[arg(long, value_name = "PATH")]
     screenshot: Option<std::path::PathBuf>,
 }
@@ -272,10 +274,15 @@ impl eframe::App for Window {
     fn ui(&mut self, ui: &mut egui::Ui, _frame: &mut eframe::Frame) {
         self.demo.ui(ui);
         self.frames += 1;
+        // A fling's moment is the demo's to say; a scripted scroll's is a frame.
+        let due = |frame: usize| match self.demo.flinging() {
+            true => self.demo.fling_screenshot_due(),
+            false => frame <= self.frames,
+        };
         if self
             .screenshot
             .as_ref()
-            .is_some_and(|(_, frame)| *frame <= self.frames)
+            .is_some_and(|(_, frame)| due(*frame))
             && let Some((path, _)) = self.screenshot.take()
         {
             ui.ctx()

@@ -1,7 +1,9 @@
 //! `egui-image` mode: the `egui-extras` mode's UI code, unchanged, with
 //! `thumbpipe::egui::install` in place of
 //! `egui_extras::install_image_loaders`: plain `egui::Image::new(url)`
-//! loading through thumbpipe with its default config.
+//! loading through thumbpipe with its default config. One call is added
+//! per pass, `Loader::follow_coast` before the rows, so that a flung list
+//! loads where it will rest first (`--coast-prediction off` leaves it out).
 //!
 //! Only the read-back differs: the pixels a row shows come from the
 //! loader's handle (`Loader::drawn`), since asking egui for the image at

@@ -23,6 +23,8 @@ pub const THUMB_SIDE: f32 = 64.0;
 #[derive(Clone, Debug, PartialEq)]
 pub enum RowState {
     Loading,
+    /// Not loading: the list coasts past faster than the image could come.
+    Passing,
     Shown,
     Failed(String),
 }

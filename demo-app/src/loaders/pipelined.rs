@@ -1,5 +1,6 @@
 //! `pipeline` mode: thumbpipe's row-keyed list helper, with the row index
-//! as the row key and one screen of rows prefetched ahead of the scroll.
+//! as the row key, one screen of rows prefetched ahead of the scroll, and a
+//! coast's resting rows loaded first (`ThumbnailList::follow_coast`).
 //! Everything it draws comes from `thumbpipe::egui::ThumbnailList`; this
 //! file only reads back what was drawn, for the measurements.
 
@@ -55,6 +56,7 @@ impl Loader for PipelineLoader {
                 RowState::Shown
             }
             RowThumbnail::Loading => RowState::Loading,
+            RowThumbnail::Passing => RowState::Passing,
             RowThumbnail::Failed(error) => RowState::Failed(error.to_string()),
         }
     }
