@@ -11,6 +11,10 @@
 //! - [`ThumbnailList`] is keyed by the app's rows, for lists that refresh or
 //!   that show each row's load state.
 //!
+//! Either follows a flung list's coast when given [`CoastWatch`]'s
+//! prediction each pass (`follow_coast`): the rows where it will rest load
+//! first, and rows it flies past faster than an image arrives do not load.
+//!
 //! Both run on the UI thread and keep the levels in front of the pipeline's
 //! cache, each answering within the pass:
 //!
