@@ -230,8 +230,15 @@ fn the_predicted_rest_is_within_a_row_of_where_egui_stops() {
         assert!(list.velocity != 0.0);
         list.until_rest();
         let error = (coast.rest_offset() - list.offset).abs();
+        eprintln!(
+            "{fps} Hz, {speed} pt/s from {start}: predicted {}, egui rested at {} ({error:.2} off)",
+            coast.rest_offset(),
+            list.offset
+        );
+        // The issue asks for a row; egui stops with up to its stop
+        // distance (half a point) of the coast left, and that is all.
         assert!(
-            error < pitch,
+            error < pitch && error <= 1.0,
             "{fps} Hz, {speed} pt/s from {start}: predicted {}, egui rested at {} ({error} off)",
             coast.rest_offset(),
             list.offset
