@@ -235,7 +235,7 @@ fn the_predicted_rest_is_within_a_row_of_where_egui_stops() {
             coast.rest_offset(),
             list.offset
         );
-        // The issue asks for a row; egui stops with up to its stop
+        // A row is what loading needs; egui stops with up to its stop
         // distance (half a point) of the coast left, and that is all.
         assert!(
             error < pitch && error <= 1.0,
