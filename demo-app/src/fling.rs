@@ -185,11 +185,13 @@ pub struct FlingReport {
     /// The drag's speed, points per second; negative drags down (the list
     /// coasts up).
     pub drag_speed: f32,
-    /// egui's velocity of the list after the release, points per second.
+    /// egui's velocity of the list as the release pass left it (after
+    /// that pass's first step of coasting), points per second.
     pub release_velocity: f32,
-    /// Points the list coasted from the release to its stop.
+    /// Points the list coasted from where the release pass left it to its
+    /// stop.
     pub distance: f32,
-    /// From the release to the pass in which egui's velocity is zero.
+    /// From the release pass to the pass in which egui's velocity is zero.
     pub coast_ms: f64,
     /// From the release to the first pass slower than [`SLOW`].
     pub slow_after_ms: f64,

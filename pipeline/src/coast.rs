@@ -131,8 +131,8 @@ impl ListGeometry {
 
     /// The rows any part of which is visible at `offset`.
     pub fn visible_rows(&self, offset: f32) -> Range<usize> {
-        if self.row_pitch.is_nan() || self.row_pitch <= 0.0 || !offset.is_finite() || self.rows == 0
-        {
+        let sane = self.row_pitch.is_finite() && self.row_pitch > 0.0 && self.viewport.is_finite();
+        if !sane || !offset.is_finite() || self.rows == 0 {
             return 0..0;
         }
         let first = (offset / self.row_pitch).floor().max(0.0) as usize;
@@ -207,7 +207,12 @@ impl<M: CoastModel> CoastPrediction<M> {
     /// that end; a non-finite offset or velocity does not coast.
     pub fn new(model: M, offset: f32, velocity: f32, list: ListGeometry) -> Self {
         let max = list.max_offset.max(0.0);
-        let finite = offset.is_finite() && velocity.is_finite() && max.is_finite();
+        // `f32::max` drops a NaN: check the inputs themselves.
+        let finite = offset.is_finite()
+            && velocity.is_finite()
+            && list.max_offset.is_finite()
+            && list.viewport.is_finite()
+            && list.row_pitch.is_finite();
         let offset = if finite { offset } else { 0.0 };
         let velocity = if finite { velocity } else { 0.0 };
         let clamped = offset.clamp(0.0, max);
@@ -265,11 +270,14 @@ impl<M: CoastModel> CoastPrediction<M> {
             return Duration::ZERO;
         }
         let free_rest = self.offset + self.model.distance(self.velocity);
+        let free = self.model.duration(self.velocity);
         let seconds = if free_rest != self.rest {
-            // Stopped by the end of the list.
-            self.time_to(self.rest).unwrap_or(0.0)
+            // Stopped by the end of the list (if it gets there before the
+            // coast runs out; past an end, a spring egui does not model
+            // here).
+            self.time_to(self.rest).unwrap_or(free)
         } else {
-            self.model.duration(self.velocity)
+            free
         };
         seconds_to_duration(seconds)
     }
@@ -309,10 +317,12 @@ impl<M: CoastModel> CoastPrediction<M> {
             None
         };
         let Some(appears) = appears else {
-            // Never reached: the coast stops short of it (or it is behind).
+            // Never reached: the coast stops short of it (or it is behind),
+            // unless it shows in the last half point: then it appears as
+            // the coast ends.
             return if shown_at(self.rest) {
                 RowVisit::Resting {
-                    appears: Duration::ZERO,
+                    appears: self.duration(),
                 }
             } else {
                 RowVisit::Never
@@ -495,5 +505,16 @@ mod tests {
         assert_eq!(band.rest_offset(), 0.0);
         let empty = ListGeometry::new(76.0, 0, 760.0);
         assert_eq!(empty.visible_rows(0.0), 0..0);
+        // A NaN in the geometry: nothing coasts, nothing is visible.
+        let nan_end = ListGeometry {
+            max_offset: f32::NAN,
+            ..LIST
+        };
+        assert!(!CoastPrediction::new(ExponentialDecay::EGUI, 500.0, 0.0, nan_end).is_coasting());
+        let nan_viewport = ListGeometry {
+            viewport: f32::NAN,
+            ..LIST
+        };
+        assert_eq!(nan_viewport.visible_rows(500.0), 0..0);
     }
 }

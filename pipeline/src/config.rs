@@ -125,11 +125,13 @@ pub struct Config {
     /// draw at once. `false` loads every row that shows, as at rest.
     /// Default: `true`.
     pub coast_prediction: bool,
-    /// While a list coasts, a row that will be on screen for less than this
-    /// is not requested: its image could not arrive in time to be seen.
-    /// Default: `None`, the time images take to arrive now
-    /// ([`crate::Stats::recent_load_micros`]: about one round trip and a
-    /// decode), or 100 ms before the first has arrived.
+    /// While a list coasts, a row that will have left the screen within
+    /// this time (from now, or from its request for a row already loading)
+    /// is not requested: an image takes this long to arrive, so it would
+    /// never be seen in that row. Default: `None`, the time images take to
+    /// arrive now ([`crate::Stats::recent_load_micros`]: a round trip and a
+    /// decode, without the wait in the queue), or 100 ms before the first
+    /// has arrived.
     pub coast_min_time_on_screen: Option<Duration>,
     /// Requests waiting to be drained at most: sent and not yet returned
     /// by [`crate::Pipeline::drain`], finished or not. Past it, a new

@@ -90,11 +90,11 @@ metrics! {
     /// Gauge: bytes of the bodies of those loads
     /// ([`crate::Config::max_bytes_awaiting_decode`] bounds them).
     bytes_awaiting_decode,
-    /// Gauge: the median time, in microseconds, from a load's first
-    /// request to its thumbnail, over the last 32 loads that fetched and
-    /// decoded one (cache hits not counted); 0 before the first. The time
-    /// an image takes to arrive now: a row on screen for less cannot show
-    /// its image.
+    /// Gauge: the median time, in microseconds, from a load's fetch start
+    /// to its thumbnail, over the last 32 loads that fetched and decoded
+    /// one (cache hits and the wait in the fetch queue not counted); 0
+    /// before the first. The time an image asked for now at the highest
+    /// priority takes to arrive: a row that leaves sooner cannot show it.
     recent_load_micros,
 }
 

@@ -90,9 +90,13 @@ impl CoastWatch {
     /// holds the list, and when it is not coasting.
     pub fn predict(&self, ctx: &Context) -> Option<CoastPrediction> {
         let seen = self.seen?;
-        // egui drags the content by a response with this id; while held,
-        // its velocity is stale and it does not coast.
-        let held = ctx.dragged_id() == Some(seen.id.with("area"))
+        // egui drags the content by a response with this id. While held,
+        // and in the pass that lets go (egui sets the new velocity only in
+        // that pass's `show`), the stored velocity is the one from before
+        // the grab: no coast to predict from.
+        let area = Some(seen.id.with("area"));
+        let held = ctx.dragged_id() == area
+            || ctx.drag_stopped_id() == area
             || ctx.input(|input| {
                 input.pointer.any_down()
                     && input

@@ -138,14 +138,7 @@ impl<K: Hash + Eq + Clone> Front<K> {
         // only passes by is not asked for: its request, if it had one, is
         // cancelled at the pass's end, freeing the slot for the rows where
         // the list will rest.
-        if !self.passing.contains(&row) {
-            let priority = if self.destination.contains(&row) {
-                Priority::Destination
-            } else {
-                Priority::Visible
-            };
-            self.request(row.clone(), url, target, priority);
-        }
+        self.ask_shown(&row, url, target);
         let thumbnail = match self.outcomes.get(&row) {
             Some(outcome) if *outcome.url == *url && outcome.target == target => {
                 match &outcome.result {
@@ -198,9 +191,7 @@ impl<K: Hash + Eq + Clone> Front<K> {
         if let Some(thumbnail) = self.textures.thumbnail(url, target) {
             return Ok(Some(thumbnail.clone()));
         }
-        if !self.passing.contains(&row) {
-            self.request(row.clone(), url, target, Priority::Visible);
-        }
+        self.ask_shown(&row, url, target);
         match self.outcomes.get(&row) {
             Some(outcome) if *outcome.url == *url && outcome.target == target => outcome
                 .result
@@ -248,7 +239,7 @@ impl<K: Hash + Eq + Clone> Front<K> {
     }
 
     /// Follows a coast for this pass (call it before the rows are drawn):
-    /// the rows where the list will rest, and one row either side of them,
+    /// the rows where the list will rest, and the one more egui draws there,
     /// are asked for at [`Priority::Destination`], before every other row;
     /// a row on screen now that will leave sooner than an image takes to
     /// arrive is drawn from the levels above but not requested this pass.
@@ -268,9 +259,15 @@ impl<K: Hash + Eq + Clone> Front<K> {
         self.coasting = true;
         let min_time_on_screen = self.min_time_on_screen();
         let resting = coast.resting_rows();
-        // One row of margin: egui draws a row below the view, and a row of
-        // a few points' error must not be a round trip.
-        let margin = resting.start.saturating_sub(1)..(resting.end + 1).min(coast.list().rows);
+        // The rows egui will draw there: one more below the view, or, at
+        // the bottom of the list, one more above it. (The prediction itself
+        // is within half a point.)
+        let rows = coast.list().rows;
+        let margin = if resting.end >= rows {
+            resting.start.saturating_sub(1)..rows
+        } else {
+            resting.start..resting.end + 1
+        };
         for index in margin {
             let (row, url) = row_of(index);
             self.destination.insert(row.clone());
@@ -292,6 +289,8 @@ impl<K: Hash + Eq + Clone> Front<K> {
             let (row, _) = row_of(index);
             let asked = self.requested_at.get(&row).map(|(_, at)| *at);
             if gone_first(index, asked) && !self.destination.contains(&row) {
+                // Its request, if any, ends with this pass.
+                self.requested_at.remove(&row);
                 self.passing.insert(row);
             }
         }
@@ -303,6 +302,21 @@ impl<K: Hash + Eq + Clone> Front<K> {
                 self.want(row, url.as_ref(), target, Priority::Prefetch);
             }
         }
+    }
+
+    /// Asks for a row drawn this pass: at [`Priority::Destination`] if the
+    /// coast rests on it, not at all if the coast flies past it, otherwise
+    /// at [`Priority::Visible`].
+    fn ask_shown(&mut self, row: &K, url: &str, target: TargetSize) {
+        if self.passing.contains(row) {
+            return;
+        }
+        let priority = if self.destination.contains(row) {
+            Priority::Destination
+        } else {
+            Priority::Visible
+        };
+        self.request(row.clone(), url, target, priority);
     }
 
     /// Requests `row`, noting when a new request (generation) started.

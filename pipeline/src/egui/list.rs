@@ -142,12 +142,12 @@ impl<K: Hash + Eq + Clone> ThumbnailList<K> {
 
     /// Follows a kinetic coast for this pass; call it before the rows are
     /// drawn, with [`super::CoastWatch::predict`]'s prediction (`None` at
-    /// rest does nothing). The rows where the list will rest (and one row
-    /// either side) are requested at [`crate::Priority::Destination`],
+    /// rest does nothing). The rows where the list will rest (and the
+    /// one more egui draws) are requested at [`crate::Priority::Destination`],
     /// ahead of every other row; a visible row that will leave sooner than
     /// an image takes to arrive ([`Config::coast_min_time_on_screen`]) is
-    /// drawn if its image is decoded already, and otherwise shows a spinner
-    /// without being requested (a request it had is cancelled at the
+    /// drawn if its image is decoded already, and otherwise shows a plain
+    /// placeholder ([`RowThumbnail::Passing`]) without being requested (a request it had is cancelled at the
     /// pass's end, freeing its slot for the resting rows). [`ThumbnailList::prefetch`] asks for
     /// nothing during the coast. When the prediction changes (a new drag,
     /// the end of the list), the old destination's rows are no longer asked

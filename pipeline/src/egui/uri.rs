@@ -279,14 +279,15 @@ impl Loader {
     /// Follows a kinetic coast for this pass, for images drawn `size`
     /// points large; call it before the rows are drawn, with
     /// [`super::CoastWatch::predict`]'s prediction (`None` at rest does
-    /// nothing). The URIs of the rows where the list will rest (and one row
-    /// either side) are loaded at [`crate::Priority::Destination`], ahead
+    /// nothing). The URIs of the rows where the list will rest (and the
+    /// one more egui draws) are loaded at [`crate::Priority::Destination`], ahead
     /// of every other image; a visible row's image that would arrive after
     /// the row has left ([`Config::coast_min_time_on_screen`]) is drawn if
     /// decoded already and otherwise stays pending without being requested
     /// (a request it had is cancelled at the pass's end).
     /// [`Loader::prefetch`] asks for nothing during the coast. `uri_of`
-    /// gives the URI of a row by its index in the list. Nothing changes
+    /// gives the URI of a row by its index in the list; it runs under the
+    /// loader's lock, so it must not call the `Loader` itself. Nothing changes
     /// with [`Config::coast_prediction`] off.
     ///
     /// ```no_run

@@ -271,7 +271,7 @@ struct LoadActor {
     awaiting_decode: u64,
     /// Cloned into every fetch task and decode job to report back.
     events: mpsc::UnboundedSender<Event>,
-    /// How long the last loads took, from their first request to their
+    /// How long the last loads took, from their fetch's start to their
     /// thumbnail: the median is [`crate::Stats::recent_load_micros`].
     load_times: LoadTimes,
 }
@@ -525,7 +525,7 @@ impl LoadActor {
             self.cache
                 .put(task.key.clone(), thumbnail.clone(), task.ttl, now);
             self.load_times
-                .record(now.saturating_duration_since(task.created));
+                .record(now.saturating_duration_since(task.fetch_started));
             let median = self.load_times.median().as_micros();
             Metrics::set(
                 &self.parts.metrics.recent_load_micros,

@@ -40,8 +40,10 @@ pub(crate) struct Task {
     pub(crate) stage: Stage,
     /// The longest time to live any subscriber asked for.
     pub(crate) ttl: Duration,
-    /// When its first subscriber asked.
-    pub(crate) created: Instant,
+    /// When its fetch started (its creation until then): the load's time
+    /// without its wait in the queue, which a request at a higher
+    /// priority would not share.
+    pub(crate) fetch_started: Instant,
 }
 
 impl Task {
@@ -119,7 +121,7 @@ impl TaskRegistry {
                 cancel: parent.child_token(),
                 stage: Stage::Queued,
                 ttl,
-                created: Instant::now(),
+                fetch_started: Instant::now(),
             },
         );
         Joined::New(task_id)
@@ -169,6 +171,9 @@ impl TaskRegistry {
             (_, Stage::Decoding) => self.decoding += 1,
             (Stage::Decoding, _) => self.decoding -= 1,
             _ => {}
+        }
+        if stage == Stage::Fetching {
+            task.fetch_started = Instant::now();
         }
         task.stage = stage;
         Some(task)

@@ -243,22 +243,14 @@ fn the_predicted_rest_is_within_a_row_of_where_egui_stops() {
             coast.rest_offset(),
             list.offset
         );
-        assert_eq!(coast.resting_rows(), coast_rows_at(&coast, list.offset));
+        assert_eq!(coast.resting_rows(), coast.list().visible_rows(list.offset));
     }
 }
 
-/// The rows visible at `offset`, as the prediction counts them.
-fn coast_rows_at(coast: &CoastPrediction, offset: f32) -> std::ops::Range<usize> {
-    let rows = coast.resting_rows();
-    // The same count of rows, placed at the offset egui reached: equal
-    // ranges when the prediction is within a fraction of a row.
-    let pitch = ROW_HEIGHT + egui::Spacing::default().item_spacing.y;
-    let first = (offset / pitch).floor() as usize;
-    if first == rows.start {
-        rows
-    } else {
-        first..first + rows.len()
-    }
+/// The rows requested at the destination: the resting rows and the one
+/// more egui draws below them (these coasts stop short of the list's end).
+fn destination_of(resting: std::ops::Range<usize>) -> std::ops::Range<usize> {
+    resting.start..resting.end + 1
 }
 
 /// The row ids of the image requests the server saw, in order.
@@ -287,9 +279,9 @@ fn coast_at_250_ms(
     config.coast_prediction = prediction;
     config.coast_min_time_on_screen = Some(MIN_ON_SCREEN);
     if prediction {
-        // Fewer slots than resting rows: the server then sees the
-        // scheduler's order, not which of 16 new connections opened first.
-        config.max_concurrent_fetches = 4;
+        // One slot: the server sees requests in the order the scheduler
+        // starts them, not in the order new connections happen to open.
+        config.max_concurrent_fetches = 1;
     }
     let ctx = Context::default();
     let rows = make(&ctx, config, urls);
@@ -337,12 +329,15 @@ fn uri_rows(ctx: &Context, config: Config, urls: Vec<String>) -> Rows {
     )
 }
 
-/// What a coast must have requested: the resting rows (and a row either
-/// side) before any row it passes, and no row on screen for less than
-/// [`MIN_ON_SCREEN`].
+/// What a coast must have requested: the resting rows (and the one below
+/// them egui draws) before any row it passes, and no row that leaves
+/// within [`MIN_ON_SCREEN`] of the release.
 fn check_coast(requested: &[usize], coast: &CoastPrediction, shown_before: &HashSet<usize>) {
     let resting = coast.resting_rows();
-    let destination: HashSet<usize> = (resting.start - 1..resting.end + 1).collect();
+    let destination: HashSet<usize> = destination_of(coast.resting_rows()).collect();
+    // The row just above: at rest it may show by less than the half point
+    // the prediction can be off, so some passes count it in.
+    let edge = resting.start.saturating_sub(1);
     let passed: Vec<usize> = requested
         .iter()
         .copied()
@@ -354,7 +349,7 @@ fn check_coast(requested: &[usize], coast: &CoastPrediction, shown_before: &Hash
         .expect("the destination is requested");
     let first_passed = requested
         .iter()
-        .position(|row| !destination.contains(row) && !shown_before.contains(row));
+        .position(|row| !destination.contains(row) && !shown_before.contains(row) && *row != edge);
     assert!(
         first_passed.is_none_or(|first| first > last_destination),
         "a passing row before the destination: {requested:?}, destination {destination:?}"
@@ -372,7 +367,7 @@ fn check_coast(requested: &[usize], coast: &CoastPrediction, shown_before: &Hash
     // A row is asked for only if its image, asked for then, arrives
     // before it leaves: as the coast goes on a row's time left shrinks, so
     // from the release it had at least the threshold.
-    for row in &passed {
+    for row in passed.iter().filter(|row| **row != edge) {
         let left = coast.leaves_after(*row);
         assert!(
             left.is_some_and(|left| left >= MIN_ON_SCREEN),
@@ -380,7 +375,7 @@ fn check_coast(requested: &[usize], coast: &CoastPrediction, shown_before: &Hash
         );
     }
     // The test means something: the coast flies past rows.
-    let flown_past = (shown_before.iter().max().copied().unwrap_or(0) + 1..resting.start - 1)
+    let flown_past = (shown_before.iter().max().copied().unwrap_or(0) + 1..resting.start)
         .filter(|row| coast.leaves_after(*row).is_some_and(|t| t < MIN_ON_SCREEN))
         .count();
     assert!(
@@ -432,8 +427,7 @@ fn a_new_drag_during_a_coast_cancels_the_old_destination() {
     let visible_at_release: HashSet<usize> = list.visible.clone().collect();
     list.pass(Vec::new(), None);
     let coast = list.coast.expect("a coast after the release");
-    let resting = coast.resting_rows();
-    let destination: HashSet<usize> = (resting.start - 1..resting.end + 1).collect();
+    let destination: HashSet<usize> = destination_of(coast.resting_rows()).collect();
     // No pass meanwhile: the list stays where it is in egui's time.
     assert!(
         common::eventually(|| {
