@@ -52,8 +52,15 @@ fn flick(mode: &str) -> Value {
 /// Runs the demo headless over 40 rows at 50 ms with `args`; returns its
 /// report.
 fn demo(args: &[&str]) -> Value {
+    demo_over(40, args)
+}
+
+/// Runs the demo headless over `rows` rows at 50 ms with `args`; returns
+/// its report.
+fn demo_over(rows: usize, args: &[&str]) -> Value {
     let output = Command::new(env!("CARGO_BIN_EXE_demo-app"))
-        .args(["--headless", "--json", "--rows", "40", "--latency-ms", "50"])
+        .args(["--headless", "--json", "--latency-ms", "50"])
+        .args(["--rows", &rows.to_string()])
         .args(args)
         .output()
         .unwrap();
@@ -92,18 +99,7 @@ fn thumbpipes_modes_show_no_wrong_image_cancel_and_park_no_thread() {
 #[test]
 fn flinging_coasts_four_times_through_egui_and_every_resting_row_shows_its_image() {
     // 200 rows, so that no fling reaches an end of the list.
-    let output = Command::new(env!("CARGO_BIN_EXE_demo-app"))
-        .args(["--headless", "--json", "--latency-ms", "50"])
-        .args(["--script", "fling", "--mode", "pipeline"])
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let stdout = String::from_utf8(output.stdout).unwrap();
-    let report: Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+    let report = demo_over(200, &["--script", "fling", "--mode", "pipeline"]);
     assert_eq!(report["script"], "fling");
     assert_eq!(report["coast_prediction"], true);
     assert_eq!(report["wrong_row_images"], 0, "{report}");
