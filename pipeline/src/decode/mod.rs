@@ -20,7 +20,8 @@ use std::io::Cursor;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
-use image::{DynamicImage, ImageFormat, ImageReader, Limits};
+use image::metadata::Orientation;
+use image::{DynamicImage, ImageDecoder as _, ImageFormat, ImageReader, Limits};
 
 pub(crate) use pool::{DecodeJob, DecodeOutcome, DecodePool, SHUTDOWN_PATIENCE};
 
@@ -60,7 +61,10 @@ pub trait Decode: Send + Sync + 'static {
 /// [`Config`]'s limits.
 ///
 /// It decodes the [`SUPPORTED_FORMATS`]; of an animated GIF or WebP, the
-/// first frame. Anything else is [`Error::Decode`], which says what the
+/// first frame. A photo whose EXIF orientation says it was taken turned
+/// (JPEG, and WebP and PNG where they carry EXIF) comes out upright, its
+/// width and height swapped for a quarter turn, and fitted to the target
+/// as it is seen. Anything else is [`Error::Decode`], which says what the
 /// bytes look like instead (an HTML page, an empty body, or their first
 /// bytes). In the pipeline, a panic of the decoder is caught by the decode
 /// pool; [`thumbnail_from_bytes`] catches it on your thread.
@@ -172,9 +176,29 @@ pub(crate) fn decode_thumbnail(
     let Some(format) = probe.format() else {
         return Err(decode_error(not_an_image(bytes)));
     };
-    let (width, height) = probe
-        .into_dimensions()
+    let mut header = probe
+        .into_decoder()
         .map_err(|e| decode_error(format!("unreadable {format:?} header: {e}")))?;
+    let (width, height) = header.dimensions();
+    // How the camera held the picture (EXIF, where the format has it); an
+    // unreadable tag is no reason to refuse the image.
+    let orientation = header.orientation().unwrap_or(Orientation::NoTransforms);
+    drop(header);
+    // The upright image fits the target, so a photo turned a quarter is
+    // fitted (and scaled) with the target's sides swapped, then turned:
+    // the thumbnail is turned, never the full image.
+    let quarter_turn = matches!(
+        orientation,
+        Orientation::Rotate90
+            | Orientation::Rotate270
+            | Orientation::Rotate90FlipH
+            | Orientation::Rotate270FlipH
+    );
+    let target = if quarter_turn {
+        TargetSize::new(target.height, target.width)
+    } else {
+        target
+    };
     if width > limits.max_dimension || height > limits.max_dimension {
         return Err(Error::TooLarge {
             url: url.to_string(),
@@ -236,11 +260,17 @@ pub(crate) fn decode_thumbnail(
     // The size comes from the original dimensions: a DCT-scaled image is
     // only a step on the way.
     let (width, height) = fit_inside(width, height, target);
-    let rgba = if (width, height) == (image.width(), image.height()) {
+    let mut rgba = if (width, height) == (image.width(), image.height()) {
         image.into_rgba8()
     } else {
         downscale(&image, width, height)
     };
+    if orientation != Orientation::NoTransforms {
+        let mut turned = DynamicImage::ImageRgba8(rgba);
+        turned.apply_orientation(orientation);
+        rgba = turned.into_rgba8();
+    }
+    let (width, height) = rgba.dimensions();
     Ok(Thumbnail {
         url: Arc::clone(url),
         width,
@@ -298,6 +328,92 @@ mod tests {
         let mut out = Cursor::new(Vec::new());
         image.write_to(&mut out, image::ImageFormat::Png).unwrap();
         out.into_inner()
+    }
+
+    /// A `width` x `height` JPEG, red on its left half and blue on its
+    /// right, tagged with EXIF orientation `tag` (1-8).
+    fn jpeg_tagged(width: u32, height: u32, tag: u16) -> Vec<u8> {
+        let image = image::RgbImage::from_fn(width, height, |x, _| {
+            if x < width / 2 {
+                image::Rgb([230, 20, 20])
+            } else {
+                image::Rgb([20, 20, 230])
+            }
+        });
+        let mut out = Cursor::new(Vec::new());
+        image.write_to(&mut out, image::ImageFormat::Jpeg).unwrap();
+        let jpeg = out.into_inner();
+        // APP1 "Exif": a big-endian TIFF header and one IFD entry, tag
+        // 0x0112 (orientation), SHORT, count 1.
+        let mut tiff = b"MM\0*\0\0\0\x08\0\x01\x01\x12\0\x03\0\0\0\x01".to_vec();
+        tiff.extend_from_slice(&tag.to_be_bytes());
+        tiff.extend_from_slice(&[0, 0, 0, 0, 0, 0]);
+        let mut app1 = b"Exif\0\0".to_vec();
+        app1.extend_from_slice(&tiff);
+        let length = u16::try_from(app1.len() + 2).unwrap();
+        let mut tagged = jpeg[..2].to_vec();
+        tagged.extend_from_slice(&[0xFF, 0xE1]);
+        tagged.extend_from_slice(&length.to_be_bytes());
+        tagged.extend_from_slice(&app1);
+        tagged.extend_from_slice(&jpeg[2..]);
+        tagged
+    }
+
+    /// Whether the pixel at (`x`, `y`) is mostly red (else blue).
+    fn red_at(thumbnail: &Thumbnail, x: u32, y: u32) -> bool {
+        let i = ((y * thumbnail.width + x) * 4) as usize;
+        thumbnail.pixels[i] > thumbnail.pixels[i + 2]
+    }
+
+    #[test]
+    fn a_photo_tagged_with_an_orientation_comes_out_upright() {
+        let url: Arc<str> = Arc::from("http://x/photo.jpg");
+        // Small (the plain path) and large (the DCT-scaled path).
+        for (width, height) in [(80, 40), (1600, 800)] {
+            // 6: turned 90 degrees clockwise to be upright. The left (red)
+            // half comes on top; the sides swap.
+            let turned = decode_thumbnail(
+                &url,
+                &jpeg_tagged(width, height, 6),
+                TargetSize::square(64),
+                LIMITS,
+            )
+            .unwrap();
+            assert_eq!((turned.width, turned.height), (32, 64), "{width}x{height}");
+            assert!(
+                red_at(&turned, 16, 8) && !red_at(&turned, 16, 56),
+                "{width}x{height}"
+            );
+            // 3: upside down. The red half goes right.
+            let flipped = decode_thumbnail(
+                &url,
+                &jpeg_tagged(width, height, 3),
+                TargetSize::square(64),
+                LIMITS,
+            )
+            .unwrap();
+            assert_eq!((flipped.width, flipped.height), (64, 32));
+            assert!(!red_at(&flipped, 8, 16) && red_at(&flipped, 56, 16));
+            // 1: as stored.
+            let plain = decode_thumbnail(
+                &url,
+                &jpeg_tagged(width, height, 1),
+                TargetSize::square(64),
+                LIMITS,
+            )
+            .unwrap();
+            assert_eq!((plain.width, plain.height), (64, 32));
+            assert!(red_at(&plain, 8, 16) && !red_at(&plain, 56, 16));
+        }
+        // A quarter turn fits the upright image in a wide target.
+        let wide = decode_thumbnail(
+            &url,
+            &jpeg_tagged(80, 40, 8),
+            TargetSize::new(128, 32),
+            LIMITS,
+        )
+        .unwrap();
+        assert_eq!((wide.width, wide.height), (16, 32));
     }
 
     #[test]
