@@ -15,7 +15,7 @@ use crate::loaders::{
 };
 use fixture_server::percentile;
 
-use crate::fling::{FlingDriver, FlingMeasures, ListSeen, PassSeen, Phase};
+use crate::fling::{FlingDriver, FlingMeasures, ListSeen, PassSeen};
 use crate::measure::{Measurements, Report};
 use crate::script::{QUIET_AFTER_TAIL, STILL_FRAMES, STILL_FRAMES_MAX, Script, ScriptKind};
 use crate::server::ServerLink;
@@ -276,21 +276,18 @@ impl Demo {
         let (Some(driver), Some(seen)) = (&self.fling, self.list_seen) else {
             return;
         };
-        let phase = driver.phase();
-        let server = self.server.stats();
-        let server = (server.requests_started, server.bytes_sent);
-        if phase == Phase::Done {
-            self.flings.finish(server);
-            return;
-        }
+        let server = &self.server;
         self.flings.pass(
-            phase,
+            driver.phase(),
             PassSeen {
                 now: Instant::now(),
                 offset,
                 velocity: seen.velocity,
                 placeholders: states.iter().filter(|s| **s != RowState::Shown).count(),
-                server,
+            },
+            || {
+                let stats = server.stats();
+                (stats.requests_started, stats.bytes_sent)
             },
         );
     }

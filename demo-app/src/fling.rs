@@ -243,8 +243,6 @@ pub struct PassSeen {
     pub velocity: f32,
     /// Rows drawn without their image.
     pub placeholders: usize,
-    /// The server's (requests received, bytes sent) so far.
-    pub server: (u64, u64),
 }
 
 impl FlingMeasures {
@@ -255,7 +253,10 @@ impl FlingMeasures {
     }
 
     /// Counts a pass in `phase` (the phase its events were made in).
-    pub fn pass(&mut self, phase: Phase, seen: PassSeen) {
+    /// `server` reads the server's (requests received, bytes sent) so far;
+    /// it is called only as a fling starts or ends (over HTTP for a
+    /// `--server`, it is no read for every frame).
+    pub fn pass(&mut self, phase: Phase, seen: PassSeen, server: impl FnOnce() -> (u64, u64)) {
         let index = match phase {
             Phase::Hover { index, .. }
             | Phase::Drag { index, .. }
@@ -264,11 +265,16 @@ impl FlingMeasures {
             Phase::Start { .. } | Phase::Done => None,
         };
         if self.current.as_ref().map(|m| m.index) != index {
-            self.finish(seen.server);
+            let server = if self.current.is_some() || index.is_some() {
+                server()
+            } else {
+                return;
+            };
+            self.finish(server);
             if let Some(index) = index {
                 self.current = Some(Measuring {
                     index,
-                    server_at_press: seen.server,
+                    server_at_press: server,
                     released: None,
                     slow: None,
                     stopped: None,
@@ -306,7 +312,7 @@ impl FlingMeasures {
     }
 
     /// Ends the fling being measured; `server` is the server's counts now.
-    pub fn finish(&mut self, server: (u64, u64)) {
+    fn finish(&mut self, server: (u64, u64)) {
         let Some(m) = self.current.take() else { return };
         let Some((released, from, velocity)) = m.released else {
             return;

@@ -255,14 +255,6 @@ impl<M: CoastModel> CoastPrediction<M> {
         self.list.visible_rows(self.rest)
     }
 
-    /// Every row shown between now and the rest, in the order the coast
-    /// reaches them (the resting rows included).
-    pub fn rows_on_the_way(&self) -> Range<usize> {
-        let now = self.visible_rows();
-        let rest = self.resting_rows();
-        now.start.min(rest.start)..now.end.max(rest.end)
-    }
-
     /// From now until the coast stops: reaching an end of the list, or
     /// running out of speed. Zero when not coasting.
     pub fn duration(&self) -> Duration {

@@ -69,6 +69,8 @@ pub(crate) struct Row {
     seen: bool,
     /// Still waiting for its completion.
     pending: bool,
+    /// When this request (generation) was made.
+    since: Instant,
 }
 
 impl<K: Hash + Eq + Clone> Pipeline<K> {
@@ -169,6 +171,7 @@ impl<K: Hash + Eq + Clone> Pipeline<K> {
                 priority,
                 seen: true,
                 pending: true,
+                since: Instant::now(),
             },
         );
         id
@@ -250,6 +253,27 @@ impl<K: Hash + Eq + Clone> Pipeline<K> {
     pub fn cancel_row(&mut self, row: &K) {
         if let Some(current) = self.rows.remove(row) {
             self.cancel(current);
+        }
+    }
+
+    /// When `row`'s current request was made, if it has one.
+    #[cfg(feature = "egui")]
+    pub(crate) fn requested_at(&self, row: &K) -> Option<Instant> {
+        self.rows.get(row).map(|current| current.since)
+    }
+
+    /// The median time loads take now ([`crate::Stats::recent_load_micros`]),
+    /// read without a whole [`Pipeline::stats`] snapshot; `None` before the
+    /// first.
+    #[cfg(feature = "egui")]
+    pub(crate) fn recent_load_time(&self) -> Option<Duration> {
+        match self
+            .metrics
+            .recent_load_micros
+            .load(std::sync::atomic::Ordering::Relaxed)
+        {
+            0 => None,
+            micros => Some(Duration::from_micros(micros)),
         }
     }
 

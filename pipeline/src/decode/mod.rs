@@ -368,51 +368,31 @@ mod tests {
     #[test]
     fn a_photo_tagged_with_an_orientation_comes_out_upright() {
         let url: Arc<str> = Arc::from("http://x/photo.jpg");
+        let thumbnail = |width, height, tag, target| {
+            decode_thumbnail(&url, &jpeg_tagged(width, height, tag), target, LIMITS).unwrap()
+        };
+        let square = TargetSize::square(64);
         // Small (the plain path) and large (the DCT-scaled path).
         for (width, height) in [(80, 40), (1600, 800)] {
             // 6: turned 90 degrees clockwise to be upright. The left (red)
             // half comes on top; the sides swap.
-            let turned = decode_thumbnail(
-                &url,
-                &jpeg_tagged(width, height, 6),
-                TargetSize::square(64),
-                LIMITS,
-            )
-            .unwrap();
+            let turned = thumbnail(width, height, 6, square);
             assert_eq!((turned.width, turned.height), (32, 64), "{width}x{height}");
             assert!(
                 red_at(&turned, 16, 8) && !red_at(&turned, 16, 56),
                 "{width}x{height}"
             );
             // 3: upside down. The red half goes right.
-            let flipped = decode_thumbnail(
-                &url,
-                &jpeg_tagged(width, height, 3),
-                TargetSize::square(64),
-                LIMITS,
-            )
-            .unwrap();
+            let flipped = thumbnail(width, height, 3, square);
             assert_eq!((flipped.width, flipped.height), (64, 32));
             assert!(!red_at(&flipped, 8, 16) && red_at(&flipped, 56, 16));
             // 1: as stored.
-            let plain = decode_thumbnail(
-                &url,
-                &jpeg_tagged(width, height, 1),
-                TargetSize::square(64),
-                LIMITS,
-            )
-            .unwrap();
+            let plain = thumbnail(width, height, 1, square);
             assert_eq!((plain.width, plain.height), (64, 32));
             assert!(red_at(&plain, 8, 16) && !red_at(&plain, 56, 16));
         }
         // A quarter turn fits the upright image in a wide target.
-        let wide = decode_thumbnail(
-            &url,
-            &jpeg_tagged(80, 40, 8),
-            TargetSize::new(128, 32),
-            LIMITS,
-        )
-        .unwrap();
+        let wide = thumbnail(80, 40, 8, TargetSize::new(128, 32));
         assert_eq!((wide.width, wide.height), (16, 32));
     }
 

@@ -75,10 +75,6 @@ pub(crate) struct Front<K> {
     /// by (not requested). Empty at rest.
     destination: HashSet<K>,
     passing: HashSet<K>,
-    coasting: bool,
-    /// When each row's current request was made (by its generation), for
-    /// a coast to tell whether its image arrives before the row leaves.
-    requested_at: HashMap<K, (u64, Instant)>,
 }
 
 /// [`Config::coast_prediction`] and [`Config::coast_min_time_on_screen`].
@@ -108,8 +104,6 @@ impl<K: Hash + Eq + Clone> Front<K> {
             coast_policy,
             destination: HashSet::new(),
             passing: HashSet::new(),
-            coasting: false,
-            requested_at: HashMap::new(),
         })
     }
 
@@ -233,7 +227,8 @@ impl<K: Hash + Eq + Clone> Front<K> {
     /// view are the ones the coast flies past.
     pub(crate) fn prefetch(&mut self, pass: u64, row: K, url: &str, target: TargetSize) {
         self.begin_pass_if_new(pass);
-        if !self.coasting {
+        // Coasting this pass: the destination is asked for.
+        if self.destination.is_empty() {
             self.want(row, url, target, Priority::Prefetch);
         }
     }
@@ -256,7 +251,6 @@ impl<K: Hash + Eq + Clone> Front<K> {
         if !self.coast_policy.enabled || !coast.is_coasting() {
             return;
         }
-        self.coasting = true;
         let min_time_on_screen = self.min_time_on_screen();
         let resting = coast.resting_rows();
         // The rows egui will draw there: one more below the view, or, at
@@ -286,11 +280,14 @@ impl<K: Hash + Eq + Clone> Front<K> {
         // than it shows, and that one must not be requested either.
         let visible = coast.visible_rows();
         for index in visible.start.saturating_sub(1)..(visible.end + 1).min(coast.list().rows) {
+            // An image asked for now that arrives in time also does if it
+            // was asked for earlier: only rows gone first need their key.
+            if !gone_first(index, None) {
+                continue;
+            }
             let (row, _) = row_of(index);
-            let asked = self.requested_at.get(&row).map(|(_, at)| *at);
+            let asked = self.pipeline.requested_at(&row);
             if gone_first(index, asked) && !self.destination.contains(&row) {
-                // Its request, if any, ends with this pass.
-                self.requested_at.remove(&row);
                 self.passing.insert(row);
             }
         }
@@ -316,27 +313,15 @@ impl<K: Hash + Eq + Clone> Front<K> {
         } else {
             Priority::Visible
         };
-        self.request(row.clone(), url, target, priority);
-    }
-
-    /// Requests `row`, noting when a new request (generation) started.
-    fn request(&mut self, row: K, url: &str, target: TargetSize, priority: Priority) {
-        let id = self.pipeline.request(row.clone(), url, target, priority);
-        match self.requested_at.get(&row) {
-            Some((current, _)) if *current == id => {}
-            _ => {
-                self.requested_at.insert(row, (id, Instant::now()));
-            }
-        }
+        self.pipeline.request(row.clone(), url, target, priority);
     }
 
     /// [`Config::coast_min_time_on_screen`], or the time loads take now.
     fn min_time_on_screen(&self) -> Duration {
         self.coast_policy.min_time_on_screen.unwrap_or_else(|| {
-            match self.pipeline.stats().recent_load_micros {
-                0 => FIRST_MIN_TIME_ON_SCREEN,
-                micros => Duration::from_micros(micros),
-            }
+            self.pipeline
+                .recent_load_time()
+                .unwrap_or(FIRST_MIN_TIME_ON_SCREEN)
         })
     }
 
@@ -355,7 +340,7 @@ impl<K: Hash + Eq + Clone> Front<K> {
             }
         };
         if !done {
-            self.request(row, url, target, priority);
+            self.pipeline.request(row, url, target, priority);
         }
     }
 
@@ -365,7 +350,6 @@ impl<K: Hash + Eq + Clone> Front<K> {
         self.pipeline.end_frame();
         let asked = std::mem::take(&mut self.asked);
         self.outcomes.retain(|row, _| asked.contains(row));
-        self.requested_at.retain(|row, _| asked.contains(row));
     }
 
     /// Drains finished loads once per egui pass, and renews the pass's
@@ -378,7 +362,6 @@ impl<K: Hash + Eq + Clone> Front<K> {
         self.textures.begin_pass();
         self.destination.clear();
         self.passing.clear();
-        self.coasting = false;
         for done in self.pipeline.drain() {
             let outcome = Outcome {
                 url: done.url,

@@ -314,9 +314,9 @@ impl Loader {
         let pass = self.ctx.cumulative_pass_nr();
         if let Some(front) = self.loader.front().as_mut() {
             front.follow_coast(pass, coast, target, |row| {
-                let uri = uri_of(row);
-                let uri = without_fragment(uri.as_ref());
-                (UriLoader::key(uri, target), uri.to_owned())
+                let key = UriLoader::key(without_fragment(uri_of(row).as_ref()), target);
+                let uri = Arc::clone(&key.uri);
+                (key, uri)
             });
         }
     }
