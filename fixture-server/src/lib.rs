@@ -11,6 +11,8 @@
 //!
 //! - [`config`]: what a server is asked to do ([`Config`], [`FaultKind`]).
 //! - [`picture`]: how an id becomes pixels, and back ([`decode_id`]).
+//! - [`photo`]: photo-sized pictures with a photo's texture and encodings,
+//!   and the decode benchmarks' [`photo::corpus`].
 //! - `images`: encoded images, made once on the blocking pool and kept.
 //! - `faults`: the responses of the fault kinds.
 //! - `stats`: counters of started, completed, aborted and cut requests.
@@ -62,6 +64,7 @@ pub mod config;
 mod faults;
 mod images;
 mod measure;
+pub mod photo;
 pub mod picture;
 mod random;
 mod server;
@@ -71,7 +74,7 @@ pub use census::{CensusError, ThreadCensus};
 pub use config::{Config, ConfigError, FaultKind, UnknownFault, parse_fault_spec};
 pub use faults::HUGE_BYTES;
 pub use images::BOMB_SIDE;
-pub use measure::{percentile, resident_mb};
+pub use measure::{peak_resident_growth, percentile, resident_mb};
 pub use picture::{MAX_ID, decode_id};
 pub use random::splitmix64;
 pub use server::{DEDICATED_BLOCKING, DEDICATED_WORKERS, FixtureServer, StartError, THREAD_PREFIX};

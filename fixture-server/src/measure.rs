@@ -1,5 +1,5 @@
 //! Small measures that the tests, the demo and the benchmarks share: a
-//! percentile of samples and this process's resident memory.
+//! percentile of samples, this process's resident memory and its peak.
 //!
 //! Plain functions; the memory is read from `/proc/self/status`.
 
@@ -32,6 +32,35 @@ pub fn resident_mb() -> Option<f64> {
     Some(kb / 1024.0)
 }
 
+/// The growth of this process's resident memory at its peak while `work`
+/// runs, in bytes: what `work` touched, whoever allocated it (Rust's
+/// allocator or a C library's `malloc`, which a Rust global allocator does
+/// not see). `None` where Linux's peak reset (`/proc/self/clear_refs`,
+/// Linux 4.0) or `/proc/self/status` is not available.
+///
+/// Run it in a process of its own that does little else: the figure is the
+/// whole process's, so another thread's allocations count too, and memory
+/// freed earlier and still held by the allocator can be reused without
+/// growing. Code pages run for the first time count, so run `work` once
+/// before on a small input.
+pub fn peak_resident_growth<T>(work: impl FnOnce() -> T) -> Option<(T, u64)> {
+    std::fs::write("/proc/self/clear_refs", "5").ok()?;
+    let before = status_kb("VmRSS")?;
+    let out = work();
+    let peak = status_kb("VmHWM")?;
+    Some((out, peak.saturating_sub(before) * 1024))
+}
+
+/// A `kB` field of `/proc/self/status`.
+fn status_kb(field: &str) -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let kb = status.lines().find_map(|line| {
+        line.strip_prefix(field)
+            .and_then(|rest| rest.strip_prefix(':'))
+    })?;
+    kb.trim().trim_end_matches("kB").trim().parse().ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -44,6 +73,20 @@ mod tests {
         assert_eq!(percentile(&values, 100.0), 100.0);
         assert_eq!(percentile(&values, 0.0), 1.0);
         assert_eq!(percentile(&[], 50.0), 0.0);
+    }
+
+    #[test]
+    fn the_peak_growth_counts_what_the_work_touched() {
+        if !std::path::Path::new("/proc/self/clear_refs").exists() {
+            return;
+        }
+        let (sum, grew) = peak_resident_growth(|| {
+            let block = vec![1u8; 64 << 20];
+            block.iter().map(|&b| u64::from(b)).sum::<u64>()
+        })
+        .unwrap();
+        assert_eq!(sum, 64 << 20);
+        assert!(grew >= 60 << 20, "{grew}");
     }
 
     #[test]

@@ -88,7 +88,7 @@ impl Rgb {
         Ok(out)
     }
 
-    fn u16_size(&self) -> Result<(u16, u16), EncodeError> {
+    pub(crate) fn u16_size(&self) -> Result<(u16, u16), EncodeError> {
         match (u16::try_from(self.width), u16::try_from(self.height)) {
             (Ok(w), Ok(h)) => Ok((w, h)),
             _ => Err(EncodeError(format!(
@@ -102,7 +102,7 @@ impl Rgb {
 /// An encoder refused a bitmap.
 #[derive(Debug, Clone, thiserror::Error)]
 #[error("could not encode image: {0}")]
-pub struct EncodeError(String);
+pub struct EncodeError(pub(crate) String);
 
 /// Draws the picture for `id` at `width` x `height`.
 ///

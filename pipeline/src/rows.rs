@@ -69,7 +69,9 @@ pub(crate) struct Row {
     seen: bool,
     /// Still waiting for its completion.
     pending: bool,
-    /// When this request (generation) was made.
+    /// When this request (generation) was made: the coasting policy of the
+    /// egui front doors reads it.
+    #[cfg_attr(not(feature = "egui"), allow(dead_code))]
     since: Instant,
 }
 

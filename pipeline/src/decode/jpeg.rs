@@ -7,15 +7,11 @@
 //! Runs inside a decode, on the decode thread that called it; it starts no
 //! threads and keeps nothing.
 
-use image::DynamicImage;
+use std::panic::AssertUnwindSafe;
 
-use super::DecodeLimits;
-use crate::TargetSize;
-use crate::thumbnail::fit_inside;
+use mozjpeg::ColorSpace;
 
-/// Outputs wider than this make jpeg-decoder (without rayon) start a thread
-/// per colour component; a decode thread must not start threads.
-const JPEG_SCALED_MAX_WIDTH: u16 = 128;
+use super::resize::{Layout, Pixels};
 
 /// Most scans a JPEG may have. A progressive photo has about ten (libjpeg's
 /// default script has 10, mozjpeg's a dozen or so); a file with thousands
@@ -100,17 +96,20 @@ impl JpegLayout {
     /// padded to whole blocks of the largest sampling factor, as decoders
     /// allocate them.
     pub(super) fn decoder_bytes(&self) -> u64 {
+        let per_sample = if self.progressive { 1 + 2 } else { 1 };
+        self.samples().saturating_mul(per_sample)
+    }
+
+    /// Samples of all components at full size, padded to whole blocks.
+    fn samples(&self) -> u64 {
         let h_max = u64::from(self.sampling.iter().map(|s| s.0).max().unwrap_or(1));
         let v_max = u64::from(self.sampling.iter().map(|s| s.1).max().unwrap_or(1));
         let mcus_across = u64::from(self.width).div_ceil(8 * h_max);
         let mcus_down = u64::from(self.height).div_ceil(8 * v_max);
-        let samples: u64 = self
-            .sampling
+        self.sampling
             .iter()
             .map(|&(h, v)| mcus_across * u64::from(h) * 8 * mcus_down * u64::from(v) * 8)
-            .sum();
-        let per_sample = if self.progressive { 1 + 2 } else { 1 };
-        samples.saturating_mul(per_sample)
+            .sum()
     }
 }
 
@@ -145,43 +144,74 @@ fn memchr_ff(bytes: &[u8]) -> Option<usize> {
     bytes.iter().position(|&b| b == 0xFF)
 }
 
-/// A JPEG decoded at 1/2, 1/4 or 1/8 of its size by scaling in the DCT
-/// domain, several times faster than a full decode, when that size still
-/// covers the thumbnail. `None` when it does not apply (no reduction, an
-/// output over [`JPEG_SCALED_MAX_WIDTH`], CMYK or 16-bit) or fails: the full
-/// decode then runs and reports any error.
-pub(super) fn decode_jpeg_scaled(
-    bytes: &[u8],
-    (width, height): (u32, u32),
-    target: TargetSize,
-    limits: DecodeLimits,
-) -> Option<DynamicImage> {
-    let (want_width, want_height) = fit_inside(width, height, target);
-    if want_width * 2 > width || want_height * 2 > height {
-        return None;
+/// The DCT scale, in eighths (1 to 8), at which a `width` x `height` JPEG
+/// decodes to the smallest size that still covers `want_width` x
+/// `want_height`: libjpeg scales by any M/8 while decoding, and the IDCT of
+/// a scaled block is a smaller one, so a 4000x3000 photo bound for 256 px
+/// decodes at 1/8 (500x375) and is resized the rest of the way.
+pub(super) fn scale_eighths(width: u32, height: u32, want_width: u32, want_height: u32) -> u32 {
+    (1..8)
+        .find(|&m| scaled_side(width, m) >= want_width && scaled_side(height, m) >= want_height)
+        .unwrap_or(8)
+}
+
+/// A side of `side` pixels decoded at `eighths`/8, as libjpeg rounds it.
+pub(super) fn scaled_side(side: u32, eighths: u32) -> u32 {
+    (u64::from(side) * u64::from(eighths)).div_ceil(8) as u32
+}
+
+impl JpegLayout {
+    /// Bytes libjpeg allocates to decode this image at `eighths`/8, besides
+    /// the output the caller counts: the sample planes at the scaled size,
+    /// and for a file of several scans (progressive), every DCT coefficient
+    /// of the full image (two bytes a sample), which it keeps until the
+    /// last scan whatever the scale.
+    pub(super) fn scaled_decoder_bytes(&self, eighths: u32) -> u64 {
+        let samples = self.samples();
+        let planes = (samples * u64::from(eighths * eighths)).div_ceil(64);
+        let coefficients = if self.progressive || self.scans > 1 {
+            samples.saturating_mul(2)
+        } else {
+            0
+        };
+        planes.saturating_add(coefficients)
     }
-    let mut decoder = jpeg_decoder::Decoder::new(bytes);
-    decoder.set_max_decoding_buffer_size(usize::try_from(limits.max_alloc).unwrap_or(usize::MAX));
-    let (out_width, _) = decoder
-        .scale(
-            u16::try_from(want_width).ok()?,
-            u16::try_from(want_height).ok()?,
-        )
-        .ok()?;
-    if out_width > JPEG_SCALED_MAX_WIDTH || u32::from(out_width) >= width {
-        return None;
-    }
-    let pixels = decoder.decode().ok()?;
-    let info = decoder.info()?;
-    let (w, h) = (u32::from(info.width), u32::from(info.height));
-    match info.pixel_format {
-        jpeg_decoder::PixelFormat::RGB24 => {
-            image::RgbImage::from_raw(w, h, pixels).map(DynamicImage::ImageRgb8)
+}
+
+/// A JPEG decoded by libjpeg at `eighths`/8 of its size, on this thread:
+/// RGB, or grey for a greyscale file. `Ok(None)` for a CMYK or YCCK file,
+/// which the full decode handles. A fatal libjpeg error (libjpeg reports
+/// them by unwinding) is `Err` with its message; damaged data that libjpeg
+/// can get past (a truncated file, a bad Huffman code) decodes, with grey
+/// where the data is missing, as browsers show it.
+pub(super) fn decode_scaled(bytes: &[u8], eighths: u32) -> Result<Option<Pixels>, String> {
+    let decode = || -> std::io::Result<Option<Pixels>> {
+        let mut decompress = mozjpeg::Decompress::new_mem(bytes)?;
+        decompress.scale(u8::try_from(eighths.clamp(1, 8)).unwrap_or(8));
+        let (mut started, layout) = match decompress.color_space() {
+            ColorSpace::JCS_GRAYSCALE => (decompress.grayscale()?, Layout::Luma),
+            ColorSpace::JCS_CMYK | ColorSpace::JCS_YCCK => return Ok(None),
+            _ => (decompress.rgb()?, Layout::Rgb),
+        };
+        let (width, height) = (started.width(), started.height());
+        let data: Vec<u8> = started.read_scanlines()?;
+        if data.len() != width * height * layout.channels() {
+            return Err(std::io::ErrorKind::UnexpectedEof.into());
         }
-        jpeg_decoder::PixelFormat::L8 => {
-            image::GrayImage::from_raw(w, h, pixels).map(DynamicImage::ImageLuma8)
-        }
-        jpeg_decoder::PixelFormat::L16 | jpeg_decoder::PixelFormat::CMYK32 => None,
+        Ok(Some(Pixels {
+            width: u32::try_from(width).map_err(|_| std::io::ErrorKind::InvalidData)?,
+            height: u32::try_from(height).map_err(|_| std::io::ErrorKind::InvalidData)?,
+            layout,
+            data,
+        }))
+    };
+    match std::panic::catch_unwind(AssertUnwindSafe(decode)) {
+        Ok(result) => result.map_err(|e| e.to_string()),
+        Err(payload) => Err(payload
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| payload.downcast_ref::<&str>().map(|s| (*s).to_string()))
+            .unwrap_or_else(|| "libjpeg failed".into())),
     }
 }
 
@@ -192,21 +222,31 @@ mod tests {
     use super::super::decode_thumbnail;
     use super::super::tests::LIMITS;
     use super::*;
+    use crate::TargetSize;
 
-    /// A JPEG scaled down while decoding gives a thumbnail of the same size
-    /// and content as the full decode would; one that would need an output
-    /// over 128 wide (jpeg-decoder would start threads) takes the full decode.
+    /// A JPEG is decoded at the smallest DCT scale that covers the
+    /// thumbnail, and the thumbnail has the size and content of the full
+    /// decode's.
     #[test]
-    fn jpegs_are_scaled_in_the_dct_domain_when_that_covers_the_thumbnail() {
+    fn jpegs_are_decoded_at_the_smallest_scale_that_covers_the_thumbnail() {
+        assert_eq!(scale_eighths(4000, 3000, 256, 192), 1); // 500x375
+        assert_eq!(scale_eighths(600, 600, 128, 128), 2); // 150x150
+        assert_eq!(scale_eighths(600, 600, 256, 256), 4); // 300x300
+        assert_eq!(scale_eighths(600, 600, 600, 600), 8);
+        assert_eq!(scale_eighths(1920, 1080, 256, 144), 2); // 480x270
+        assert_eq!(scale_eighths(3, 3, 1, 1), 1);
+        assert_eq!(scaled_side(4001, 1), 501);
         let jpeg = fixture_server::picture::render(4242, 600, 600)
             .encode_jpeg(85)
             .unwrap();
-        let scaled = decode_jpeg_scaled(&jpeg, (600, 600), TargetSize::square(64), LIMITS).unwrap();
-        assert_eq!((scaled.width(), scaled.height()), (75, 75));
-        assert!(decode_jpeg_scaled(&jpeg, (600, 600), TargetSize::square(128), LIMITS).is_none());
-        assert!(decode_jpeg_scaled(&jpeg, (600, 600), TargetSize::square(400), LIMITS).is_none());
+        for (eighths, side) in [(1, 75), (3, 225), (8, 600)] {
+            let pixels = decode_scaled(&jpeg, eighths).unwrap().unwrap();
+            assert_eq!((pixels.width, pixels.height), (side, side));
+            assert_eq!(pixels.layout, Layout::Rgb);
+            assert_eq!(pixels.data.len(), (side * side * 3) as usize);
+        }
         let url: Arc<str> = "http://x/a.jpg".into();
-        for side in [32, 64, 128] {
+        for side in [32, 64, 128, 256, 600] {
             let thumb = decode_thumbnail(&url, &jpeg, TargetSize::square(side), LIMITS).unwrap();
             assert_eq!((thumb.width, thumb.height), (side, side));
             assert_eq!(
@@ -216,6 +256,24 @@ mod tests {
             );
         }
     }
+
+    /// libjpeg reports a fatal error by unwinding; it becomes an `Err`
+    /// with libjpeg's message, and the thread goes on.
+    #[test]
+    fn a_fatal_libjpeg_error_is_an_error_with_its_message() {
+        let jpeg = fixture_server::picture::render(1, 64, 64)
+            .encode_jpeg(85)
+            .unwrap();
+        // A frame header claiming 0 components.
+        let frame = jpeg.windows(2).position(|w| w == [0xFF, 0xC0]).unwrap();
+        let mut broken = jpeg.clone();
+        broken[frame + 9] = 0;
+        let error = decode_scaled(&broken, 1).unwrap_err();
+        assert!(error.contains("libjpeg"), "{error}");
+        // Not a JPEG at all.
+        assert!(decode_scaled(b"GIF89a", 1).is_err());
+    }
+
     fn encode(
         pixels: &[u8],
         (width, height): (u16, u16),
@@ -315,7 +373,7 @@ mod tests {
         assert_eq!(JpegLayout::read(&bomb).scans, MAX_SCANS + 1);
         let url: Arc<str> = "http://x/scans.jpg".into();
         let started = std::time::Instant::now();
-        // 64 px is the scaled path (1/8 of 1024 is 128 wide), 256 the full one.
+        // 64 px decodes at 1/8, 256 at 2/8: the cap holds at every scale.
         for side in [64, 256] {
             let error =
                 decode_thumbnail(&url, &bomb, TargetSize::square(side), LIMITS).unwrap_err();

@@ -15,6 +15,7 @@
 
 mod jpeg;
 mod pool;
+mod resize;
 
 use std::io::Cursor;
 use std::panic::AssertUnwindSafe;
@@ -209,24 +210,62 @@ pub(crate) fn decode_thumbnail(
             setting: "max_dimension",
         });
     }
-    // The decoder's own buffers count too: for a progressive JPEG they
-    // outweigh the pixels.
-    let decoder_bytes = match format {
-        ImageFormat::Jpeg => {
-            let layout = jpeg::JpegLayout::read(bytes);
-            if layout.scans > jpeg::MAX_SCANS {
-                return Err(decode_error(format!(
-                    "the JPEG has more than {} scans (a photo has about ten): decoding it \
-                     could take minutes",
-                    jpeg::MAX_SCANS
-                )));
-            }
-            layout.decoder_bytes()
-        }
-        ImageFormat::WebP => webp_decoder_bytes(bytes, width, height),
-        _ => 0,
+    // The size comes from the original dimensions: a DCT-scaled image is
+    // only a step on the way.
+    let (thumb_width, thumb_height) = fit_inside(width, height, target);
+    // What the route allocates: the decoded pixels and the decoder's own
+    // buffers, which for a progressive JPEG outweigh the pixels. A JPEG is
+    // decoded at the smallest DCT scale that covers the thumbnail (4:4:4
+    // or 4:2:0; CMYK takes the full decode).
+    let jpeg_layout = match format {
+        ImageFormat::Jpeg => Some(jpeg::JpegLayout::read(bytes)),
+        _ => None,
     };
-    let decoded_bytes = u64::from(width) * u64::from(height) * 4;
+    if let Some(layout) = &jpeg_layout
+        && layout.scans > jpeg::MAX_SCANS
+    {
+        return Err(decode_error(format!(
+            "the JPEG has more than {} scans (a photo has about ten): decoding it could \
+             take minutes",
+            jpeg::MAX_SCANS
+        )));
+    }
+    // CMYK and YCCK (four components) take the full decode.
+    let jpeg_eighths = jpeg_layout
+        .as_ref()
+        .filter(|layout| layout.sampling.len() != 4)
+        .map(|_| jpeg::scale_eighths(width, height, thumb_width, thumb_height));
+    let (decoded_width, decoded_height, decoded_bytes, decoder_bytes) =
+        match (&jpeg_layout, jpeg_eighths) {
+            (Some(layout), Some(eighths)) => {
+                let (w, h) = (
+                    jpeg::scaled_side(width, eighths),
+                    jpeg::scaled_side(height, eighths),
+                );
+                let rgb = u64::from(w) * u64::from(h) * 3;
+                (w, h, rgb, layout.scaled_decoder_bytes(eighths))
+            }
+            (Some(layout), None) => (
+                width,
+                height,
+                full_rgba(width, height),
+                layout.decoder_bytes(),
+            ),
+            (None, _) if format == ImageFormat::WebP => (
+                width,
+                height,
+                full_rgba(width, height),
+                webp_decoder_bytes(bytes, width, height),
+            ),
+            (None, _) => (width, height, full_rgba(width, height), 0),
+        };
+    // The resize's pass between its two (thumbnail width x decoded
+    // height), its output, the RGBA and its copy in the Thumbnail, and its
+    // filter weights: small beside a full decode, most of a scaled one.
+    let resize_bytes = u64::from(thumb_width) * u64::from(decoded_height) * 4
+        + u64::from(thumb_width) * u64::from(thumb_height) * 4 * 3
+        + (u64::from(decoded_width) + u64::from(decoded_height)) * 32;
+    let decoded_bytes = decoded_bytes.saturating_add(resize_bytes);
     let needed = decoded_bytes.saturating_add(decoder_bytes);
     if needed > limits.max_alloc {
         return Err(Error::TooLarge {
@@ -239,12 +278,14 @@ pub(crate) fn decode_thumbnail(
             setting: "max_decode_alloc",
         });
     }
-    let scaled = match format {
-        ImageFormat::Jpeg => jpeg::decode_jpeg_scaled(bytes, (width, height), target, limits),
-        _ => None,
+    let scaled = match jpeg_eighths {
+        Some(eighths) => {
+            jpeg::decode_scaled(bytes, eighths).map_err(|e| decode_error(format!("JPEG: {e}")))?
+        }
+        None => None,
     };
-    let image = match scaled {
-        Some(image) => image,
+    let pixels = match scaled {
+        Some(pixels) => pixels,
         None => {
             let mut image_limits = Limits::default();
             image_limits.max_image_width = Some(limits.max_dimension);
@@ -252,19 +293,15 @@ pub(crate) fn decode_thumbnail(
             image_limits.max_alloc = Some(limits.max_alloc);
             let mut reader = reader()?;
             reader.limits(image_limits);
-            reader
+            let image = reader
                 .decode()
-                .map_err(|e| decode_error(format!("{format:?}: {e}")))?
+                .map_err(|e| decode_error(format!("{format:?}: {e}")))?;
+            resize::Pixels::from_image(image)
         }
     };
-    // The size comes from the original dimensions: a DCT-scaled image is
-    // only a step on the way.
-    let (width, height) = fit_inside(width, height, target);
-    let mut rgba = if (width, height) == (image.width(), image.height()) {
-        image.into_rgba8()
-    } else {
-        downscale(&image, width, height)
-    };
+    let mut rgba = pixels
+        .into_rgba(thumb_width, thumb_height)
+        .map_err(decode_error)?;
     if orientation != Orientation::NoTransforms {
         let mut turned = DynamicImage::ImageRgba8(rgba);
         turned.apply_orientation(orientation);
@@ -279,6 +316,11 @@ pub(crate) fn decode_thumbnail(
     })
 }
 
+/// Bytes of a `width` x `height` RGBA image.
+fn full_rgba(width: u32, height: u32) -> u64 {
+    u64::from(width) * u64::from(height) * 4
+}
+
 /// Bytes the WebP decoder holds besides the pixels it returns, measured
 /// with the peak allocator (`pipeline/tests/bomb.rs`): a lossy (VP8) frame
 /// keeps its Y, U and V planes, 1.5 bytes per pixel (in 16x16 macroblocks);
@@ -290,10 +332,6 @@ fn webp_decoder_bytes(bytes: &[u8], width: u32, height: u32) -> u64 {
         Some(b"VP8 ") => width.next_multiple_of(16) * height.next_multiple_of(16) * 3 / 2,
         _ => width * height * 4,
     }
-}
-
-fn downscale(image: &DynamicImage, width: u32, height: u32) -> image::RgbaImage {
-    image.thumbnail_exact(width, height).into_rgba8()
 }
 
 /// Says what the bytes look like when they are not an image.

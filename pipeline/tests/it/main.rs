@@ -22,6 +22,7 @@ mod faults;
 mod fetch_queue;
 mod files;
 mod no_silent_death;
+mod photos;
 mod priority;
 mod seams;
 mod tls;

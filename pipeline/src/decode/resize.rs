@@ -1,0 +1,116 @@
+//! Resize: a decoded image, in whatever 8-bit layout its decoder gave
+//! (grey, grey and alpha, RGB, RGBA), to the thumbnail's size in RGBA, with
+//! fast_image_resize's SIMD convolution (SSE4.1, AVX2 or NEON, chosen at
+//! run time). The image is resized in its own layout and only the small
+//! result is widened to RGBA, so a 12 MP RGB image is never copied to RGBA
+//! at full size.
+//!
+//! Runs inside a decode, on the decode thread that called it; it starts no
+//! threads and keeps nothing.
+
+use fast_image_resize::images::{Image, ImageRef};
+use fast_image_resize::{FilterType, PixelType, ResizeAlg, ResizeOptions, Resizer};
+use image::{DynamicImage, RgbaImage};
+
+/// The filter: Lanczos3, which does not alias however far an image is
+/// scaled down (its support grows with the ratio), and is what the `image`
+/// crate's best resize uses. The PSNR of a thumbnail against `image`'s
+/// Lanczos3 of the full decode is in `benches/README.md` ("Decode").
+pub(super) const FILTER: FilterType = FilterType::Lanczos3;
+
+/// How a decoded image's bytes are laid out: 8 bits per channel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Layout {
+    Luma,
+    LumaAlpha,
+    Rgb,
+    Rgba,
+}
+
+impl Layout {
+    pub(super) fn channels(self) -> usize {
+        match self {
+            Layout::Luma => 1,
+            Layout::LumaAlpha => 2,
+            Layout::Rgb => 3,
+            Layout::Rgba => 4,
+        }
+    }
+
+    fn pixel_type(self) -> PixelType {
+        match self {
+            Layout::Luma => PixelType::U8,
+            Layout::LumaAlpha => PixelType::U8x2,
+            Layout::Rgb => PixelType::U8x3,
+            Layout::Rgba => PixelType::U8x4,
+        }
+    }
+
+    fn has_alpha(self) -> bool {
+        matches!(self, Layout::LumaAlpha | Layout::Rgba)
+    }
+}
+
+/// A decoded image.
+#[derive(Debug)]
+pub(super) struct Pixels {
+    pub(super) width: u32,
+    pub(super) height: u32,
+    pub(super) layout: Layout,
+    /// `width * height * layout.channels()` bytes, row-major.
+    pub(super) data: Vec<u8>,
+}
+
+impl Pixels {
+    /// The image `image` decoded to: 8-bit layouts as they are; 16-bit and
+    /// float images as RGBA8.
+    pub(super) fn from_image(image: DynamicImage) -> Self {
+        let (width, height) = (image.width(), image.height());
+        let (layout, data) = match image {
+            DynamicImage::ImageLuma8(image) => (Layout::Luma, image.into_raw()),
+            DynamicImage::ImageLumaA8(image) => (Layout::LumaAlpha, image.into_raw()),
+            DynamicImage::ImageRgb8(image) => (Layout::Rgb, image.into_raw()),
+            DynamicImage::ImageRgba8(image) => (Layout::Rgba, image.into_raw()),
+            other => (Layout::Rgba, other.into_rgba8().into_raw()),
+        };
+        Self {
+            width,
+            height,
+            layout,
+            data,
+        }
+    }
+
+    /// This image at `width` x `height` in RGBA: resized with [`FILTER`]
+    /// unless it already has that size.
+    pub(super) fn into_rgba(self, width: u32, height: u32) -> Result<RgbaImage, String> {
+        let small = if (width, height) == (self.width, self.height) {
+            self.data
+        } else {
+            let pixel_type = self.layout.pixel_type();
+            let source = ImageRef::new(self.width, self.height, &self.data, pixel_type)
+                .map_err(|e| format!("resizing: {e}"))?;
+            let mut target = Image::new(width, height, pixel_type);
+            let options = ResizeOptions::new()
+                .resize_alg(ResizeAlg::Convolution(FILTER))
+                .use_alpha(self.layout.has_alpha());
+            Resizer::new()
+                .resize(&source, &mut target, &options)
+                .map_err(|e| format!("resizing: {e}"))?;
+            target.into_vec()
+        };
+        let rgba: Vec<u8> = match self.layout {
+            Layout::Rgba => small,
+            Layout::Rgb => small
+                .chunks_exact(3)
+                .flat_map(|p| [p[0], p[1], p[2], 255])
+                .collect(),
+            Layout::Luma => small.iter().flat_map(|&l| [l, l, l, 255]).collect(),
+            Layout::LumaAlpha => small
+                .chunks_exact(2)
+                .flat_map(|p| [p[0], p[0], p[0], p[1]])
+                .collect(),
+        };
+        RgbaImage::from_raw(width, height, rgba).ok_or_else(|| "resizing: short buffer".into())
+    }
+}
