@@ -305,12 +305,11 @@ fn table(rows: &[Row]) -> String {
     let mut out = String::new();
     writeln!(
         out,
-        "Decode of the photo corpus, {}, {} cores. Median ms of one decode on one core \
+        "Decode of the photo corpus, {}. Median ms of one decode on one core \
          (ways interleaved); peak = growth of resident memory in a process of its own \
          (MB); PSNR against `image`'s Lanczos3 of the full decode (dB; the old route \
          ignores EXIF, so its exif6 PSNR is n/a).\n",
         thumbpipe_benches::machine(),
-        std::thread::available_parallelism().map_or(0, |n| n.get()),
     )
     .unwrap();
     writeln!(

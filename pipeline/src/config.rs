@@ -71,12 +71,16 @@ pub struct Config {
     pub extra_root_certificates: Vec<Vec<u8>>,
     /// Largest width or height an image may declare. Default: 16384.
     pub max_dimension: u32,
-    /// Most bytes one decode may allocate: the decoded pixels (4 per
-    /// pixel) and, for a JPEG or WebP, the decoder's own buffers (a JPEG's
-    /// plane per component and, if progressive, every DCT coefficient; a
-    /// WebP's YUV planes or ARGB words), counted from the header before
-    /// decoding. Default: 256 MiB, a 48-megapixel
-    /// baseline 4:2:0 JPEG or a 20-megapixel progressive 4:4:4 one.
+    /// Most bytes one decode may allocate, counted from the header before
+    /// decoding: the decoded pixels, the decoder's own buffers and the
+    /// resize's. A JPEG decodes at the smallest DCT scale that covers the
+    /// thumbnail, so a baseline one costs little at any size (a 12 MP
+    /// photo to 256 px: under 1 MB), but a progressive one keeps every DCT
+    /// coefficient at full size until its last scan (2 bytes a sample: 36
+    /// MB for a 12 MP 4:2:0 photo, 72 MB at 4:4:4). PNG, GIF and WebP
+    /// decode in full: 4 bytes a pixel, and a WebP's YUV planes or ARGB
+    /// words on top. Default: 256 MiB, a 40-megapixel progressive 4:4:4
+    /// JPEG or a 60-megapixel PNG.
     pub max_decode_alloc: u64,
     /// Decode threads, named `thumbpipe-decode-N`. Default: one per core.
     pub decode_threads: usize,

@@ -56,3 +56,55 @@ fn a_thousand_concurrent_requests_use_only_the_fixed_threads() {
         "threads parked in blocking network I/O: {parked:?}"
     );
 }
+
+/// A decode runs on the thread that calls it: decoding photos at every
+/// size (libjpeg at every DCT scale, fast_image_resize, the PNG and WebP
+/// decoders) starts no thread. A watcher takes a census every millisecond
+/// while this thread decodes; the process never has more threads than
+/// before plus the watcher.
+#[test]
+fn a_decode_starts_no_threads() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    if !census_available() {
+        return;
+    }
+    let corpus = fixture_server::photo::corpus().unwrap();
+    let baseline = ThreadCensus::take().unwrap().total;
+    let done = AtomicBool::new(false);
+    let peak = std::thread::scope(|scope| {
+        let watcher = std::thread::Builder::new()
+            .name("census-watcher".into())
+            .spawn_scoped(scope, || {
+                let mut peak = 0;
+                let mut censuses = 0;
+                while !done.load(Ordering::Relaxed) {
+                    peak = peak.max(ThreadCensus::take().unwrap().total);
+                    censuses += 1;
+                    std::thread::sleep(std::time::Duration::from_millis(1));
+                }
+                (peak, censuses)
+            })
+            .unwrap();
+        for image in corpus.iter().filter(|image| image.width >= 1920) {
+            for side in [64, 128, 256] {
+                let thumbnail = thumbpipe::thumbnail_from_bytes(
+                    &image.name,
+                    &image.bytes,
+                    TargetSize::square(side),
+                    &Config::default(),
+                )
+                .unwrap();
+                assert_eq!(thumbnail.width.max(thumbnail.height), side);
+            }
+        }
+        done.store(true, Ordering::Relaxed);
+        watcher.join().unwrap()
+    });
+    let (peak, censuses) = peak;
+    assert!(censuses > 20, "the watcher looked {censuses} times");
+    assert_eq!(
+        peak,
+        baseline + 1,
+        "threads during the decodes: {peak}, before: {baseline} (+1 watcher)"
+    );
+}

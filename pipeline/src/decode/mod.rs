@@ -1,17 +1,20 @@
 //! Decode: bytes to a [`Thumbnail`]. The [`Decode`] trait is the stage's
 //! seam and [`ImageDecoder`] its default, which decodes the
-//! [`SUPPORTED_FORMATS`] under the config's size limits. JPEGs are scaled down while
-//! decoding when that still covers the thumbnail (`jpeg.rs`); everything
-//! else is decoded in full and downscaled.
+//! [`SUPPORTED_FORMATS`] under the config's size limits. A JPEG is decoded
+//! by libjpeg at the smallest DCT scale (1/8 to 8/8) that still covers the
+//! thumbnail (`jpeg.rs`); everything else is decoded in full by `image`.
+//! Either way, fast_image_resize takes it the rest of the way
+//! (`resize.rs`), and the EXIF orientation turns the thumbnail.
 //!
 //! Decodes run on the decode pool's threads (`pool.rs`), never on the UI
-//! thread or the I/O runtime; [`thumbnail_from_bytes`] runs the same work
-//! on the caller's thread. Nothing here keeps state between decodes.
+//! thread or the I/O runtime, and start no threads of their own;
+//! [`thumbnail_from_bytes`] runs the same work on the caller's thread.
+//! Nothing here keeps state between decodes.
 //!
 //! Where to change what: a new format is an `image` cargo feature in
 //! `pipeline/Cargo.toml` and a name in [`SUPPORTED_FORMATS`]; a faster path
 //! for one format is a file like `jpeg.rs`, called from `decode_thumbnail`'s
-//! match on the format.
+//! match on the format; the resize filter is `resize::FILTER`.
 
 mod jpeg;
 mod pool;
