@@ -349,15 +349,13 @@ fn fling_runs(
     Ok(columns)
 }
 
-/// `--fling-only`: the flings alone, to `fling-report.md`.
-fn fling_only(args: &Args, demo: &Path, server: &ServerProcess) -> anyhow::Result<()> {
-    let bar = progress(FLING_COLUMNS.len() * args.runs)?;
-    let columns = fling_runs(args, demo, server, &bar)?;
-    bar.finish_and_clear();
-    let markdown = format!(
-        "# fling-report: {} rows, {} ms latency\n\n{}; {} runs per cell, median (range).\n\
-         Command: `cargo run --release -p thumbpipe-benches --bin scroll-report -- --fling-only \
-         --rows {} --runs {} --latency-ms {}`.\n\n{}",
+/// A report's title, machine and the command that makes it again, with
+/// `flags` (each followed by a space) before the shared ones.
+fn heading(title: &str, args: &Args, flags: &str) -> String {
+    format!(
+        "# {title}: {} rows, {} ms latency\n\n{}; {} runs per cell, median (range).\n\
+         Command: `cargo run --release -p thumbpipe-benches --bin scroll-report -- {flags}--rows \
+         {} --runs {} --latency-ms {}`.\n",
         args.rows,
         args.latency_ms,
         machine(),
@@ -365,6 +363,17 @@ fn fling_only(args: &Args, demo: &Path, server: &ServerProcess) -> anyhow::Resul
         args.rows,
         args.runs,
         args.latency_ms,
+    )
+}
+
+/// `--fling-only`: the flings alone, to `fling-report.md`.
+fn fling_only(args: &Args, demo: &Path, server: &ServerProcess) -> anyhow::Result<()> {
+    let bar = progress(FLING_COLUMNS.len() * args.runs)?;
+    let columns = fling_runs(args, demo, server, &bar)?;
+    bar.finish_and_clear();
+    let markdown = format!(
+        "{}\n{}",
+        heading("fling-report", args, "--fling-only "),
         fling_report(args, &columns)
     );
     let suffix = output_suffix(args)?;
@@ -826,22 +835,16 @@ fn report(
 ) -> String {
     let nominal = nominal_flick_s(args.rows);
     let mut out = String::new();
+    let flags = format!(
+        "--refresh-ms {}{} ",
+        args.refresh_ms,
+        if args.no_window { " --no-window" } else { "" }
+    );
     let _ = writeln!(
         out,
-        "# scroll-report: {} rows, {} ms latency\n\n{}; {} runs per cell, median (range).\n\
-         Command: `cargo run --release -p thumbpipe-benches --bin scroll-report -- --rows {} \
-         --runs {} --latency-ms {} --refresh-ms {}{}`.\n\
-         Headless: the demo's UI code at a 60 Hz pace without a renderer. Flick: top to \
+        "{}Headless: the demo's UI code at a 60 Hz pace without a renderer. Flick: top to \
          bottom and back in {:.1} s nominal ({} frames).\n",
-        args.rows,
-        args.latency_ms,
-        machine(),
-        args.runs,
-        args.rows,
-        args.runs,
-        args.latency_ms,
-        args.refresh_ms,
-        if args.no_window { " --no-window" } else { "" },
+        heading("scroll-report", args, &flags),
         nominal,
         (438 * args.rows).div_ceil(200),
     );

@@ -383,21 +383,7 @@ mod tests {
         });
         let mut out = Cursor::new(Vec::new());
         image.write_to(&mut out, image::ImageFormat::Jpeg).unwrap();
-        let jpeg = out.into_inner();
-        // APP1 "Exif": a big-endian TIFF header and one IFD entry, tag
-        // 0x0112 (orientation), SHORT, count 1.
-        let mut tiff = b"MM\0*\0\0\0\x08\0\x01\x01\x12\0\x03\0\0\0\x01".to_vec();
-        tiff.extend_from_slice(&tag.to_be_bytes());
-        tiff.extend_from_slice(&[0, 0, 0, 0, 0, 0]);
-        let mut app1 = b"Exif\0\0".to_vec();
-        app1.extend_from_slice(&tiff);
-        let length = u16::try_from(app1.len() + 2).unwrap();
-        let mut tagged = jpeg[..2].to_vec();
-        tagged.extend_from_slice(&[0xFF, 0xE1]);
-        tagged.extend_from_slice(&length.to_be_bytes());
-        tagged.extend_from_slice(&app1);
-        tagged.extend_from_slice(&jpeg[2..]);
-        tagged
+        fixture_server::photo::with_exif_orientation(&out.into_inner(), tag)
     }
 
     /// Whether the pixel at (`x`, `y`) is mostly red (else blue).
