@@ -65,13 +65,16 @@ fn before_way(bytes: &[u8], side: u32, _: &Config) -> usize {
 }
 
 fn before_thumbnail(bytes: &[u8], side: u32) -> image::RgbaImage {
-    let image = image::load_from_memory(bytes).unwrap();
-    let (width, height) = fit_inside(image.width(), image.height(), side);
+    // The size from the header, as the old route read it: the full decode
+    // runs only when the scaled one does not apply.
+    let size = imagesize::blob_size(bytes).unwrap();
+    let (width, height) = fit_inside(size.width as u32, size.height as u32, side);
     if image::guess_format(bytes).ok() == Some(image::ImageFormat::Jpeg)
         && let Some(scaled) = before_jpeg_scaled(bytes, width, height)
     {
         return scaled.thumbnail_exact(width, height).into_rgba8();
     }
+    let image = image::load_from_memory(bytes).unwrap();
     image.thumbnail_exact(width, height).into_rgba8()
 }
 
