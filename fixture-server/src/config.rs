@@ -45,6 +45,15 @@ pub struct Config {
     /// How long [`crate::FixtureServer::shutdown`] lets in-flight requests
     /// finish before it closes their connections. Default: 1 s.
     pub shutdown_grace: Duration,
+    /// `Cache-Control: max-age` on every image: how long a client may reuse
+    /// it without asking again. A request overrides it with `?max_age=`,
+    /// and `?no_store=1` forbids storing the image at all. Default: `None`,
+    /// no `Cache-Control`: a client may still keep the image, but (its
+    /// `Last-Modified` being the server's start) must revalidate it before
+    /// reuse. Every image carries a strong `ETag` and `Last-Modified`, and
+    /// a request whose `If-None-Match` names its ETag gets `304 Not
+    /// Modified` with no body.
+    pub max_age: Option<Duration>,
 }
 
 impl Default for Config {
@@ -58,6 +67,7 @@ impl Default for Config {
             jpeg_quality: 85,
             seed: 0,
             shutdown_grace: Duration::from_secs(1),
+            max_age: None,
         }
     }
 }

@@ -59,6 +59,7 @@
 #![warn(missing_docs)]
 
 pub mod blocking_client;
+mod caching;
 mod census;
 pub mod config;
 mod faults;

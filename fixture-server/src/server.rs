@@ -9,12 +9,12 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use axum::Router;
 use axum::body::Body;
 use axum::extract::{Path, Query, Request, State};
-use axum::http::{StatusCode, header};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use hyper::body::Incoming;
@@ -26,6 +26,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tower::ServiceExt;
 
+use crate::caching::{Caching, CachingAsked};
 use crate::config::{MAX_LATENCY, MAX_SIDE};
 use crate::faults::{self, ResetSwitch};
 use crate::images::{Format, ImageKey, ImageStore};
@@ -40,6 +41,8 @@ struct Shared {
     stats: Arc<Stats>,
     images: ImageStore,
     draws: Draws,
+    /// Every image's `Last-Modified`.
+    started: SystemTime,
 }
 
 /// A running fixture server.
@@ -119,6 +122,7 @@ impl FixtureServer {
             stats: Arc::new(Stats::default()),
             images: ImageStore::new(config.jpeg_quality),
             draws: Draws::new(config.seed),
+            started: SystemTime::now(),
             config,
         });
         let stop = CancellationToken::new();
@@ -373,6 +377,10 @@ GET  /img/{id}.jpg | /img/{id}.png   the image for id 0..=1048575
        ?latency_ms=    wait before answering (default: the server's)
        ?fault=KIND     one of: none, 404, 500, 503, reset, truncate, garbage,
                        wrong-type, slow, hang, bomb, huge, redirect-loop
+       ?max_age=N      Cache-Control: max-age=N (default: the server's)
+       ?no_store=1     Cache-Control: no-store
+     every image has a strong ETag and Last-Modified; a matching
+     If-None-Match (or If-Modified-Since) gets 304 Not Modified
 GET  /stats          counters as JSON
 POST /stats/reset    zero the counters
 ";
@@ -398,6 +406,7 @@ struct ImageRequest {
     /// `None`: the server's random mix decides; `Some(None)`: `?fault=none`.
     fault: Option<Option<FaultKind>>,
     hop: u32,
+    caching: CachingAsked,
 }
 
 /// A request the server cannot answer, with the message it gets back.
@@ -434,6 +443,7 @@ impl ImageRequest {
             latency: None,
             fault: None,
             hop: 0,
+            caching: CachingAsked::default(),
         };
         for (name, value) in query {
             match name.as_str() {
@@ -464,9 +474,21 @@ impl ImageRequest {
                     Ok(hop) => request.hop = hop,
                     Err(_) => return bad(format!("hop='{value}' is not a number")),
                 },
+                "max_age" => match value.parse::<u64>() {
+                    Ok(seconds) => request.caching.max_age = Some(Duration::from_secs(seconds)),
+                    Err(_) => {
+                        return bad(format!("max_age='{value}' is not a number of seconds"));
+                    }
+                },
+                "no_store" => match value.as_str() {
+                    "1" | "true" => request.caching.no_store = true,
+                    "0" | "false" => request.caching.no_store = false,
+                    _ => return bad(format!("no_store='{value}' is not 1 or 0")),
+                },
                 _ => {
                     return bad(format!(
-                        "unknown parameter '{name}' (known: w, h, latency_ms, fault, hop)"
+                        "unknown parameter '{name}' (known: w, h, latency_ms, fault, hop, \
+                         max_age, no_store)"
                     ));
                 }
             }
@@ -566,7 +588,23 @@ async fn image(
                     Some(FaultKind::Truncate) => faults::truncate(bytes, content_type),
                     Some(FaultKind::Slow) => faults::slow(bytes, content_type),
                     Some(FaultKind::Huge) => faults::huge(bytes, content_type),
-                    _ => ([(header::CONTENT_TYPE, content_type)], bytes).into_response(),
+                    _ => {
+                        let caching = Caching::new(
+                            parsed.key,
+                            config.jpeg_quality,
+                            config.seed,
+                            shared.started,
+                            config.max_age,
+                            parsed.caching,
+                        );
+                        if caching.not_modified(request.headers()) {
+                            shared.stats.count_not_modified();
+                            caching.not_modified_response()
+                        } else {
+                            shared.stats.count_image_body();
+                            caching.full_response(content_type, bytes)
+                        }
+                    }
                 },
                 Err(error) => {
                     (StatusCode::INTERNAL_SERVER_ERROR, format!("{error}\n")).into_response()

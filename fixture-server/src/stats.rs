@@ -40,6 +40,13 @@ pub struct StatsSnapshot {
     pub bytes_sent: u64,
     /// How many requests got each fault, by fault name.
     pub faults: BTreeMap<String, u64>,
+    /// Images answered `304 Not Modified`: the client's copy still matched,
+    /// and no image bytes were sent.
+    #[serde(default)]
+    pub not_modified: u64,
+    /// Images sent whole (`200 OK` with the image).
+    #[serde(default)]
+    pub image_bodies: u64,
 }
 
 /// The live counters, shared by every connection.
@@ -51,6 +58,8 @@ pub(crate) struct Stats {
     responses_cut: AtomicU64,
     in_flight: AtomicU64,
     bytes_sent: AtomicU64,
+    not_modified: AtomicU64,
+    image_bodies: AtomicU64,
     faults: [AtomicU64; FaultKind::ALL.len()],
     /// The file names of the last [`REQUEST_LOG`] requests, oldest first.
     log: Mutex<VecDeque<String>>,
@@ -85,6 +94,14 @@ impl Stats {
         log.iter().cloned().collect()
     }
 
+    pub(crate) fn count_not_modified(&self) {
+        self.not_modified.fetch_add(1, Relaxed);
+    }
+
+    pub(crate) fn count_image_body(&self) {
+        self.image_bodies.fetch_add(1, Relaxed);
+    }
+
     pub(crate) fn count_fault(&self, kind: FaultKind) {
         self.faults[kind.index()].fetch_add(1, Relaxed);
     }
@@ -97,6 +114,8 @@ impl Stats {
             responses_cut: self.responses_cut.load(Relaxed),
             in_flight: self.in_flight.load(Relaxed),
             bytes_sent: self.bytes_sent.load(Relaxed),
+            not_modified: self.not_modified.load(Relaxed),
+            image_bodies: self.image_bodies.load(Relaxed),
             faults: FaultKind::ALL
                 .iter()
                 .map(|kind| {
@@ -118,6 +137,8 @@ impl Stats {
             &self.responses_aborted,
             &self.responses_cut,
             &self.bytes_sent,
+            &self.not_modified,
+            &self.image_bodies,
         ]
         .into_iter()
         .chain(&self.faults)

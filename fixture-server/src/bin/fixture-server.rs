@@ -14,7 +14,8 @@ use fixture_server::{Config, FaultKind, FixtureServer, parse_fault_spec};
 /// and faults, and count what happens to every request (GET /stats).
 ///
 /// Images: GET /img/{id}.jpg or /img/{id}.png, with ?w=&h= (1..=4096),
-/// ?latency_ms= and ?fault=KIND per request.
+/// ?latency_ms=, ?fault=KIND, ?max_age=SECONDS and ?no_store=1 per request.
+/// Every image has a strong ETag and Last-Modified; If-None-Match gets 304.
 #[derive(Debug, Parser)]
 #[command(version, about, long_about)]
 struct Args {
@@ -44,6 +45,12 @@ struct Args {
     /// Seed for jitter, fault choices and garbage bytes.
     #[arg(long, default_value_t = 0)]
     seed: u64,
+    /// `Cache-Control: max-age` on every image, in seconds; without it,
+    /// images carry no Cache-Control (clients revalidate them: 304 when
+    /// unchanged). A request overrides it with ?max_age=; ?no_store=1 asks
+    /// for `no-store`.
+    #[arg(long, value_name = "SECONDS")]
+    max_age: Option<u64>,
     /// Runtime worker threads.
     #[arg(long, default_value_t = fixture_server::DEDICATED_WORKERS)]
     workers: usize,
@@ -65,6 +72,7 @@ fn run(args: Args) -> anyhow::Result<()> {
         default_size: (args.size, args.size),
         jpeg_quality: args.jpeg_quality,
         seed: args.seed,
+        max_age: args.max_age.map(Duration::from_secs),
         ..Config::default()
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()

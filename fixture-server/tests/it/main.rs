@@ -9,6 +9,7 @@
 mod common;
 
 mod bad_requests;
+mod caching;
 mod faults;
 mod id_survives_jpeg_and_downscale;
 mod latency_and_stats;
