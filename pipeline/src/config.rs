@@ -160,6 +160,47 @@ pub struct Config {
     /// # Ok::<(), thumbpipe::BuildError>(())
     /// ```
     pub file_root: Option<PathBuf>,
+    /// A directory for an HTTP cache on disk, so that a restarted app
+    /// shows its thumbnails without the network. Default: `None`, no disk
+    /// cache. Used by the default fetcher ([`crate::HttpFetcher`]) only.
+    ///
+    /// Responses are stored with their headers, and HTTP's caching rules
+    /// decide (computed by the `http-cache-semantics` crate, as a private
+    /// cache): a response still fresh by its `Cache-Control: max-age` or
+    /// `Expires` is used without the network; a stale one with an `ETag`
+    /// or `Last-Modified` is revalidated (`If-None-Match`,
+    /// `If-Modified-Since`), and a `304 Not Modified` serves it with no
+    /// body sent; `no-store` is never written and `no-cache` always
+    /// revalidated. Every body read back is checked against its SHA-256;
+    /// one that fails is removed and fetched again. Two processes may
+    /// share the directory. A disk that fails (read-only, full) never fails
+    /// a load: the image comes from the network, and [`crate::Stats::disk`]
+    /// counts what happened. Reads and writes run on
+    /// [`Config::disk_threads`] threads of their own.
+    ///
+    /// It caches what the server sent, so a warm start still decodes; the
+    /// memory cache and [`Config::cache_ttl`] work as without it, and
+    /// [`crate::Pipeline::forget`] clears only the memory cache.
+    ///
+    /// ```
+    /// let dir = std::env::temp_dir().join("my-app-thumbnails");
+    /// let mut config = thumbpipe::Config::default();
+    /// config.disk_cache_dir = Some(dir);
+    /// config.disk_cache_bytes = 100 * 1024 * 1024;
+    /// let pipeline = thumbpipe::Pipeline::<usize>::new(config)?;
+    /// # Ok::<(), thumbpipe::BuildError>(())
+    /// ```
+    pub disk_cache_dir: Option<PathBuf>,
+    /// Budget of the disk cache: its bodies and index. Past it, the least
+    /// recently used entries are removed, so the directory holds at most
+    /// the budget and the one entry just written. A response larger than
+    /// the whole budget is not written. Default: 256 MiB (Glide's and
+    /// Coil's largest default: about 10,000 thumbnails of 25 KB).
+    pub disk_cache_bytes: u64,
+    /// Threads that read and write the disk cache, named
+    /// `thumbpipe-disk-N` (started only with a [`Config::disk_cache_dir`]).
+    /// Default: 2, so that a write never holds up the reads of a screen.
+    pub disk_threads: usize,
 }
 
 impl Default for Config {
@@ -188,6 +229,9 @@ impl Default for Config {
             coast_min_time_on_screen: None,
             max_pending_requests: 10_000,
             file_root: None,
+            disk_cache_dir: None,
+            disk_cache_bytes: 256 * 1024 * 1024,
+            disk_threads: 2,
         }
     }
 }
@@ -203,6 +247,7 @@ impl Config {
             ("texture_budget", self.texture_budget),
             ("upload_budget", self.upload_budget),
             ("max_pending_requests", self.max_pending_requests),
+            ("disk_threads", self.disk_threads),
         ];
         for (name, value) in positive {
             if value == 0 {
@@ -212,9 +257,11 @@ impl Config {
         if self.max_dimension == 0
             || self.max_body_bytes == 0
             || self.max_bytes_awaiting_decode == 0
+            || self.disk_cache_bytes == 0
         {
             return Err(BuildError::Config(
-                "max_dimension, max_body_bytes and max_bytes_awaiting_decode must be at least 1"
+                "max_dimension, max_body_bytes, max_bytes_awaiting_decode and disk_cache_bytes \
+                 must be at least 1"
                     .into(),
             ));
         }

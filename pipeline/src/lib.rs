@@ -166,6 +166,7 @@ mod coast;
 mod config;
 mod decode;
 mod deliver;
+mod disk;
 #[cfg(feature = "egui")]
 pub mod egui;
 mod error;
@@ -175,6 +176,7 @@ mod metrics;
 mod queue;
 mod rows;
 mod thumbnail;
+mod workers;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -188,6 +190,7 @@ pub use coast::{CoastModel, CoastPrediction, ExponentialDecay, ListGeometry, Row
 pub use config::Config;
 pub use decode::{Decode, ImageDecoder, SUPPORTED_FORMATS, thumbnail_from_bytes};
 pub use deliver::Completion;
+pub use disk::DiskStats;
 pub use error::{BuildError, Error};
 pub use fetch::{Fetch, FetchFn, HttpFetcher, fetch_fn};
 pub use metrics::Stats;
@@ -230,6 +233,8 @@ pub struct Pipeline<K> {
     deliveries: std::sync::mpsc::Receiver<Delivery>,
     metrics: Arc<Metrics>,
     cache_stats: Arc<Mutex<CacheStats>>,
+    /// The default fetcher's disk cache counters, when it has one.
+    disk_counters: Option<Arc<disk::DiskCounters>>,
     /// The cache's entries, read by [`Pipeline::cached`] without waiting.
     cache_view: CacheView,
     waker: Arc<Mutex<Option<Waker>>>,
@@ -274,7 +279,24 @@ impl<K> PipelineBuilder<K> {
         self
     }
 
-    /// Fetches with `fetcher` instead of an [`HttpFetcher`].
+    /// Keeps an HTTP cache of up to `max_bytes` on disk in `dir`: sets
+    /// [`Config::disk_cache_dir`] and [`Config::disk_cache_bytes`] (after
+    /// [`PipelineBuilder::config`], which replaces them).
+    ///
+    /// ```
+    /// let pipeline = thumbpipe::Pipeline::<u64>::builder()
+    ///     .disk_cache(std::env::temp_dir().join("my-app-thumbnails"), 100 << 20)
+    ///     .build()?;
+    /// # Ok::<(), thumbpipe::BuildError>(())
+    /// ```
+    pub fn disk_cache(mut self, dir: impl Into<std::path::PathBuf>, max_bytes: u64) -> Self {
+        self.config.disk_cache_dir = Some(dir.into());
+        self.config.disk_cache_bytes = max_bytes;
+        self
+    }
+
+    /// Fetches with `fetcher` instead of an [`HttpFetcher`] (which is what
+    /// keeps the disk cache: a custom fetcher has none).
     pub fn fetcher(mut self, fetcher: impl Fetch) -> Self {
         self.fetcher = Some(Arc::new(fetcher));
         self
@@ -299,12 +321,14 @@ impl<K> PipelineBuilder<K> {
                 (Some(runtime), handle)
             }
         };
-        let fetcher: Arc<dyn Fetch> = match self.fetcher {
-            Some(fetcher) => fetcher,
+        let (fetcher, disk_counters): (Arc<dyn Fetch>, _) = match self.fetcher {
+            Some(fetcher) => (fetcher, None),
             None => {
                 // reqwest's client needs a runtime context to build.
                 let _entered = handle.enter();
-                Arc::new(HttpFetcher::new(&config)?)
+                let fetcher = HttpFetcher::new(&config)?;
+                let counters = fetcher.disk_counters();
+                (Arc::new(fetcher), counters)
             }
         };
         let decode: Arc<dyn Decode> = match self.decoder {
@@ -353,6 +377,7 @@ impl<K> PipelineBuilder<K> {
             deliveries,
             metrics,
             cache_stats,
+            disk_counters,
             cache_view,
             waker,
             root,
@@ -415,7 +440,12 @@ impl<K> Pipeline<K> {
     /// The pipeline's counters and gauges now.
     pub fn stats(&self) -> Stats {
         let cache = self.cache_stats.lock().map(|s| *s).unwrap_or_default();
-        self.metrics.snapshot(cache)
+        let disk = self
+            .disk_counters
+            .as_ref()
+            .map(|counters| counters.snapshot())
+            .unwrap_or_default();
+        self.metrics.snapshot(cache, disk)
     }
 }
 

@@ -10,7 +10,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
-use crate::CacheStats;
+use crate::{CacheStats, DiskStats};
 
 macro_rules! metrics {
     ($( $(#[$doc:meta])* $name:ident ),* $(,)?) => {
@@ -21,6 +21,8 @@ macro_rules! metrics {
             $( $(#[$doc])* pub $name: u64, )*
             /// The cache's own counters, as of the load actor's last update.
             pub cache: CacheStats,
+            /// The disk cache's counters ([`crate::Config::disk_cache_dir`]).
+            pub disk: DiskStats,
         }
 
         #[derive(Debug, Default)]
@@ -29,8 +31,8 @@ macro_rules! metrics {
         }
 
         impl Metrics {
-            pub(crate) fn snapshot(&self, cache: CacheStats) -> Stats {
-                Stats { $( $name: self.$name.load(Relaxed), )* cache }
+            pub(crate) fn snapshot(&self, cache: CacheStats, disk: DiskStats) -> Stats {
+                Stats { $( $name: self.$name.load(Relaxed), )* cache, disk }
             }
         }
     };
@@ -47,7 +49,7 @@ metrics! {
     cache_misses,
     /// Fetches started.
     fetches_started,
-    /// Fetches that returned a body.
+    /// Fetches that returned a body (from the disk cache too).
     fetches_completed,
     /// Loads cancelled while waiting in the fetch queue.
     fetches_cancelled_queued,

@@ -55,8 +55,13 @@ fn drop_with_a_thousand_requests(
     assert_eq!(before.with_prefix("thumbpipe-"), 0, "{setup:?}");
     let served_before = server.stats();
     let mut config = Config::default();
-    // Its file thread must end too.
+    // Its file and disk threads must end too.
     config.file_root = Some(std::env::temp_dir());
+    let disk_dir = std::env::temp_dir().join(format!(
+        "thumbpipe-shutdown-{setup:?}-{}",
+        std::process::id()
+    ));
+    config.disk_cache_dir = Some(disk_dir.clone());
     config.max_concurrent_fetches = 400;
     config.max_fetches_in_flight = 400;
     let mut pipeline = match setup {
@@ -102,6 +107,12 @@ fn drop_with_a_thousand_requests(
     assert_eq!(
         during.with_prefix("thumbpipe-file"),
         1,
+        "{:?}",
+        during.names
+    );
+    assert_eq!(
+        during.with_prefix("thumbpipe-disk-"),
+        2,
         "{:?}",
         during.names
     );
@@ -172,4 +183,5 @@ fn drop_with_a_thousand_requests(
         "{setup:?}"
     );
     eprintln!("{setup:?}: drop took {took:?}, {alive_at_drop} tasks alive right after");
+    let _ = std::fs::remove_dir_all(disk_dir);
 }

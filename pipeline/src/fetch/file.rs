@@ -14,31 +14,18 @@
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::sync::mpsc;
-use std::sync::{Arc, Mutex, PoisonError};
-use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::sync::Arc;
 
-use tokio::sync::oneshot;
 use url::Url;
 
+use crate::workers::{Unfinished, Workers};
 use crate::{BuildError, Error};
 
-/// How long dropping the reader waits for a read in progress.
-const PATIENCE: Duration = Duration::from_millis(500);
-
-/// A read for the file thread: the URL, the cap, and where the bytes go.
-struct Job {
-    url: Url,
-    max_bytes: u64,
-    reply: oneshot::Sender<Result<Vec<u8>, Error>>,
-}
-
-/// The file thread and its queue.
+/// The file thread and the root it reads under.
 #[derive(Debug)]
 pub(super) struct FileReader {
-    jobs: Mutex<Option<mpsc::Sender<Job>>>,
-    thread: Mutex<Option<JoinHandle<()>>>,
+    root: Arc<Path>,
+    thread: Workers,
 }
 
 impl FileReader {
@@ -46,33 +33,9 @@ impl FileReader {
     /// is not a directory or the thread cannot start.
     pub(super) fn start(root: &Path) -> Result<Self, BuildError> {
         let root = canonical_root(root)?;
-        let (jobs, queue) = mpsc::channel::<Job>();
-        let thread = std::thread::Builder::new()
-            .name("thumbpipe-file".into())
-            .spawn(move || {
-                for job in queue {
-                    // Cancelled while queued: nobody waits for it.
-                    if job.reply.is_closed() {
-                        continue;
-                    }
-                    // A panic costs this read, not the thread, which every
-                    // later file load needs.
-                    let read =
-                        std::panic::catch_unwind(|| read_file(&job.url, &root, job.max_bytes))
-                            .unwrap_or_else(|_| {
-                                Err(Error::File {
-                                    url: job.url.to_string(),
-                                    reason: "reading the file panicked".into(),
-                                })
-                            });
-                    let _ = job.reply.send(read);
-                }
-            })
+        let thread = Workers::start(1, |_| "thumbpipe-file".into())
             .map_err(|e| BuildError::Config(format!("cannot start the file thread: {e}")))?;
-        Ok(Self {
-            jobs: Mutex::new(Some(jobs)),
-            thread: Mutex::new(Some(thread)),
-        })
+        Ok(Self { root, thread })
     }
 
     /// The bytes of the file at `url`, read on the file thread; dropping
@@ -82,59 +45,19 @@ impl FileReader {
         url: Url,
         max_bytes: u64,
     ) -> impl Future<Output = Result<Vec<u8>, Error>> + Send + 'static {
-        let (reply, answer) = oneshot::channel();
-        let shut_down = Error::Shutdown {
-            url: url.to_string(),
-        };
-        let queued = self
-            .jobs
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .as_ref()
-            .is_some_and(|jobs| {
-                jobs.send(Job {
-                    url,
-                    max_bytes,
-                    reply,
-                })
-                .is_ok()
-            });
+        let url_text = url.to_string();
+        let root = Arc::clone(&self.root);
+        let read = self.thread.run(move || read_file(&url, &root, max_bytes));
         async move {
-            if !queued {
-                return Err(shut_down);
+            match read.await {
+                Ok(read) => read,
+                Err(Unfinished::Panicked) => Err(Error::File {
+                    url: url_text,
+                    reason: "reading the file panicked".into(),
+                }),
+                Err(Unfinished::Stopped) => Err(Error::Shutdown { url: url_text }),
             }
-            answer.await.unwrap_or(Err(shut_down))
         }
-    }
-}
-
-impl Drop for FileReader {
-    /// Closes the queue and waits at most [`PATIENCE`] for the thread to
-    /// finish the read it is in; a read that takes longer (a hung network
-    /// share) is left to end on its own, and the thread exits after it.
-    fn drop(&mut self) {
-        drop(
-            self.jobs
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .take(),
-        );
-        let Some(thread) = self
-            .thread
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take()
-        else {
-            return;
-        };
-        let deadline = Instant::now() + PATIENCE;
-        while !thread.is_finished() {
-            if Instant::now() >= deadline {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(1));
-        }
-        let _ = thread.join();
     }
 }
 

@@ -8,13 +8,15 @@
 //! The client lives as long as the pipeline.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use bytes::Bytes;
 use futures::future::BoxFuture;
+use http_cache_semantics::{AfterResponse, BeforeRequest, CachePolicy};
 use url::Url;
 
-use crate::{BuildError, Config, Error};
+use crate::disk::{self, DiskCache, DiskCounters, Stored};
+use crate::{BuildError, Config, DiskStats, Error};
 
 mod budget;
 mod file;
@@ -101,6 +103,9 @@ where
 /// waiting while the budget is spent, and the body gives it back when it
 /// is dropped, after its decode or at once when its load is cancelled. The
 /// budget is per fetcher (its clones share it).
+///
+/// With [`Config::disk_cache_dir`] set, it keeps the responses it fetches
+/// on disk and follows HTTP's caching rules (see the setting).
 #[derive(Clone, Debug)]
 pub struct HttpFetcher {
     client: reqwest::Client,
@@ -108,6 +113,8 @@ pub struct HttpFetcher {
     budget: Arc<BodyBudget>,
     /// Reads the files under `Config::file_root`, when it is set.
     files: Option<Arc<FileReader>>,
+    /// The HTTP cache on disk, when `Config::disk_cache_dir` is set.
+    disk: Option<Arc<DiskCache>>,
 }
 
 #[derive(Debug)]
@@ -163,7 +170,23 @@ impl HttpFetcher {
             }),
             budget: Arc::new(BodyBudget::new(config.max_bytes_awaiting_decode)),
             files,
+            disk: config
+                .disk_cache_dir
+                .clone()
+                .map(|dir| DiskCache::open(dir, config.disk_cache_bytes, config.disk_threads))
+                .transpose()?
+                .map(Arc::new),
         })
+    }
+
+    /// The disk cache's counters, if [`Config::disk_cache_dir`] is set.
+    /// A pipeline with this fetcher reports them in [`crate::Stats::disk`].
+    pub fn disk_stats(&self) -> Option<DiskStats> {
+        self.disk.as_ref().map(|disk| disk.counters().snapshot())
+    }
+
+    pub(crate) fn disk_counters(&self) -> Option<Arc<DiskCounters>> {
+        self.disk.as_ref().map(|disk| disk.counters())
     }
 }
 
@@ -214,68 +237,136 @@ impl Fetch for HttpFetcher {
                 None => Box::pin(std::future::ready(Err(files_off(url.as_str())))),
             };
         }
-        let client = self.client.clone();
-        let limits = Arc::clone(&self.limits);
-        let budget = Arc::clone(&self.budget);
-        Box::pin(async move {
-            let fail = |error: reqwest::Error| classify(&url, error, &limits);
-            let timed_out = || Error::Timeout {
-                url: url.to_string(),
-                phase: "complete response",
-                limit: limits.total_timeout,
-                setting: "total_timeout",
-            };
-            let mut deadline = tokio::time::Instant::now() + limits.total_timeout;
-            let mut response = tokio::time::timeout_at(deadline, client.get(url.clone()).send())
-                .await
-                .map_err(|_| timed_out())?
-                .map_err(fail)?;
-            let status = response.status();
-            if !status.is_success() {
-                return Err(Error::Status {
-                    url: url.to_string(),
-                    status: status.as_u16(),
-                });
-            }
-            let too_large = |size: String| Error::TooLarge {
-                url: url.to_string(),
-                what: format!("the body is {size}, over the {max_bytes}-byte limit"),
-                setting: "max_body_bytes",
-            };
-            if let Some(length) = response.content_length().filter(|len| *len > max_bytes) {
-                return Err(too_large(format!("{length} bytes")));
-            }
-            // Bodies waiting for a decoder are bounded: this one waits here,
-            // its bytes unread, while the budget is spent. The wait is the
-            // decoders' time, not the server's: the deadline moves by it.
-            let waiting = tokio::time::Instant::now();
-            let reservation = budget
-                .reserve(response.content_length().unwrap_or(max_bytes))
-                .await;
-            deadline += waiting.elapsed();
-            // The server's length is a claim: reserve at most 1 MiB up
-            // front, and let the buffer grow with the bytes that arrive.
-            let capacity = response
-                .content_length()
-                .unwrap_or(64 * 1024)
-                .min(max_bytes)
-                .min(1024 * 1024);
-            let read = async {
-                let mut body = Vec::with_capacity(capacity as usize);
-                while let Some(chunk) = response.chunk().await.map_err(fail)? {
-                    if (body.len() + chunk.len()) as u64 > max_bytes {
-                        return Err(too_large("larger".into()));
-                    }
-                    body.extend_from_slice(&chunk);
-                }
-                Ok(body)
-            };
-            let body = tokio::time::timeout_at(deadline, read)
-                .await
-                .map_err(|_| timed_out())??;
-            Ok(reservation.hold(body))
-        })
+        Box::pin(fetch_http(self.clone(), url, max_bytes))
     }
+}
+
+/// A stored response for a URL, and the request that revalidates it.
+struct Revalidating {
+    stored: Stored,
+    request: http::request::Parts,
+}
+
+/// The body at an `http` or `https` URL: from the disk cache while it is
+/// fresh, after a `304 Not Modified` when the server says it still is, or
+/// from the network.
+async fn fetch_http(fetcher: HttpFetcher, url: Url, max_bytes: u64) -> Result<Bytes, Error> {
+    let HttpFetcher {
+        client,
+        limits,
+        budget,
+        disk,
+        ..
+    } = fetcher;
+    // The request the caching rules are computed for; absent when the disk
+    // cache is off or the URL is not one `http` can carry.
+    let disk = disk.and_then(|disk| Some((disk::request_parts(&url)?, disk)));
+    let mut revalidating = None;
+    if let Some((request, disk)) = &disk
+        && let Some(stored) = disk.lookup(&url, max_bytes).await
+    {
+        match stored.policy.before_request(request, SystemTime::now()) {
+            BeforeRequest::Fresh(_) => {
+                disk.count_hit();
+                let reservation = budget.reserve(stored.body.len() as u64).await;
+                return Ok(reservation.hold(stored.body));
+            }
+            BeforeRequest::Stale { request, .. } => {
+                revalidating = Some(Revalidating { stored, request });
+            }
+        }
+    }
+
+    let fail = |error: reqwest::Error| classify(&url, error, &limits);
+    let timed_out = || Error::Timeout {
+        url: url.to_string(),
+        phase: "complete response",
+        limit: limits.total_timeout,
+        setting: "total_timeout",
+    };
+    let mut deadline = tokio::time::Instant::now() + limits.total_timeout;
+    let mut get = client.get(url.clone());
+    if let Some(revalidating) = &revalidating {
+        // If-None-Match / If-Modified-Since, as the stored response allows.
+        get = get.headers(revalidating.request.headers.clone());
+    }
+    let mut response = tokio::time::timeout_at(deadline, get.send())
+        .await
+        .map_err(|_| timed_out())?
+        .map_err(fail)?;
+    let status = response.status();
+    let response_time = SystemTime::now();
+    if status == reqwest::StatusCode::NOT_MODIFIED
+        && let (Some((request, disk)), Some(revalidating)) = (&disk, revalidating)
+    {
+        let parts = disk::response_parts(status, response.headers());
+        let Revalidating { stored, .. } = revalidating;
+        match stored.policy.after_response(request, &parts, response_time) {
+            AfterResponse::NotModified(policy, _) => {
+                disk.count_revalidated();
+                disk.refresh(&url, policy, stored.body.len());
+                let reservation = budget.reserve(stored.body.len() as u64).await;
+                return Ok(reservation.hold(stored.body));
+            }
+            // A 304 whose validators are not the stored copy's: neither
+            // can be trusted.
+            AfterResponse::Modified(..) => disk.remove(&url),
+        }
+    }
+    if !status.is_success() {
+        return Err(Error::Status {
+            url: url.to_string(),
+            status: status.as_u16(),
+        });
+    }
+    let policy = disk.as_ref().map(|(request, _)| {
+        let parts = disk::response_parts(status, response.headers());
+        CachePolicy::new_options(request, &parts, response_time, disk::cache_options())
+    });
+    let too_large = |size: String| Error::TooLarge {
+        url: url.to_string(),
+        what: format!("the body is {size}, over the {max_bytes}-byte limit"),
+        setting: "max_body_bytes",
+    };
+    if let Some(length) = response.content_length().filter(|len| *len > max_bytes) {
+        return Err(too_large(format!("{length} bytes")));
+    }
+    // Bodies waiting for a decoder are bounded: this one waits here,
+    // its bytes unread, while the budget is spent. The wait is the
+    // decoders' time, not the server's: the deadline moves by it.
+    let waiting = tokio::time::Instant::now();
+    let reservation = budget
+        .reserve(response.content_length().unwrap_or(max_bytes))
+        .await;
+    deadline += waiting.elapsed();
+    // The server's length is a claim: reserve at most 1 MiB up
+    // front, and let the buffer grow with the bytes that arrive.
+    let capacity = response
+        .content_length()
+        .unwrap_or(64 * 1024)
+        .min(max_bytes)
+        .min(1024 * 1024);
+    let read = async {
+        let mut body = Vec::with_capacity(capacity as usize);
+        while let Some(chunk) = response.chunk().await.map_err(fail)? {
+            if (body.len() + chunk.len()) as u64 > max_bytes {
+                return Err(too_large("larger".into()));
+            }
+            body.extend_from_slice(&chunk);
+        }
+        Ok(body)
+    };
+    let body = tokio::time::timeout_at(deadline, read)
+        .await
+        .map_err(|_| timed_out())??;
+    let body = reservation.hold(body);
+    if let (Some((request, disk)), Some(policy)) = (&disk, policy) {
+        disk.count_miss();
+        // Written (or, for `no-store`, any older copy removed) on a disk
+        // thread; the body's reservation lasts until it is written.
+        disk.store(&url, request, policy, body.clone());
+    }
+    Ok(body)
 }
 
 /// Turns a reqwest error into the pipeline's, naming the phase and the

@@ -3,6 +3,7 @@
 
 #![allow(dead_code)] // each test file uses its own subset
 
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use fixture_server::{Config as ServerConfig, FixtureServer};
@@ -120,5 +121,34 @@ impl Lcg {
             .wrapping_mul(6364136223846793005)
             .wrapping_add(1442695040888963407);
         (self.0 >> 33) % n
+    }
+}
+
+/// A directory of its own under the system's temporary directory, removed
+/// when dropped.
+pub struct Scratch(pub PathBuf);
+
+impl Scratch {
+    pub fn new(name: &str) -> Self {
+        let dir = std::env::temp_dir().join(format!("thumbpipe-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        Self(dir)
+    }
+
+    /// Writes a 96x96 PNG of picture `id` as `name` in the directory.
+    pub fn png(&self, name: &str, id: u32) -> PathBuf {
+        let path = self.0.join(name);
+        let png = fixture_server::picture::render(id, 96, 96)
+            .encode_png()
+            .unwrap();
+        std::fs::write(&path, png).unwrap();
+        path
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
     }
 }

@@ -1,39 +1,11 @@
 //! `file://` URLs: refused unless `Config::file_root` is set, and then read
 //! only under that root, symbolic links resolved.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use crate::common::{drain_until, id_of};
+use crate::common::{Scratch, drain_until, id_of};
 use thumbpipe::{BuildError, Config, Error, Pipeline, Priority, TargetSize};
 use url::Url;
-
-/// A directory of its own under the system's temporary directory, removed
-/// when dropped.
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new(name: &str) -> Self {
-        let dir = std::env::temp_dir().join(format!("thumbpipe-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        Self(dir)
-    }
-
-    fn png(&self, name: &str, id: u32) -> PathBuf {
-        let path = self.0.join(name);
-        let png = fixture_server::picture::render(id, 96, 96)
-            .encode_png()
-            .unwrap();
-        std::fs::write(&path, png).unwrap();
-        path
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 fn url(path: &Path) -> String {
     Url::from_file_path(path).unwrap().to_string()

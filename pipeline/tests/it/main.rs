@@ -16,6 +16,7 @@ mod coalescing;
 #[cfg(feature = "egui")]
 mod coasting;
 mod corpus;
+mod disk;
 #[cfg(feature = "egui")]
 mod egui_image;
 mod faults;

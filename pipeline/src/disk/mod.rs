@@ -1,0 +1,493 @@
+//! Disk: the HTTP cache on disk, between the fetch stage and the network.
+//!
+//! Owns the cache directory, a [cacache] store: every body is a file named
+//! by its SHA-256 and written by an atomic rename, and the index is
+//! append-only, each line carrying its own hash, so an entry is whole or
+//! absent even after a crash, and two processes can share the directory.
+//! Every body read back is checked against its hash; one that fails
+//! (flipped bits, a truncated or missing file) is removed, counted, and
+//! fetched again. The ledger keeps the directory within its byte budget by
+//! evicting the least recently used entries.
+//!
+//! Whether a response may be stored, and whether a stored one may be used
+//! without asking the server, is decided by `http-cache-semantics` (as a
+//! private cache: `private` responses are kept, `s-maxage` is not used);
+//! the fetch stage sends its revalidation request and stores what comes
+//! back.
+//!
+//! Run by the [`crate::HttpFetcher`]: every read, write and eviction
+//! happens on its `thumbpipe-disk-N` threads, never on the I/O runtime or
+//! the UI thread, and a read whose load was cancelled before a thread
+//! reached it is skipped. A disk that fails (read-only, full, corrupt)
+//! costs only the network: the failure is counted in [`DiskStats`] and
+//! the load fetches the image. The threads end with the fetcher.
+//!
+//! [cacache]: https://docs.rs/cacache
+
+mod ledger;
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::SystemTime;
+
+use bytes::Bytes;
+use http_cache_semantics::{BeforeRequest, CacheOptions, CachePolicy};
+use url::Url;
+
+use crate::BuildError;
+use crate::workers::Workers;
+use ledger::Ledger;
+
+/// The disk cache's counters, a part of [`crate::Stats`] (all zero without
+/// a disk cache).
+///
+/// A load with the disk cache on ends in exactly one of `hits`,
+/// `revalidated` and `misses`, or fails before (a network error).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct DiskStats {
+    /// Images served from disk without the network: fresh by their HTTP
+    /// headers.
+    pub hits: u64,
+    /// Images served from disk after the server answered `304 Not
+    /// Modified` to a revalidation: a round trip, no image bytes.
+    pub revalidated: u64,
+    /// Images whose bytes came from the network: none on disk, a stale copy
+    /// the server replaced, or a copy that could not be read.
+    pub misses: u64,
+    /// Responses written to disk.
+    pub written: u64,
+    /// Entries evicted to keep the directory within its budget.
+    pub evicted: u64,
+    /// Entries that failed their check when read (a changed, truncated or
+    /// missing file, an unreadable index line): removed and fetched again.
+    pub corrupt: u64,
+    /// Disk operations that failed (a read-only or full disk, a permission
+    /// error): the load went to the network instead.
+    pub errors: u64,
+    /// Gauge: bytes the cache's entries take, as its ledger counts them
+    /// (bodies and index lines).
+    pub bytes: u64,
+    /// Gauge: entries on disk.
+    pub entries: u64,
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct DiskCounters {
+    hits: AtomicU64,
+    revalidated: AtomicU64,
+    misses: AtomicU64,
+    written: AtomicU64,
+    evicted: AtomicU64,
+    corrupt: AtomicU64,
+    errors: AtomicU64,
+    bytes: AtomicU64,
+    entries: AtomicU64,
+}
+
+impl DiskCounters {
+    pub(crate) fn snapshot(&self) -> DiskStats {
+        DiskStats {
+            hits: self.hits.load(Relaxed),
+            revalidated: self.revalidated.load(Relaxed),
+            misses: self.misses.load(Relaxed),
+            written: self.written.load(Relaxed),
+            evicted: self.evicted.load(Relaxed),
+            corrupt: self.corrupt.load(Relaxed),
+            errors: self.errors.load(Relaxed),
+            bytes: self.bytes.load(Relaxed),
+            entries: self.entries.load(Relaxed),
+        }
+    }
+
+    fn add(counter: &AtomicU64) {
+        counter.fetch_add(1, Relaxed);
+    }
+}
+
+/// A response read back from disk: its caching policy and its body.
+#[derive(Debug)]
+pub(crate) struct Stored {
+    pub(crate) policy: CachePolicy,
+    pub(crate) body: Vec<u8>,
+}
+
+/// What the index stores beside a body.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Envelope {
+    /// The layout of this record; another is read as a miss.
+    version: u32,
+    policy: CachePolicy,
+}
+
+const ENVELOPE_VERSION: u32 = 1;
+
+/// Bytes an index line costs beyond its key and policy: the line's hash
+/// and the entry's other fields.
+const INDEX_LINE_OVERHEAD: u64 = 200;
+
+/// The shared state of the disk threads.
+#[derive(Debug)]
+struct Store {
+    dir: PathBuf,
+    budget: u64,
+    ledger: Mutex<Ledger>,
+    counters: Arc<DiskCounters>,
+}
+
+/// An HTTP cache in a directory, with a byte budget. Cloned fetchers share
+/// it.
+#[derive(Debug)]
+pub(crate) struct DiskCache {
+    store: Arc<Store>,
+    threads: Workers,
+}
+
+/// How the policies are computed: a private cache of one user's client.
+pub(crate) fn cache_options() -> CacheOptions {
+    CacheOptions {
+        shared: false,
+        ..CacheOptions::default()
+    }
+}
+
+/// The request the policies are computed for: a plain GET of `url`, as the
+/// fetcher sends it. `None` for a URL `http` cannot represent, which is
+/// then not cached.
+pub(crate) fn request_parts(url: &Url) -> Option<http::request::Parts> {
+    let request = http::Request::get(url.as_str()).body(()).ok()?;
+    Some(request.into_parts().0)
+}
+
+/// A response's status and headers, for the policies.
+pub(crate) fn response_parts(
+    status: http::StatusCode,
+    headers: &http::HeaderMap,
+) -> http::response::Parts {
+    let mut response = http::Response::new(());
+    *response.status_mut() = status;
+    *response.headers_mut() = headers.clone();
+    response.into_parts().0
+}
+
+impl DiskCache {
+    /// Opens (creating it if needed) the cache in `dir`, kept within
+    /// `budget` bytes, with `threads` disk threads. The directory is
+    /// created and scanned on a disk thread; a directory that cannot be
+    /// used is counted in [`DiskStats::errors`], and loads go to the
+    /// network. Fails only if a thread cannot start.
+    pub(crate) fn open(dir: PathBuf, budget: u64, threads: usize) -> Result<Self, BuildError> {
+        let threads = Workers::start(threads, |i| format!("thumbpipe-disk-{i}"))
+            .map_err(|e| BuildError::Config(format!("cannot start the disk threads: {e}")))?;
+        let store = Arc::new(Store {
+            dir,
+            budget,
+            ledger: Mutex::new(Ledger::default()),
+            counters: Arc::new(DiskCounters::default()),
+        });
+        let scanning = Arc::clone(&store);
+        threads.spawn(move || scanning.scan());
+        Ok(Self { store, threads })
+    }
+
+    pub(crate) fn counters(&self) -> Arc<DiskCounters> {
+        Arc::clone(&self.store.counters)
+    }
+
+    /// The stored response for `url`, checked, if there is one within
+    /// `max_bytes`. Read on a disk thread; dropping the future before the
+    /// read starts skips it.
+    pub(crate) fn lookup(
+        &self,
+        url: &Url,
+        max_bytes: u64,
+    ) -> impl Future<Output = Option<Stored>> + Send + 'static {
+        let store = Arc::clone(&self.store);
+        let key = url.to_string();
+        let read = self.threads.run(move || store.read(&key, max_bytes));
+        async move { read.await.ok().flatten() }
+    }
+
+    pub(crate) fn count_hit(&self) {
+        DiskCounters::add(&self.store.counters.hits);
+    }
+
+    pub(crate) fn count_revalidated(&self) {
+        DiskCounters::add(&self.store.counters.revalidated);
+    }
+
+    pub(crate) fn count_miss(&self) {
+        DiskCounters::add(&self.store.counters.misses);
+    }
+
+    /// Writes `body` under `url` with `policy`, on a disk thread, if the
+    /// policy lets it be stored and reused; otherwise removes any older
+    /// copy. Nobody waits for it.
+    pub(crate) fn store(
+        &self,
+        url: &Url,
+        request: &http::request::Parts,
+        policy: CachePolicy,
+        body: Bytes,
+    ) {
+        let store = Arc::clone(&self.store);
+        let key = url.to_string();
+        let worth_keeping = policy.is_storable() && reusable(&policy, request);
+        self.threads.spawn(move || {
+            if worth_keeping {
+                store.write(&key, &policy, &body);
+            } else {
+                store.forget(&key);
+            }
+        });
+    }
+
+    /// Replaces the policy stored for `url` after a `304 Not Modified`, on
+    /// a disk thread. Nobody waits for it.
+    pub(crate) fn refresh(&self, url: &Url, policy: CachePolicy, body_size: usize) {
+        let store = Arc::clone(&self.store);
+        let key = url.to_string();
+        self.threads
+            .spawn(move || store.refresh(&key, &policy, body_size));
+    }
+
+    /// Removes the entry for `url`, on a disk thread.
+    pub(crate) fn remove(&self, url: &Url) {
+        let store = Arc::clone(&self.store);
+        let key = url.to_string();
+        self.threads.spawn(move || store.forget(&key));
+    }
+}
+
+/// Whether a stored copy could ever save a download: it is fresh now, or
+/// it can be revalidated (the server gave an `ETag` or `Last-Modified`).
+fn reusable(policy: &CachePolicy, request: &http::request::Parts) -> bool {
+    match policy.before_request(request, SystemTime::now()) {
+        BeforeRequest::Fresh(_) => true,
+        BeforeRequest::Stale { request, .. } => {
+            request.headers.contains_key(http::header::IF_NONE_MATCH)
+                || request
+                    .headers
+                    .contains_key(http::header::IF_MODIFIED_SINCE)
+        }
+    }
+}
+
+impl Store {
+    fn ledger(&self) -> std::sync::MutexGuard<'_, Ledger> {
+        self.ledger.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Creates the directory and adds what it holds to the ledger, then
+    /// evicts down to the budget (it may have shrunk since the last run).
+    fn scan(&self) {
+        if std::fs::create_dir_all(&self.dir).is_err() {
+            DiskCounters::add(&self.counters.errors);
+            return;
+        }
+        let mut found = Vec::new();
+        for entry in cacache::list_sync(&self.dir) {
+            match entry {
+                Ok(entry) => {
+                    let line = serde_json::to_string(&entry.metadata).map_or(0, |m| m.len());
+                    let cost = entry.size as u64 + line_cost(&entry.key, line);
+                    found.push((entry.time, entry.key, cost));
+                }
+                Err(_) => DiskCounters::add(&self.counters.errors),
+            }
+        }
+        found.sort_unstable();
+        let found = found
+            .into_iter()
+            .map(|(_, key, cost)| (key, cost))
+            .collect();
+        self.ledger().merge_found(found);
+        self.evict(None);
+    }
+
+    /// Reads and checks `key`'s entry. A corrupt one is removed.
+    fn read(&self, key: &str, max_bytes: u64) -> Option<Stored> {
+        let entry = match cacache::metadata_sync(&self.dir, key) {
+            Ok(Some(entry)) => entry,
+            Ok(None) => return None,
+            Err(_) => {
+                DiskCounters::add(&self.counters.errors);
+                return None;
+            }
+        };
+        if entry.size as u64 > max_bytes {
+            return None;
+        }
+        let envelope = serde_json::from_value::<Envelope>(entry.metadata)
+            .ok()
+            .filter(|envelope| envelope.version == ENVELOPE_VERSION);
+        let Some(envelope) = envelope else {
+            self.discard_corrupt(key);
+            return None;
+        };
+        match cacache::read_hash_sync(&self.dir, &entry.integrity) {
+            Ok(body) if body.len() == entry.size => {
+                let line = serde_json::to_string(&envelope).map_or(0, |m| m.len());
+                let cost = body.len() as u64 + line_cost(key, line);
+                self.ledger().touch(key, cost);
+                Some(Stored {
+                    policy: envelope.policy,
+                    body,
+                })
+            }
+            Err(cacache::Error::IoError(error, _))
+                if error.kind() != std::io::ErrorKind::NotFound =>
+            {
+                DiskCounters::add(&self.counters.errors);
+                None
+            }
+            // A hash or size that does not match, or a body file gone.
+            Ok(_) | Err(_) => {
+                self.discard_corrupt(key);
+                None
+            }
+        }
+    }
+
+    fn discard_corrupt(&self, key: &str) {
+        DiskCounters::add(&self.counters.corrupt);
+        self.forget(key);
+    }
+
+    /// Writes `body` and its policy under `key`, then evicts down to the
+    /// budget. A body larger than the whole budget is not written.
+    fn write(&self, key: &str, policy: &CachePolicy, body: &[u8]) {
+        let envelope = Envelope {
+            version: ENVELOPE_VERSION,
+            policy: policy.clone(),
+        };
+        let Ok(metadata) = serde_json::to_value(&envelope) else {
+            DiskCounters::add(&self.counters.errors);
+            return;
+        };
+        let line = metadata.to_string().len();
+        let cost = body.len() as u64 + line_cost(key, line);
+        if cost > self.budget {
+            return self.forget(key);
+        }
+        let written = cacache::WriteOpts::new()
+            .metadata(metadata)
+            .size(body.len())
+            .open_sync(&self.dir, key)
+            .and_then(|mut writer| {
+                std::io::Write::write_all(&mut writer, body)
+                    .map_err(|e| cacache::Error::IoError(e, "writing".into()))?;
+                writer.commit()
+            });
+        match written {
+            Ok(_) => {
+                DiskCounters::add(&self.counters.written);
+                self.ledger().used(key, cost);
+                self.evict(Some(key));
+            }
+            Err(_) => DiskCounters::add(&self.counters.errors),
+        }
+    }
+
+    /// Stores `policy` for `key`'s body, which is unchanged (a 304).
+    fn refresh(&self, key: &str, policy: &CachePolicy, body_size: usize) {
+        let Ok(Some(entry)) = cacache::metadata_sync(&self.dir, key) else {
+            return;
+        };
+        if entry.size != body_size {
+            return;
+        }
+        let envelope = Envelope {
+            version: ENVELOPE_VERSION,
+            policy: policy.clone(),
+        };
+        let Ok(metadata) = serde_json::to_value(&envelope) else {
+            return;
+        };
+        let line = metadata.to_string().len();
+        let options = cacache::WriteOpts::new()
+            .integrity(entry.integrity)
+            .size(entry.size)
+            .metadata(metadata);
+        match cacache::index::insert(&self.dir, key, options) {
+            Ok(_) => {
+                self.ledger().grow(key, line_cost(key, line));
+                self.evict(Some(key));
+            }
+            Err(_) => DiskCounters::add(&self.counters.errors),
+        }
+    }
+
+    /// Removes `key`'s entry, if any, from disk and the ledger.
+    fn forget(&self, key: &str) {
+        self.ledger().remove(key);
+        if remove_entry(&self.dir, key).is_err() {
+            DiskCounters::add(&self.counters.errors);
+        }
+        self.publish();
+    }
+
+    /// Evicts the least recently used entries, other than `keep`, while
+    /// the ledger is over the budget.
+    fn evict(&self, keep: Option<&str>) {
+        loop {
+            let victim = {
+                let mut ledger = self.ledger();
+                if ledger.total() <= self.budget {
+                    break;
+                }
+                match ledger.pop_oldest(keep) {
+                    Some(victim) => victim,
+                    None => break,
+                }
+            };
+            match remove_entry(&self.dir, &victim) {
+                Ok(()) => DiskCounters::add(&self.counters.evicted),
+                Err(_) => DiskCounters::add(&self.counters.errors),
+            }
+        }
+        self.publish();
+    }
+
+    fn publish(&self) {
+        let (bytes, entries) = {
+            let ledger = self.ledger();
+            (ledger.total(), ledger.len() as u64)
+        };
+        self.counters.bytes.store(bytes, Relaxed);
+        self.counters.entries.store(entries, Relaxed);
+    }
+}
+
+/// The bytes an index line for `key` with `metadata_len` bytes of policy
+/// costs.
+fn line_cost(key: &str, metadata_len: usize) -> u64 {
+    (key.len() + metadata_len) as u64 + INDEX_LINE_OVERHEAD
+}
+
+/// Removes `key`'s body and index from `dir`; an entry already gone, in
+/// part or whole, is fine. The index is marked first, so that the entry is
+/// absent for every reader even if a file cannot be removed.
+fn remove_entry(dir: &Path, key: &str) -> cacache::Result<()> {
+    let Some(entry) = cacache::metadata_sync(dir, key)? else {
+        return Ok(());
+    };
+    cacache::index::delete(dir, key)?;
+    missing_is_fine(cacache::remove_hash_sync(dir, &entry.integrity))?;
+    // With the entry marked deleted, this removes only its index file.
+    missing_is_fine(
+        cacache::RemoveOpts::new()
+            .remove_fully(true)
+            .remove_sync(dir, key),
+    )
+}
+
+fn missing_is_fine(result: cacache::Result<()>) -> cacache::Result<()> {
+    match result {
+        Err(cacache::Error::IoError(error, _)) if error.kind() == std::io::ErrorKind::NotFound => {
+            Ok(())
+        }
+        other => other,
+    }
+}
