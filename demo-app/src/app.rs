@@ -5,6 +5,7 @@
 //! Owned by `main`; runs on the UI thread, one call of [`Demo::ui`] per
 //! frame. A scripted run ends by itself and leaves its [`Report`].
 
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use std::sync::Arc;
@@ -16,7 +17,7 @@ use crate::loaders::{
 use fixture_server::percentile;
 
 use crate::fling::{FlingDriver, FlingMeasures, ListSeen, PassSeen};
-use crate::measure::{Measurements, Report};
+use crate::measure::{DiskReport, Measurements, Report};
 use crate::script::{QUIET_AFTER_TAIL, STILL_FRAMES, STILL_FRAMES_MAX, Script, ScriptKind};
 use crate::server::ServerLink;
 
@@ -69,6 +70,8 @@ pub struct Demo {
     script_ended_at: Option<usize>,
     /// Whether thumbpipe's modes follow a coast's prediction.
     coast_prediction: bool,
+    /// thumbpipe's modes keep an HTTP cache on disk here.
+    disk_cache: Option<PathBuf>,
     /// The list's scroll area, watched for coasts.
     coast_watch: thumbpipe::egui::CoastWatch,
     /// The list as the last pass left it.
@@ -92,6 +95,12 @@ pub struct Demo {
     settled: Option<Instant>,
     /// (frame, visible row) pairs without their image on the way back.
     placeholders_back: u64,
+    /// When the mode drew its first list, and the first frame in which
+    /// every visible row showed its image.
+    first_list: Option<Instant>,
+    first_screen: Option<Instant>,
+    /// Image requests the server had received at `first_screen`.
+    requests_at_first_screen: Option<u64>,
     texture_bytes_peak: Option<u64>,
     report: Option<Report>,
     error: Option<String>,
@@ -107,6 +116,8 @@ pub struct Setup {
     pub script: Option<ScriptKind>,
     /// Whether thumbpipe's modes follow a coast's prediction.
     pub coast_prediction: bool,
+    /// A directory for thumbpipe's HTTP cache on disk.
+    pub disk_cache: Option<PathBuf>,
 }
 
 impl Demo {
@@ -118,6 +129,7 @@ impl Demo {
             latency_ms,
             script,
             coast_prediction,
+            disk_cache,
         } = setup;
         Self {
             mode,
@@ -132,6 +144,7 @@ impl Demo {
             flings: FlingMeasures::default(),
             script_ended_at: None,
             coast_prediction,
+            disk_cache,
             coast_watch: thumbpipe::egui::CoastWatch::new(),
             list_seen: None,
             coast: None,
@@ -146,6 +159,9 @@ impl Demo {
             last_moved: None,
             settled: None,
             placeholders_back: 0,
+            first_list: None,
+            first_screen: None,
+            requests_at_first_screen: None,
             texture_bytes_peak: None,
             report: None,
             error: None,
@@ -179,6 +195,15 @@ impl Demo {
         self.report.as_ref()
     }
 
+    /// thumbpipe's settings for its modes: the defaults, with the command
+    /// line's coast prediction and disk cache.
+    fn pipeline_config(&self) -> thumbpipe::Config {
+        let mut config = thumbpipe::Config::default();
+        config.coast_prediction = self.coast_prediction;
+        config.disk_cache_dir = self.disk_cache.clone();
+        config
+    }
+
     /// Starts `mode` afresh: a new loader, new counters, the list at the top.
     fn reset(&mut self, ctx: &egui::Context, mode: Mode) {
         self.loader = None; // drop the old loader before measuring anew
@@ -188,8 +213,8 @@ impl Demo {
         self.loader = match mode {
             Mode::Naive => Some(Box::new(NaiveLoader::new())),
             Mode::EguiExtras => Some(Box::new(EguiExtrasLoader::new(ctx))),
-            Mode::EguiImage => self.started(EguiImageLoader::new(ctx, self.coast_prediction)),
-            Mode::Pipeline => self.started(PipelineLoader::new(ctx, self.coast_prediction)),
+            Mode::EguiImage => self.started(EguiImageLoader::new(ctx, self.pipeline_config())),
+            Mode::Pipeline => self.started(PipelineLoader::new(ctx, self.pipeline_config())),
         };
         self.mode_started = Instant::now();
         self.frame = 0;
@@ -205,6 +230,9 @@ impl Demo {
         self.last_offset = None;
         self.last_moved = None;
         self.settled = None;
+        self.first_list = None;
+        self.first_screen = None;
+        self.requests_at_first_screen = None;
         self.placeholders_back = 0;
         self.texture_bytes_peak = None;
     }
@@ -336,6 +364,13 @@ impl Demo {
     /// Settling and placeholders, from what the visible rows drew.
     fn watch_rows(&mut self, now: Instant, offset: Option<f32>, states: &[RowState]) {
         let all_shown = states.iter().all(|state| *state == RowState::Shown);
+        if !states.is_empty() {
+            let first = *self.first_list.get_or_insert(now);
+            if all_shown && self.first_screen.is_none() {
+                self.first_screen = Some(now.max(first));
+                self.requests_at_first_screen = Some(self.server.stats().requests_started);
+            }
+        }
         let moved = offset.is_some() && offset != self.last_offset;
         self.last_offset = offset;
         if moved {
@@ -454,6 +489,18 @@ impl Demo {
             unreadable_images: self.urls.is_none().then_some(m.unreadable_images),
             tail_after_stop_ms,
             settle_ms,
+            first_screen_ms: self
+                .first_list
+                .zip(self.first_screen)
+                .map(|(first, shown)| (shown - first).as_secs_f64() * 1000.0),
+            server_requests: server.requests_started,
+            server_requests_at_first_screen: self.requests_at_first_screen,
+            server_not_modified: server.not_modified,
+            server_image_bodies: server.image_bodies,
+            disk: counts
+                .disk
+                .filter(|_| self.disk_cache.is_some())
+                .map(DiskReport::from),
             placeholder_row_frames_back: (kind == ScriptKind::Browse)
                 .then_some(self.placeholders_back),
             texture_bytes_peak: self.texture_bytes_peak,
@@ -516,6 +563,18 @@ impl Demo {
                         "requests: {} in flight · {} completed · {} cancelled · {} failed",
                         counts.in_flight, counts.completed, counts.cancelled, counts.failed
                     ));
+                    if let Some(disk) = counts.disk.filter(|_| self.disk_cache.is_some()) {
+                        ui.label(format!(
+                            "disk cache: {} hits · {} revalidated (304) · {} from the network · \
+                             {} written · {:.1} MB in {} entries",
+                            disk.hits,
+                            disk.revalidated,
+                            disk.misses,
+                            disk.written,
+                            disk.bytes as f64 / 1e6,
+                            disk.entries
+                        ));
+                    }
                     ui.label(self.coast_line(ui));
                     let wrong = egui::RichText::new(match self.urls {
                         None if m.unreadable_images > 0 => format!(

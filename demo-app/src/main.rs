@@ -42,6 +42,15 @@ struct Args {
     /// embedded fixture server starts on loopback.
     #[arg(long, value_name = "URL")]
     server: Option<String>,
+    /// Keep thumbpipe's HTTP cache on disk in DIR (pipeline and egui-image
+    /// modes): a second launch on the same DIR shows the images it has
+    /// without the network, or after a 304 once they are stale.
+    #[arg(long, value_name = "DIR")]
+    disk_cache: Option<std::path::PathBuf>,
+    /// `Cache-Control: max-age` of the embedded server's images, in
+    /// seconds; 0 makes a kept image stale at once (revalidated: 304).
+    #[arg(long, value_name = "SECONDS", default_value_t = 3600)]
+    max_age: u64,
     /// Latency of the embedded server, in milliseconds.
     #[arg(long, default_value_t = 250)]
     latency_ms: u64,
@@ -108,6 +117,7 @@ fn run(args: Args) -> anyhow::Result<()> {
         None => {
             let server = fixture_server::FixtureServer::start_dedicated(fixture_server::Config {
                 latency: Duration::from_millis(args.latency_ms),
+                max_age: Some(Duration::from_secs(args.max_age)),
                 ..fixture_server::Config::default()
             })
             .context("could not start the embedded fixture server")?;
@@ -135,6 +145,7 @@ fn run(args: Args) -> anyhow::Result<()> {
         latency_ms: args.latency_ms,
         script: args.script,
         coast_prediction: args.coast_prediction == OnOff::On,
+        disk_cache: args.disk_cache,
     };
     let demo = Demo::new(setup, server, urls);
     let report = if args.headless {

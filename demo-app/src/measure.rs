@@ -198,6 +198,25 @@ pub struct Report {
     /// From the last frame that moved the list to the first in which every
     /// visible row showed its image; `None` if that never happened.
     pub settle_ms: Option<f64>,
+    /// From the first frame that drew the list to the first in which every
+    /// visible row showed its image: a launch's wait for its first screen.
+    #[serde(default)]
+    pub first_screen_ms: Option<f64>,
+    /// Image requests the server received, answered `304 Not Modified`,
+    /// and answered with the whole image.
+    #[serde(default)]
+    pub server_requests: u64,
+    /// Image requests the server had received when the first screen was
+    /// whole (`first_screen_ms`).
+    #[serde(default)]
+    pub server_requests_at_first_screen: Option<u64>,
+    #[serde(default)]
+    pub server_not_modified: u64,
+    #[serde(default)]
+    pub server_image_bodies: u64,
+    /// thumbpipe's disk cache, when the run had one (`--disk-cache`).
+    #[serde(default)]
+    pub disk: Option<DiskReport>,
     /// On the browse's way back: (frame, visible row) pairs that showed no
     /// image. `None` for other scripts.
     pub placeholder_row_frames_back: Option<u64>,
@@ -212,6 +231,30 @@ pub struct Report {
     pub flings: Option<Vec<crate::fling::FlingReport>>,
     /// The UI-thread time of every frame of the flick, in order.
     pub frame_ms: Vec<f64>,
+}
+
+/// What the disk cache did in a run.
+#[derive(Debug, Serialize, serde::Deserialize, PartialEq, Eq, Clone, Copy)]
+pub struct DiskReport {
+    pub hits: u64,
+    pub revalidated: u64,
+    pub misses: u64,
+    pub written: u64,
+    pub corrupt: u64,
+    pub errors: u64,
+}
+
+impl From<thumbpipe::DiskStats> for DiskReport {
+    fn from(disk: thumbpipe::DiskStats) -> Self {
+        Self {
+            hits: disk.hits,
+            revalidated: disk.revalidated,
+            misses: disk.misses,
+            written: disk.written,
+            corrupt: disk.corrupt,
+            errors: disk.errors,
+        }
+    }
 }
 
 #[cfg(test)]

@@ -20,11 +20,9 @@ pub struct EguiImageLoader {
 }
 
 impl EguiImageLoader {
-    /// With `coast_prediction` off, a coasting list loads every image that
-    /// shows, as at rest.
-    pub fn new(ctx: &egui::Context, coast_prediction: bool) -> anyhow::Result<Self> {
-        let mut config = thumbpipe::Config::default();
-        config.coast_prediction = coast_prediction;
+    /// Loads with `config` (with `coast_prediction` off, a coasting list
+    /// loads every image that shows, as at rest).
+    pub fn new(ctx: &egui::Context, config: thumbpipe::Config) -> anyhow::Result<Self> {
         let loader = thumbpipe::egui::install(ctx, config)?;
         Ok(Self {
             loader: Some(loader),

@@ -47,6 +47,8 @@ pub struct Counts {
     /// (`cancelled`) or, too late for that, after their download had
     /// finished. `None` for a loader that never cancels or does not count.
     pub abandoned: Option<u64>,
+    /// thumbpipe's disk cache counters (all zero when it is off).
+    pub disk: Option<thumbpipe::DiskStats>,
 }
 
 impl Counts {
@@ -63,6 +65,7 @@ impl Counts {
             // Fetches are futures: nothing waits on a thread.
             waiting_for_connection: 0,
             abandoned: Some(cancelled + stats.loads_abandoned_after_fetch),
+            disk: Some(stats.disk),
         }
     }
 }

@@ -343,6 +343,7 @@ impl Loader for NaiveLoader {
             failed: self.shared.failed.load(Relaxed),
             waiting_for_connection: self.shared.connections.waiting.load(Relaxed),
             abandoned: None,
+            disk: None,
             cache_bytes: self.shared.cached_bytes.load(Relaxed),
             texture_bytes: Some(
                 self.decoded

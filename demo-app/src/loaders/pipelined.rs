@@ -20,11 +20,9 @@ pub struct PipelineLoader {
 }
 
 impl PipelineLoader {
-    /// With `coast_prediction` off, a coasting list loads every row that
-    /// shows, as at rest.
-    pub fn new(ctx: &egui::Context, coast_prediction: bool) -> anyhow::Result<Self> {
-        let mut config = thumbpipe::Config::default();
-        config.coast_prediction = coast_prediction;
+    /// A list loading with `config` (with `coast_prediction` off, a
+    /// coasting list loads every row that shows, as at rest).
+    pub fn new(ctx: &egui::Context, config: thumbpipe::Config) -> anyhow::Result<Self> {
         Ok(Self {
             list: ThumbnailList::new(ctx, config)?,
             prefetch: PrefetchWindow::default(),

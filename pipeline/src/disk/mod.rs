@@ -29,7 +29,7 @@ mod ledger;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use bytes::Bytes;
 use http_cache_semantics::{BeforeRequest, CacheOptions, CachePolicy};
@@ -124,8 +124,10 @@ struct Envelope {
 const ENVELOPE_VERSION: u32 = 1;
 
 /// Bytes an index line costs beyond its key and policy: the line's hash
-/// and the entry's other fields.
-const INDEX_LINE_OVERHEAD: u64 = 200;
+/// and the entry's other fields (207 to 210 bytes in cacache 13's lines),
+/// rounded up so that the ledger never counts less than the directory
+/// holds.
+const INDEX_LINE_OVERHEAD: u64 = 256;
 
 /// The shared state of the disk threads.
 #[derive(Debug)]
@@ -133,8 +135,25 @@ struct Store {
     dir: PathBuf,
     budget: u64,
     ledger: Mutex<Ledger>,
+    /// Writes asked for while the entries already on disk are not yet in
+    /// the ledger (which could not keep the budget without them): done
+    /// when the scan ends. `None` once it has.
+    deferred: Mutex<Option<Vec<Deferred>>>,
     counters: Arc<DiskCounters>,
 }
+
+/// A write waiting for the scan.
+#[derive(Debug)]
+struct Deferred {
+    key: String,
+    policy: CachePolicy,
+    body: Bytes,
+}
+
+/// How old a file in cacache's `tmp` directory must be to be removed when
+/// the cache opens: a write that old was cut off (its process killed), not
+/// one under way in another process.
+const ABANDONED_AFTER: Duration = Duration::from_secs(60);
 
 /// An HTTP cache in a directory, with a byte budget. Cloned fetchers share
 /// it.
@@ -184,6 +203,7 @@ impl DiskCache {
             dir,
             budget,
             ledger: Mutex::new(Ledger::default()),
+            deferred: Mutex::new(Some(Vec::new())),
             counters: Arc::new(DiskCounters::default()),
         });
         let scanning = Arc::clone(&store);
@@ -236,7 +256,7 @@ impl DiskCache {
         let worth_keeping = policy.is_storable() && reusable(&policy, request);
         self.threads.spawn(move || {
             if worth_keeping {
-                store.write(&key, &policy, &body);
+                store.write(key, policy, body);
             } else {
                 store.forget(&key);
             }
@@ -275,17 +295,36 @@ fn reusable(policy: &CachePolicy, request: &http::request::Parts) -> bool {
 }
 
 impl Store {
+    /// Counts a disk operation that failed; the load goes to the network.
+    fn failed(&self) {
+        DiskCounters::add(&self.counters.errors);
+    }
+
     fn ledger(&self) -> std::sync::MutexGuard<'_, Ledger> {
         self.ledger.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Creates the directory and adds what it holds to the ledger, then
-    /// evicts down to the budget (it may have shrunk since the last run).
+    /// evicts down to the budget (it may have shrunk since the last run)
+    /// and removes the temporary files of writes cut off by a crash.
     fn scan(&self) {
-        if std::fs::create_dir_all(&self.dir).is_err() {
-            DiskCounters::add(&self.counters.errors);
-            return;
+        if std::fs::create_dir_all(&self.dir).is_ok() {
+            self.remove_abandoned_writes();
+            self.add_found_entries();
+        } else {
+            self.failed();
         }
+        let deferred = self
+            .deferred
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        for write in deferred.unwrap_or_default() {
+            self.write(write.key, write.policy, write.body);
+        }
+    }
+
+    fn add_found_entries(&self) {
         let mut found = Vec::new();
         for entry in cacache::list_sync(&self.dir) {
             match entry {
@@ -294,7 +333,10 @@ impl Store {
                     let cost = entry.size as u64 + line_cost(&entry.key, line);
                     found.push((entry.time, entry.key, cost));
                 }
-                Err(_) => DiskCounters::add(&self.counters.errors),
+                // A new cache has no index directory yet.
+                Err(cacache::Error::IoError(error, _))
+                    if error.kind() == std::io::ErrorKind::NotFound => {}
+                Err(_) => self.failed(),
             }
         }
         found.sort_unstable();
@@ -306,13 +348,32 @@ impl Store {
         self.evict(None);
     }
 
+    fn remove_abandoned_writes(&self) {
+        let Ok(files) = std::fs::read_dir(self.dir.join("tmp")) else {
+            return;
+        };
+        let now = SystemTime::now();
+        for file in files.flatten() {
+            let abandoned = file
+                .metadata()
+                .and_then(|metadata| metadata.modified())
+                .is_ok_and(|modified| {
+                    now.duration_since(modified)
+                        .is_ok_and(|age| age > ABANDONED_AFTER)
+                });
+            if abandoned {
+                let _ = std::fs::remove_file(file.path());
+            }
+        }
+    }
+
     /// Reads and checks `key`'s entry. A corrupt one is removed.
     fn read(&self, key: &str, max_bytes: u64) -> Option<Stored> {
         let entry = match cacache::metadata_sync(&self.dir, key) {
             Ok(Some(entry)) => entry,
             Ok(None) => return None,
             Err(_) => {
-                DiskCounters::add(&self.counters.errors);
+                self.failed();
                 return None;
             }
         };
@@ -339,7 +400,7 @@ impl Store {
             Err(cacache::Error::IoError(error, _))
                 if error.kind() != std::io::ErrorKind::NotFound =>
             {
-                DiskCounters::add(&self.counters.errors);
+                self.failed();
                 None
             }
             // A hash or size that does not match, or a body file gone.
@@ -355,15 +416,28 @@ impl Store {
         self.forget(key);
     }
 
-    /// Writes `body` and its policy under `key`, then evicts down to the
-    /// budget. A body larger than the whole budget is not written.
-    fn write(&self, key: &str, policy: &CachePolicy, body: &[u8]) {
+    /// Makes room for `body` and its policy (evicting the least recently
+    /// used entries), then writes them under `key`, so that the entries on
+    /// disk never add up to more than the budget, and the files being
+    /// written are within it. A write asked for during the scan waits for
+    /// its end; a body larger than the whole budget is not written.
+    fn write(&self, key: String, policy: CachePolicy, body: Bytes) {
+        if let Some(deferred) = self
+            .deferred
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_mut()
+        {
+            deferred.push(Deferred { key, policy, body });
+            return;
+        }
+        let key = key.as_str();
         let envelope = Envelope {
             version: ENVELOPE_VERSION,
-            policy: policy.clone(),
+            policy,
         };
         let Ok(metadata) = serde_json::to_value(&envelope) else {
-            DiskCounters::add(&self.counters.errors);
+            self.failed();
             return;
         };
         let line = metadata.to_string().len();
@@ -371,23 +445,26 @@ impl Store {
         if cost > self.budget {
             return self.forget(key);
         }
+        self.ledger().remove(key);
+        self.evict_for(cost, Some(key));
+        self.ledger().used(key, cost);
         let written = cacache::WriteOpts::new()
             .metadata(metadata)
             .size(body.len())
             .open_sync(&self.dir, key)
             .and_then(|mut writer| {
-                std::io::Write::write_all(&mut writer, body)
+                std::io::Write::write_all(&mut writer, &body)
                     .map_err(|e| cacache::Error::IoError(e, "writing".into()))?;
                 writer.commit()
             });
         match written {
-            Ok(_) => {
-                DiskCounters::add(&self.counters.written);
-                self.ledger().used(key, cost);
-                self.evict(Some(key));
+            Ok(_) => DiskCounters::add(&self.counters.written),
+            Err(_) => {
+                self.failed();
+                self.ledger().remove(key);
             }
-            Err(_) => DiskCounters::add(&self.counters.errors),
         }
+        self.publish();
     }
 
     /// Stores `policy` for `key`'s body, which is unchanged (a 304).
@@ -405,25 +482,24 @@ impl Store {
         let Ok(metadata) = serde_json::to_value(&envelope) else {
             return;
         };
-        let line = metadata.to_string().len();
+        let extra = line_cost(key, metadata.to_string().len());
+        self.evict_for(extra, Some(key));
+        self.ledger().grow(key, extra);
         let options = cacache::WriteOpts::new()
             .integrity(entry.integrity)
             .size(entry.size)
             .metadata(metadata);
-        match cacache::index::insert(&self.dir, key, options) {
-            Ok(_) => {
-                self.ledger().grow(key, line_cost(key, line));
-                self.evict(Some(key));
-            }
-            Err(_) => DiskCounters::add(&self.counters.errors),
+        if cacache::index::insert(&self.dir, key, options).is_err() {
+            self.failed();
         }
+        self.publish();
     }
 
     /// Removes `key`'s entry, if any, from disk and the ledger.
     fn forget(&self, key: &str) {
         self.ledger().remove(key);
         if remove_entry(&self.dir, key).is_err() {
-            DiskCounters::add(&self.counters.errors);
+            self.failed();
         }
         self.publish();
     }
@@ -431,10 +507,16 @@ impl Store {
     /// Evicts the least recently used entries, other than `keep`, while
     /// the ledger is over the budget.
     fn evict(&self, keep: Option<&str>) {
+        self.evict_for(0, keep);
+    }
+
+    /// Evicts the least recently used entries, other than `keep`, until
+    /// `room` more bytes fit in the budget.
+    fn evict_for(&self, room: u64, keep: Option<&str>) {
         loop {
             let victim = {
                 let mut ledger = self.ledger();
-                if ledger.total() <= self.budget {
+                if ledger.total() + room <= self.budget {
                     break;
                 }
                 match ledger.pop_oldest(keep) {
@@ -444,7 +526,7 @@ impl Store {
             };
             match remove_entry(&self.dir, &victim) {
                 Ok(()) => DiskCounters::add(&self.counters.evicted),
-                Err(_) => DiskCounters::add(&self.counters.errors),
+                Err(_) => self.failed(),
             }
         }
         self.publish();
@@ -489,5 +571,73 @@ fn missing_is_fine(result: cacache::Result<()>) -> cacache::Result<()> {
             Ok(())
         }
         other => other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn policy(headers: &[(&'static str, &'static str)]) -> (CachePolicy, http::request::Parts) {
+        let url = Url::parse("http://images.example/1.jpg").unwrap();
+        let request = request_parts(&url).unwrap();
+        let mut map = http::HeaderMap::new();
+        for (name, value) in headers {
+            map.insert(
+                http::header::HeaderName::from_static(name),
+                http::HeaderValue::from_static(value),
+            );
+        }
+        let response = response_parts(http::StatusCode::OK, &map);
+        let policy =
+            CachePolicy::new_options(&request, &response, SystemTime::now(), cache_options());
+        (policy, request)
+    }
+
+    fn kept(headers: &[(&'static str, &'static str)]) -> bool {
+        let (policy, request) = policy(headers);
+        policy.is_storable() && reusable(&policy, &request)
+    }
+
+    const ETAG: (&str, &str) = ("etag", "\"v1\"");
+
+    #[test]
+    fn what_is_written_follows_the_caching_headers() {
+        assert!(kept(&[("cache-control", "max-age=60")]));
+        // A private cache keeps what a shared one may not.
+        assert!(kept(&[("cache-control", "private, max-age=60")]));
+        assert!(!kept(&[("cache-control", "no-store"), ETAG]));
+        // Kept, to be revalidated every time.
+        assert!(kept(&[("cache-control", "no-cache"), ETAG]));
+        assert!(kept(&[("cache-control", "max-age=0"), ETAG]));
+        // Stale at once and nothing to revalidate with: no use on disk.
+        assert!(!kept(&[("cache-control", "no-cache")]));
+        assert!(!kept(&[]));
+    }
+
+    #[test]
+    fn no_cache_is_always_revalidated_with_its_etag() {
+        let (policy, request) = policy(&[("cache-control", "no-cache"), ETAG]);
+        match policy.before_request(&request, SystemTime::now()) {
+            BeforeRequest::Stale { request, .. } => {
+                assert_eq!(request.headers[http::header::IF_NONE_MATCH], "\"v1\"");
+            }
+            BeforeRequest::Fresh(_) => panic!("no-cache was used without asking"),
+        }
+    }
+
+    #[test]
+    fn a_policy_survives_the_index_round_trip() {
+        let (policy, request) = policy(&[("cache-control", "max-age=600"), ETAG]);
+        let envelope = Envelope {
+            version: ENVELOPE_VERSION,
+            policy,
+        };
+        let stored = serde_json::to_value(&envelope).unwrap();
+        let back: Envelope = serde_json::from_value(stored).unwrap();
+        assert!(matches!(
+            back.policy.before_request(&request, SystemTime::now()),
+            BeforeRequest::Fresh(_)
+        ));
     }
 }

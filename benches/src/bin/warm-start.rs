@@ -1,0 +1,773 @@
+//! `warm-start`: what the disk cache gives a restarted app, what a disk hit
+//! costs, and whether the directory keeps its budget and survives a kill.
+//!
+//! ```text
+//! cargo run --release -p thumbpipe-benches --bin warm-start
+//! cargo run --release -p thumbpipe-benches --bin warm-start -- --runs 1 --soak-requests 20000
+//! ```
+//!
+//! 1. **Launches.** The demo's 200-row list (`demo-app --headless --script
+//!    browse --json`, default config) against a `fixture-server` process at
+//!    `--latency-ms`, each launch a fresh process: without a disk cache;
+//!    cold (an empty directory); warm (the same directory, images fresh by
+//!    `max-age=3600`); and against a server whose images are stale at once
+//!    (`max-age=0`), cold then warm, which revalidates. For each: the time
+//!    from the first frame to the first frame in which every visible row
+//!    shows its image, and what the server was asked and sent.
+//! 2. **One thumbnail.** One image at a time, in this process, against an
+//!    in-process server at 0 ms: a network fetch and decode (no disk cache),
+//!    a disk hit (read, check, decode), and a memory hit, for the demo's
+//!    600x600 JPEGs and for 4000x3000 ones; and the decode alone.
+//! 3. **Soak.** `--soak-requests` requests over `--soak-urls` images
+//!    (160x160) with a `--soak-budget-mib` disk budget, from a child
+//!    process killed with SIGKILL halfway and started again on the same
+//!    directory. The directory's bytes are summed every 100 ms: they must
+//!    stay within the budget and one entry. The second child must open the
+//!    cache, deliver every image with its own id, and not panic.
+//!
+//! Writes `warm-start.md` to `--out` and prints it. Exits with status 1 if
+//! a target is missed.
+
+use std::fmt::Write as _;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, bail};
+use clap::Parser;
+use fixture_server::FixtureServer;
+use serde::{Deserialize, Serialize};
+use thumbpipe::{Config, Pipeline, Priority, TargetSize};
+use thumbpipe_benches::{ServerProcess, machine, median_and_range, workspace_binary};
+
+#[derive(Debug, Parser)]
+#[command(about = "The disk cache: warm launches, the cost of a disk hit, and a soak with a kill")]
+struct Args {
+    /// Launches of each kind.
+    #[arg(long, default_value_t = 3)]
+    runs: usize,
+    /// Rows in the demo's list.
+    #[arg(long, default_value_t = 200)]
+    rows: usize,
+    /// The fixture server's latency for the launches.
+    #[arg(long, default_value_t = 250)]
+    latency_ms: u64,
+    /// Images timed one at a time, per kind.
+    #[arg(long, default_value_t = 60)]
+    singles: u32,
+    /// Requests of the soak (0 skips it).
+    #[arg(long, default_value_t = 100_000)]
+    soak_requests: u64,
+    /// Distinct images the soak asks for.
+    #[arg(long, default_value_t = 20_000)]
+    soak_urls: u32,
+    /// The soak's disk budget.
+    #[arg(long, default_value_t = 64)]
+    soak_budget_mib: u64,
+    /// Where to write warm-start.md.
+    #[arg(long, default_value = "benches/results")]
+    out: PathBuf,
+    /// Internal: run as the soak's child, loading into this directory.
+    #[arg(long, hide = true)]
+    soak_child: Option<PathBuf>,
+    /// Internal: the soak child's server.
+    #[arg(long, hide = true)]
+    soak_server: Option<String>,
+    /// Internal: the soak child's first request number (its random seed).
+    #[arg(long, hide = true, default_value_t = 0)]
+    soak_from: u64,
+}
+
+fn main() {
+    let args = Args::parse();
+    let result = match &args.soak_child {
+        Some(dir) => soak_child(&args, dir),
+        None => run(&args),
+    };
+    if let Err(error) = result {
+        eprintln!("warm-start: {error:#}");
+        std::process::exit(1);
+    }
+}
+
+fn run(args: &Args) -> anyhow::Result<()> {
+    let scratch = std::env::temp_dir().join(format!("thumbpipe-warm-start-{}", std::process::id()));
+    std::fs::create_dir_all(&scratch).context("cannot create a scratch directory")?;
+    let mut report = String::new();
+    writeln!(report, "# warm-start: the disk cache\n")?;
+    writeln!(
+        report,
+        "Machine: {}. Command: `cargo run --release -p thumbpipe-benches --bin warm-start`. \
+         Default config unless a line says otherwise.\n",
+        machine()
+    )?;
+    let mut missed = Vec::new();
+    launches(args, &scratch, &mut report, &mut missed)?;
+    singles(args, &scratch, &mut report)?;
+    if args.soak_requests > 0 {
+        soak(args, &scratch, &mut report, &mut missed)?;
+    }
+    let _ = std::fs::remove_dir_all(&scratch);
+    if missed.is_empty() {
+        writeln!(report, "\nEvery target met.")?;
+    } else {
+        writeln!(report, "\nMissed:")?;
+        for miss in &missed {
+            writeln!(report, "- {miss}")?;
+        }
+    }
+    print!("{report}");
+    std::fs::create_dir_all(&args.out)?;
+    let path = args.out.join("warm-start.md");
+    std::fs::write(&path, &report).with_context(|| format!("cannot write {}", path.display()))?;
+    eprintln!("wrote {}", path.display());
+    if !missed.is_empty() {
+        std::process::exit(1);
+    }
+    Ok(())
+}
+
+/// The parts of the demo's report this needs.
+#[derive(Debug, Deserialize)]
+struct DemoReport {
+    first_screen_ms: Option<f64>,
+    server_requests: u64,
+    server_requests_at_first_screen: Option<u64>,
+    server_not_modified: u64,
+    server_image_bodies: u64,
+    wrong_row_images: Option<u64>,
+    disk: Option<DemoDisk>,
+}
+
+#[derive(Debug, Deserialize)]
+struct DemoDisk {
+    hits: u64,
+    revalidated: u64,
+    misses: u64,
+    written: u64,
+}
+
+/// One kind of launch, and what its runs measured.
+struct Launch {
+    name: &'static str,
+    reports: Vec<DemoReport>,
+}
+
+fn launches(
+    args: &Args,
+    scratch: &Path,
+    report: &mut String,
+    missed: &mut Vec<String>,
+) -> anyhow::Result<()> {
+    let demo = workspace_binary("demo-app", "demo-app")?;
+    let run_demo = |server: &ServerProcess, dir: Option<&Path>| -> anyhow::Result<DemoReport> {
+        let mut command = Command::new(&demo);
+        command.args([
+            "--headless",
+            "--script",
+            "browse",
+            "--json",
+            "--mode",
+            "pipeline",
+            "--rows",
+            &args.rows.to_string(),
+            "--server",
+            server.base_url(),
+        ]);
+        if let Some(dir) = dir {
+            command.arg("--disk-cache").arg(dir);
+        }
+        let output = command.output().context("could not run demo-app")?;
+        if !output.status.success() {
+            bail!(
+                "demo-app failed ({}): {}",
+                output.status,
+                String::from_utf8_lossy(&output.stderr)
+            );
+        }
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let last = stdout.lines().last().unwrap_or_default();
+        serde_json::from_str(last).with_context(|| format!("demo-app printed {last:?}"))
+    };
+    let server_with = |max_age: u64| {
+        ServerProcess::fixture_server(&[
+            "--latency-ms".into(),
+            args.latency_ms.to_string(),
+            "--max-age".into(),
+            max_age.to_string(),
+        ])
+    };
+    let mut kinds: Vec<Launch> = [
+        "no disk cache",
+        "cold (empty directory)",
+        "warm, fresh (max-age=3600)",
+        "cold, server says max-age=0",
+        "warm, stale: revalidated",
+    ]
+    .into_iter()
+    .map(|name| Launch {
+        name,
+        reports: Vec::new(),
+    })
+    .collect();
+    for run in 0..args.runs {
+        eprintln!("launches: run {} of {}", run + 1, args.runs);
+        let fresh = server_with(3600)?;
+        kinds[0].reports.push(run_demo(&fresh, None)?);
+        let dir = scratch.join(format!("launch-fresh-{run}"));
+        kinds[1].reports.push(run_demo(&fresh, Some(&dir))?);
+        kinds[2].reports.push(run_demo(&fresh, Some(&dir))?);
+        drop(fresh);
+        let stale = server_with(0)?;
+        let dir = scratch.join(format!("launch-stale-{run}"));
+        kinds[3].reports.push(run_demo(&stale, Some(&dir))?);
+        kinds[4].reports.push(run_demo(&stale, Some(&dir))?);
+    }
+
+    writeln!(
+        report,
+        "## Launches: the demo's {}-row list at {} ms\n\n\
+         `demo-app --headless --script browse --json --mode pipeline --server URL [--disk-cache DIR]`, \
+         {} runs of each, each a fresh process; the whole run (first screen, three screens down at \
+         a row every 250 ms, back) is counted at the server. First screen: from the first frame \
+         that drew the list to the first in which every visible row showed its image.\n",
+        args.rows, args.latency_ms, args.runs
+    )?;
+    writeln!(
+        report,
+        "| launch | first screen, ms: median (range) | requests by then | requests in all | 304s | image bodies | disk hits | revalidated | from the network | wrong-row images |"
+    )?;
+    writeln!(report, "|---|---|---|---|---|---|---|---|---|---|")?;
+    for kind in &kinds {
+        let mut first: Vec<f64> = kind
+            .reports
+            .iter()
+            .filter_map(|r| r.first_screen_ms)
+            .collect();
+        let never = kind.reports.len() - first.len();
+        let mut first = median_and_range(&mut first).map_or("never".to_owned(), |(m, lo, hi)| {
+            format!("{m:.0} ({lo:.0}-{hi:.0})")
+        });
+        if never > 0 && first != "never" {
+            write!(first, "; never in {never} runs")?;
+        }
+        let sum = |f: &dyn Fn(&DemoReport) -> u64| -> String {
+            let values: Vec<String> = kind.reports.iter().map(|r| f(r).to_string()).collect();
+            values.join(" / ")
+        };
+        let disk = |f: &dyn Fn(&DemoDisk) -> u64| -> String {
+            let values: Vec<String> = kind
+                .reports
+                .iter()
+                .map(|r| r.disk.as_ref().map_or("-".to_owned(), |d| f(d).to_string()))
+                .collect();
+            values.join(" / ")
+        };
+        writeln!(
+            report,
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            kind.name,
+            first,
+            sum(&|r| r.server_requests_at_first_screen.unwrap_or(0)),
+            sum(&|r| r.server_requests),
+            sum(&|r| r.server_not_modified),
+            sum(&|r| r.server_image_bodies),
+            disk(&|d| d.hits),
+            disk(&|d| d.revalidated),
+            disk(&|d| d.misses),
+            sum(&|r| r.wrong_row_images.unwrap_or(0)),
+        )?;
+    }
+    writeln!(report, "\nPer-run values are separated by `/`.\n")?;
+
+    let warm = &kinds[2].reports;
+    let worst_first = warm
+        .iter()
+        .map(|r| r.first_screen_ms.unwrap_or(f64::INFINITY))
+        .fold(0.0, f64::max);
+    // Requests for images the cold launch left on disk: by the first
+    // screen, and image bodies and disk misses over the whole run (a row
+    // whose cold load was cancelled while scrolling is not on disk, and is
+    // requested).
+    let early: u64 = warm
+        .iter()
+        .map(|r| r.server_requests_at_first_screen.unwrap_or(u64::MAX))
+        .fold(0, u64::saturating_add);
+    let fetched_again: u64 = warm
+        .iter()
+        .map(|r| r.server_image_bodies + r.disk.as_ref().map_or(0, |d| d.misses))
+        .sum();
+    let requests: u64 = warm.iter().map(|r| r.server_requests).sum();
+    let revalidated = &kinds[4].reports;
+    let bodies: u64 = revalidated.iter().map(|r| r.server_image_bodies).sum();
+    let written: Vec<u64> = kinds[1]
+        .reports
+        .iter()
+        .map(|r| r.disk.as_ref().map_or(0, |d| d.written))
+        .collect();
+    writeln!(
+        report,
+        "Targets: a warm launch with fresh entries asks the network for none of them (requests \
+         by the first screen: {early}; image bodies or disk misses over the whole run: \
+         {fetched_again}; requests in all: {requests}, for rows whose cold load was cancelled \
+         and so never written; the cold runs wrote {written:?} entries) and shows its first \
+         screen within 50 ms (slowest: {worst_first:.0} ms); a stale one gets 304s only (image \
+         bodies sent: {bodies}).\n"
+    )?;
+    if early > 0 || fetched_again > 0 {
+        missed.push(format!(
+            "warm launches asked the network for images on disk ({early} requests by the first \
+             screen, {fetched_again} fetched again)"
+        ));
+    }
+    if worst_first > 50.0 {
+        missed.push(format!("a warm first screen took {worst_first:.0} ms"));
+    }
+    if bodies > 0 {
+        missed.push(format!(
+            "stale warm launches were sent {bodies} image bodies"
+        ));
+    }
+    Ok(())
+}
+
+/// Times one image at a time through `pipeline`: request, then wait for
+/// the pipeline's waker (as a UI's next frame would) and drain. Returns
+/// the times in milliseconds.
+fn one_at_a_time(pipeline: &mut Pipeline<u32>, urls: &[String]) -> anyhow::Result<Vec<f64>> {
+    let (wake, woken) = std::sync::mpsc::channel();
+    let wake = std::sync::Mutex::new(wake);
+    pipeline.set_waker(move || {
+        if let Ok(wake) = wake.lock() {
+            let _ = wake.send(());
+        }
+    });
+    let mut times = Vec::with_capacity(urls.len());
+    for url in urls {
+        while woken.try_recv().is_ok() {}
+        let started = Instant::now();
+        pipeline.request(0, url, TargetSize::square(64), Priority::Visible);
+        let deadline = started + Duration::from_secs(30);
+        let done = loop {
+            if let Some(done) = pipeline.drain().pop() {
+                break done;
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                bail!("{url} did not arrive in 30 s");
+            }
+            let _ = woken.recv_timeout(left);
+        };
+        times.push(started.elapsed().as_secs_f64() * 1000.0);
+        done.result.with_context(|| format!("loading {url}"))?;
+        // A new request each time, not the row's current one.
+        pipeline.cancel_row(&0);
+    }
+    Ok(times)
+}
+
+fn singles(args: &Args, scratch: &Path, report: &mut String) -> anyhow::Result<()> {
+    let server = FixtureServer::start_dedicated(fixture_server::Config {
+        latency: Duration::ZERO,
+        max_age: Some(Duration::from_secs(3600)),
+        ..fixture_server::Config::default()
+    })?;
+    writeln!(
+        report,
+        "## One thumbnail: network, disk, memory\n\n\
+         One image at a time to 64x64 (request, then drain until it arrives; the pipeline's \
+         own threads do the work), {} images of each size, against an in-process server at \
+         0 ms. Milliseconds, median (range).\n",
+        args.singles
+    )?;
+    writeln!(
+        report,
+        "| original | network at 0 ms: fetch + decode | disk hit: read + check + decode | memory hit | decode alone | original bytes |"
+    )?;
+    writeln!(report, "|---|---|---|---|---|---|")?;
+    for (label, query, offset) in [
+        ("600x600 JPEG (the demo's)", "", 0),
+        ("4000x3000 JPEG", "?w=4000&h=3000", 1000),
+    ] {
+        eprintln!("one thumbnail: {label}");
+        let urls: Vec<String> = (0..args.singles)
+            .map(|i| format!("{}{query}", server.image_url(offset + i)))
+            .collect();
+        let other: Vec<String> = (0..args.singles)
+            .map(|i| format!("{}{query}", server.image_url(offset + 500 + i)))
+            .collect();
+        // The server draws an image the first time it is asked: ask once
+        // before timing, so that its drawing is not counted.
+        for url in urls.iter().chain(&other) {
+            fixture_server::blocking_client::get(url).map_err(anyhow::Error::msg)?;
+        }
+        let mut network = Pipeline::<u32>::new(Config::default())?;
+        one_at_a_time(&mut network, &other[..2])?; // a connection, warm code
+        let mut network_ms = one_at_a_time(&mut network, &urls)?;
+        drop(network);
+
+        let dir = scratch.join(format!("singles-{offset}"));
+        let mut config = Config::default();
+        config.disk_cache_dir = Some(dir.clone());
+        let mut filling = Pipeline::<u32>::new(config.clone())?;
+        one_at_a_time(&mut filling, &urls)?;
+        let written = || filling.stats().disk.written >= u64::from(args.singles);
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !written() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        drop(filling);
+        let mut warm = Pipeline::<u32>::new(config)?;
+        one_at_a_time(&mut warm, &other[..2])?;
+        let mut disk_ms = one_at_a_time(&mut warm, &urls)?;
+        let hits = warm.stats().disk.hits;
+        if hits < u64::from(args.singles) {
+            bail!("only {hits} of {} disk reads were hits", args.singles);
+        }
+        let mut memory_ms = one_at_a_time(&mut warm, &urls)?;
+        drop(warm);
+
+        let mut decode_ms = Vec::new();
+        let mut sizes = Vec::new();
+        for url in &urls {
+            let bytes = fixture_server::blocking_client::get(url).map_err(anyhow::Error::msg)?;
+            sizes.push(bytes.len() as f64);
+            let started = Instant::now();
+            thumbpipe::thumbnail_from_bytes(
+                url,
+                &bytes,
+                TargetSize::square(64),
+                &Config::default(),
+            )?;
+            decode_ms.push(started.elapsed().as_secs_f64() * 1000.0);
+        }
+        let cell = |values: &mut Vec<f64>| {
+            median_and_range(values).map_or("-".to_owned(), |(m, lo, hi)| {
+                format!("{m:.3} ({lo:.3}-{hi:.3})")
+            })
+        };
+        let size = median_and_range(&mut sizes).map_or(0.0, |(m, _, _)| m);
+        writeln!(
+            report,
+            "| {label} | {} | {} | {} | {} | {:.0} KB |",
+            cell(&mut network_ms),
+            cell(&mut disk_ms),
+            cell(&mut memory_ms),
+            cell(&mut decode_ms),
+            size / 1000.0
+        )?;
+    }
+    writeln!(report)?;
+    Ok(())
+}
+
+/// What a soak child prints, one JSON object a line.
+#[derive(Debug, Serialize, Deserialize)]
+struct Progress {
+    done: u64,
+    wrong: u64,
+    failed: u64,
+    disk_hits: u64,
+    disk_misses: u64,
+    disk_corrupt: u64,
+    disk_errors: u64,
+    disk_evicted: u64,
+    disk_bytes: u64,
+    largest_body: u64,
+}
+
+/// The soak's child: loads `--soak-requests` random images (from
+/// `--soak-urls`) into the cache at `dir`, 64 rows at a time, checking
+/// every image's id, and prints its progress every 1,000 requests.
+fn soak_child(args: &Args, dir: &Path) -> anyhow::Result<()> {
+    let base = args.soak_server.as_deref().context("--soak-server")?;
+    let mut config = Config::default();
+    config.disk_cache_dir = Some(dir.to_path_buf());
+    config.disk_cache_bytes = args.soak_budget_mib << 20;
+    // A small memory cache, so that repeats go to the disk.
+    config.cache_count_limit = 16;
+    let mut pipeline = Pipeline::<u32>::new(config)?;
+    let mut state = args.soak_from.wrapping_add(1);
+    let mut progress = Progress {
+        done: 0,
+        wrong: 0,
+        failed: 0,
+        disk_hits: 0,
+        disk_misses: 0,
+        disk_corrupt: 0,
+        disk_errors: 0,
+        disk_evicted: 0,
+        disk_bytes: 0,
+        largest_body: 0,
+    };
+    let mut ids = std::collections::HashMap::new();
+    while progress.done < args.soak_requests {
+        let batch = (args.soak_requests - progress.done).min(64) as u32;
+        for row in 0..batch {
+            let id = (fixture_server::splitmix64(&mut state) % u64::from(args.soak_urls)) as u32;
+            let url = format!("{base}/img/{id}.jpg?w=160&h=160");
+            pipeline.request(row, &url, TargetSize::square(64), Priority::Visible);
+            ids.insert(row, id);
+        }
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let mut arrived = 0;
+        while arrived < batch {
+            for done in pipeline.drain() {
+                arrived += 1;
+                match done.result {
+                    Ok(thumbnail) => {
+                        let id = fixture_server::decode_id(
+                            &thumbnail.pixels,
+                            thumbnail.width,
+                            thumbnail.height,
+                        );
+                        if id != ids.get(&done.row).copied() {
+                            progress.wrong += 1;
+                        }
+                    }
+                    Err(_) => progress.failed += 1,
+                }
+            }
+            if Instant::now() > deadline {
+                bail!("a batch did not finish in 60 s");
+            }
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        pipeline.end_frame();
+        pipeline.end_frame();
+        let before = progress.done;
+        progress.done += u64::from(batch);
+        if progress.done / 1000 != before / 1000 || progress.done == args.soak_requests {
+            let disk = pipeline.stats().disk;
+            progress.disk_hits = disk.hits;
+            progress.disk_misses = disk.misses;
+            progress.disk_corrupt = disk.corrupt;
+            progress.disk_errors = disk.errors;
+            progress.disk_evicted = disk.evicted;
+            progress.disk_bytes = disk.bytes;
+            println!("{}", serde_json::to_string(&progress)?);
+        }
+    }
+    Ok(())
+}
+
+/// Bytes of the files under `dir` (apparent sizes), and the largest.
+fn bytes_under(dir: &Path) -> (u64, u64) {
+    let (mut total, mut largest) = (0, 0);
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(dir) = pending.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let Ok(metadata) = entry.metadata() else {
+                continue;
+            };
+            if metadata.is_dir() {
+                pending.push(entry.path());
+            } else {
+                total += metadata.len();
+                largest = largest.max(metadata.len());
+            }
+        }
+    }
+    (total, largest)
+}
+
+fn soak(
+    args: &Args,
+    scratch: &Path,
+    report: &mut String,
+    missed: &mut Vec<String>,
+) -> anyhow::Result<()> {
+    let server = ServerProcess::fixture_server(&[
+        "--latency-ms".into(),
+        "0".into(),
+        "--max-age".into(),
+        "3600".into(),
+    ])?;
+    let dir = scratch.join("soak");
+    let budget = args.soak_budget_mib << 20;
+    // Sums the directory every 100 ms while the children run, each time
+    // with the child stopped (SIGSTOP), so that the sum is of one moment:
+    // summed while files are renamed and removed, a walk counts some twice.
+    let stop = Arc::new(AtomicBool::new(false));
+    let peak = Arc::new(AtomicU64::new(0));
+    let largest = Arc::new(AtomicU64::new(0));
+    let running = Arc::new(AtomicU32::new(0));
+    let samples = Arc::new(AtomicU64::new(0));
+    let watcher = {
+        let (dir, stop, peak, largest, running, samples) = (
+            dir.clone(),
+            Arc::clone(&stop),
+            Arc::clone(&peak),
+            Arc::clone(&largest),
+            Arc::clone(&running),
+            Arc::clone(&samples),
+        );
+        std::thread::Builder::new()
+            .name("soak-watcher".into())
+            .spawn(move || {
+                let signal = |signal: &str, pid: u32| {
+                    Command::new("kill")
+                        .args([signal, &pid.to_string()])
+                        .status()
+                        .is_ok_and(|status| status.success())
+                };
+                while !stop.load(Ordering::Relaxed) {
+                    let pid = running.load(Ordering::Relaxed);
+                    if pid != 0 && signal("-STOP", pid) {
+                        let (total, big) = bytes_under(&dir);
+                        signal("-CONT", pid);
+                        peak.fetch_max(total, Ordering::Relaxed);
+                        largest.fetch_max(big, Ordering::Relaxed);
+                        samples.fetch_add(1, Ordering::Relaxed);
+                    }
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+            })?
+    };
+    let exe = std::env::current_exe()?;
+    let child = |from: u64, requests: u64| -> anyhow::Result<std::process::Child> {
+        Command::new(&exe)
+            .arg("--soak-child")
+            .arg(&dir)
+            .args(["--soak-server", server.base_url()])
+            .args(["--soak-from", &from.to_string()])
+            .args(["--soak-requests", &requests.to_string()])
+            .args(["--soak-urls", &args.soak_urls.to_string()])
+            .args(["--soak-budget-mib", &args.soak_budget_mib.to_string()])
+            .stdout(Stdio::piped())
+            .spawn()
+            .context("could not start the soak child")
+    };
+    let read_progress = |line: std::io::Result<String>| -> Option<Progress> {
+        serde_json::from_str(&line.ok()?).ok()
+    };
+
+    let half = args.soak_requests / 2;
+    eprintln!("soak: first child, killed after {half} requests");
+    let started = Instant::now();
+    let mut first = child(0, args.soak_requests)?;
+    running.store(first.id(), Ordering::Relaxed);
+    let mut killed_at = None;
+    let stdout = first.stdout.take().context("no stdout")?;
+    for progress in BufReader::new(stdout)
+        .lines()
+        .map_while(&read_progress)
+    {
+        if progress.done >= half {
+            running.store(0, Ordering::Relaxed);
+            first.kill()?; // SIGKILL
+            killed_at = Some(progress);
+            break;
+        }
+    }
+    let status = first.wait()?;
+    let first_took = started.elapsed();
+    let killed_at = killed_at.context("the first soak child ended before it was killed")?;
+    let (at_kill, _) = bytes_under(&dir);
+
+    let rest = args.soak_requests - killed_at.done;
+    eprintln!("soak: second child, {rest} requests on the same directory");
+    let started = Instant::now();
+    let mut second = child(killed_at.done, rest)?;
+    running.store(second.id(), Ordering::Relaxed);
+    let stdout = second.stdout.take().context("no stdout")?;
+    let last = BufReader::new(stdout)
+        .lines()
+        .map_while(&read_progress)
+        .last();
+    running.store(0, Ordering::Relaxed);
+    let second_status = second.wait()?;
+    let second_took = started.elapsed();
+    stop.store(true, Ordering::Relaxed);
+    let _ = watcher.join();
+    let (at_end, _) = bytes_under(&dir);
+    let peak = peak.load(Ordering::Relaxed);
+    let largest = largest.load(Ordering::Relaxed);
+    let last = last.context("the second soak child printed nothing")?;
+
+    writeln!(
+        report,
+        "## Soak: {} requests over {} images, {} MiB budget, killed halfway\n\n\
+         Images 160x160 JPEG at 0 ms, 64 rows at a time, ids checked. Non-default: the memory \
+         cache holds 16 thumbnails (`cache_count_limit = 16`), so that repeats go to the disk. \
+         The directory's bytes (apparent sizes of every file: bodies, index, temporary files) \
+         summed every 100 ms with the child stopped (SIGSTOP), so that each sum is of one \
+         moment.\n",
+        args.soak_requests, args.soak_urls, args.soak_budget_mib
+    )?;
+    writeln!(
+        report,
+        "| child | requests | took | wrong ids | failed | disk hits | from the network | evicted | corrupt | errors | exit |"
+    )?;
+    writeln!(report, "|---|---|---|---|---|---|---|---|---|---|---|")?;
+    for (name, progress, took, status) in [
+        (
+            "first (SIGKILL)",
+            &killed_at,
+            first_took,
+            status.to_string(),
+        ),
+        (
+            "second (reopened)",
+            &last,
+            second_took,
+            second_status.to_string(),
+        ),
+    ] {
+        writeln!(
+            report,
+            "| {name} | {} | {:.1} s | {} | {} | {} | {} | {} | {} | {} | {status} |",
+            progress.done,
+            took.as_secs_f64(),
+            progress.wrong,
+            progress.failed,
+            progress.disk_hits,
+            progress.disk_misses,
+            progress.disk_evicted,
+            progress.disk_corrupt,
+            progress.disk_errors,
+        )?;
+    }
+    let mib = |bytes: u64| bytes as f64 / f64::from(1 << 20);
+    // One entry: its body and an index file of a few lines.
+    let allowed = budget + largest + 4096;
+    writeln!(
+        report,
+        "\nDirectory: peak {:.2} MiB over {} samples (budget {} MiB, largest file {:.1} KiB), \
+         {:.2} MiB at the kill, {:.2} MiB at the end; the ledger's count at the end: {:.2} MiB. \
+         Peak {peak} bytes against {budget} + one entry = {allowed}.\n",
+        mib(peak),
+        samples.load(Ordering::Relaxed),
+        args.soak_budget_mib,
+        largest as f64 / 1024.0,
+        mib(at_kill),
+        mib(at_end),
+        mib(last.disk_bytes),
+    )?;
+    if peak > allowed {
+        missed.push(format!(
+            "the soak's directory reached {:.2} MiB, over the budget and one entry ({:.2} MiB)",
+            mib(peak),
+            mib(allowed)
+        ));
+    }
+    if !second_status.success() || last.done != rest {
+        missed.push(format!(
+            "the reopened soak child ended with {second_status} after {} of {rest} requests",
+            last.done
+        ));
+    }
+    if killed_at.wrong + last.wrong > 0 {
+        missed.push(format!(
+            "the soak delivered {} images with another id",
+            killed_at.wrong + last.wrong
+        ));
+    }
+    Ok(())
+}
