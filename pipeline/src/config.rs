@@ -178,8 +178,9 @@ pub struct Config {
     /// counts what happened. Reads and writes run on
     /// [`Config::disk_threads`] threads of their own.
     ///
-    /// It caches what the server sent, so a warm start still decodes; the
-    /// memory cache and [`Config::cache_ttl`] work as without it, and
+    /// Beside the responses it keeps the thumbnails made from them
+    /// ([`Config::disk_cache_thumbnails`]). The memory cache and
+    /// [`Config::cache_ttl`] work as without it, and
     /// [`crate::Pipeline::forget`] clears only the memory cache.
     ///
     /// ```
@@ -197,6 +198,14 @@ pub struct Config {
     /// the whole budget is not written. Default: 256 MiB (Glide's and
     /// Coil's largest default: about 10,000 thumbnails of 25 KB).
     pub disk_cache_bytes: u64,
+    /// Whether the disk cache also keeps the decoded thumbnails it made
+    /// from its responses, per URL and size: while the response is fresh
+    /// and unchanged, a restarted app draws them without decoding the
+    /// original again (a 12-megapixel photo takes 30 ms or more to decode;
+    /// its 64x64 thumbnail is 16 KB to read). A thumbnail is raw RGBA,
+    /// 4 bytes a pixel, counted in [`Config::disk_cache_bytes`]. Default:
+    /// `true`.
+    pub disk_cache_thumbnails: bool,
     /// Threads that read and write the disk cache, named
     /// `thumbpipe-disk-N` (started only with a [`Config::disk_cache_dir`]).
     /// Default: 2, so that a write never holds up the reads of a screen.
@@ -231,6 +240,7 @@ impl Default for Config {
             file_root: None,
             disk_cache_dir: None,
             disk_cache_bytes: 256 * 1024 * 1024,
+            disk_cache_thumbnails: true,
             disk_threads: 2,
         }
     }

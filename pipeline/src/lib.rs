@@ -321,14 +321,17 @@ impl<K> PipelineBuilder<K> {
                 (Some(runtime), handle)
             }
         };
-        let (fetcher, disk_counters): (Arc<dyn Fetch>, _) = match self.fetcher {
-            Some(fetcher) => (fetcher, None),
+        let (fetcher, disk_counters, thumbnails): (Arc<dyn Fetch>, _, _) = match self.fetcher {
+            Some(fetcher) => (fetcher, None, None),
             None => {
                 // reqwest's client needs a runtime context to build.
                 let _entered = handle.enter();
                 let fetcher = HttpFetcher::new(&config)?;
                 let counters = fetcher.disk_counters();
-                (Arc::new(fetcher), counters)
+                let thumbnails = fetcher
+                    .disk_cache()
+                    .filter(|_| config.disk_cache_thumbnails);
+                (Arc::new(fetcher), counters, thumbnails)
             }
         };
         let decode: Arc<dyn Decode> = match self.decoder {
@@ -348,6 +351,7 @@ impl<K> PipelineBuilder<K> {
         let cache_view = CacheView::default();
         let parts = Parts {
             fetcher,
+            thumbnails,
             decode_pool: Arc::clone(&decode_pool),
             outbox: Outbox::new(outbox, Arc::clone(&waker)),
             metrics: Arc::clone(&metrics),

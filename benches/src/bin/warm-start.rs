@@ -655,10 +655,7 @@ fn soak(
     running.store(first.id(), Ordering::Relaxed);
     let mut killed_at = None;
     let stdout = first.stdout.take().context("no stdout")?;
-    for progress in BufReader::new(stdout)
-        .lines()
-        .map_while(&read_progress)
-    {
+    for progress in BufReader::new(stdout).lines().map_while(&read_progress) {
         if progress.done >= half {
             running.store(0, Ordering::Relaxed);
             first.kill()?; // SIGKILL

@@ -26,6 +26,7 @@
 
 mod ledger;
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -35,28 +36,32 @@ use bytes::Bytes;
 use http_cache_semantics::{BeforeRequest, CacheOptions, CachePolicy};
 use url::Url;
 
-use crate::BuildError;
 use crate::workers::Workers;
+use crate::{BuildError, TargetSize, Thumbnail};
 use ledger::Ledger;
 
 /// The disk cache's counters, a part of [`crate::Stats`] (all zero without
 /// a disk cache).
 ///
-/// A load with the disk cache on ends in exactly one of `hits`,
-/// `revalidated` and `misses`, or fails before (a network error).
+/// A load with the disk cache on ends in exactly one of `thumbnail_hits`,
+/// `hits`, `revalidated` and `misses`, or fails before (a network error).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct DiskStats {
     /// Images served from disk without the network: fresh by their HTTP
     /// headers.
     pub hits: u64,
+    /// Thumbnails served from disk already decoded
+    /// ([`crate::Config::disk_cache_thumbnails`]): made from a response
+    /// still on disk and fresh, with no network and no decode.
+    pub thumbnail_hits: u64,
     /// Images served from disk after the server answered `304 Not
     /// Modified` to a revalidation: a round trip, no image bytes.
     pub revalidated: u64,
     /// Images whose bytes came from the network: none on disk, a stale copy
     /// the server replaced, or a copy that could not be read.
     pub misses: u64,
-    /// Responses written to disk.
+    /// Responses and thumbnails written to disk.
     pub written: u64,
     /// Entries evicted to keep the directory within its budget.
     pub evicted: u64,
@@ -76,6 +81,7 @@ pub struct DiskStats {
 #[derive(Debug, Default)]
 pub(crate) struct DiskCounters {
     hits: AtomicU64,
+    thumbnail_hits: AtomicU64,
     revalidated: AtomicU64,
     misses: AtomicU64,
     written: AtomicU64,
@@ -90,6 +96,7 @@ impl DiskCounters {
     pub(crate) fn snapshot(&self) -> DiskStats {
         DiskStats {
             hits: self.hits.load(Relaxed),
+            thumbnail_hits: self.thumbnail_hits.load(Relaxed),
             revalidated: self.revalidated.load(Relaxed),
             misses: self.misses.load(Relaxed),
             written: self.written.load(Relaxed),
@@ -123,6 +130,29 @@ struct Envelope {
 
 const ENVELOPE_VERSION: u32 = 1;
 
+/// What the index stores beside a thumbnail's pixels.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct ThumbnailEnvelope {
+    /// How the thumbnail was made: another value is read as a miss, so a
+    /// release that decodes differently does not serve old thumbnails.
+    version: u32,
+    width: u32,
+    height: u32,
+    /// The integrity (SHA-256) of the response it was made from.
+    original: String,
+}
+
+const THUMBNAIL_VERSION: u32 = 1;
+
+/// The index key of `url`'s thumbnail for `target`; a response's key is
+/// its URL.
+fn thumbnail_key(url: &Url, target: TargetSize) -> String {
+    format!(
+        "thumbnail/v{THUMBNAIL_VERSION} {}x{} {url}",
+        target.width, target.height
+    )
+}
+
 /// Bytes an index line costs beyond its key and policy: the line's hash
 /// and the entry's other fields (207 to 210 bytes in cacache 13's lines),
 /// rounded up so that the ledger never counts less than the directory
@@ -139,7 +169,17 @@ struct Store {
     /// the ledger (which could not keep the budget without them): done
     /// when the scan ends. `None` once it has.
     deferred: Mutex<Option<Vec<Deferred>>>,
+    /// Thumbnails waiting for the write of the response they were decoded
+    /// from, by its key: written after it.
+    waiting: Mutex<HashMap<String, Vec<WaitingThumbnail>>>,
     counters: Arc<DiskCounters>,
+}
+
+#[derive(Debug)]
+struct WaitingThumbnail {
+    target: TargetSize,
+    body: Bytes,
+    made: Thumbnail,
 }
 
 /// A write waiting for the scan.
@@ -204,6 +244,7 @@ impl DiskCache {
             budget,
             ledger: Mutex::new(Ledger::default()),
             deferred: Mutex::new(Some(Vec::new())),
+            waiting: Mutex::new(HashMap::new()),
             counters: Arc::new(DiskCounters::default()),
         });
         let scanning = Arc::clone(&store);
@@ -227,6 +268,49 @@ impl DiskCache {
         let key = url.to_string();
         let read = self.threads.run(move || store.read(&key, max_bytes));
         async move { read.await.ok().flatten() }
+    }
+
+    /// The decoded thumbnail of `url` for `target`, if one was stored
+    /// from the response on disk and that response is still fresh. Read on
+    /// a disk thread; dropping the future before the read starts skips it.
+    pub(crate) fn lookup_thumbnail(
+        &self,
+        url: &Url,
+        target: TargetSize,
+    ) -> impl Future<Output = Option<Thumbnail>> + Send + 'static {
+        let store = Arc::clone(&self.store);
+        let url = url.clone();
+        let read = self.threads.run(move || {
+            let thumbnail = store.read_thumbnail(&url, target);
+            if thumbnail.is_some() {
+                DiskCounters::add(&store.counters.thumbnail_hits);
+            }
+            thumbnail
+        });
+        async move { read.await.ok().flatten() }
+    }
+
+    /// Stores `thumbnail`, decoded from `body`, for `url` and `target`, on
+    /// a disk thread, if `body` is the response stored for `url`. Nobody
+    /// waits for it.
+    pub(crate) fn store_thumbnail(
+        &self,
+        url: Arc<str>,
+        target: TargetSize,
+        body: Bytes,
+        thumbnail: Thumbnail,
+    ) {
+        let store = Arc::clone(&self.store);
+        if let Some(waiting) = store.waiting().get_mut(&*url) {
+            waiting.push(WaitingThumbnail {
+                target,
+                body,
+                made: thumbnail,
+            });
+            return;
+        }
+        self.threads
+            .spawn(move || store.write_thumbnail(&url, target, &body, &thumbnail));
     }
 
     pub(crate) fn count_hit(&self) {
@@ -254,11 +338,20 @@ impl DiskCache {
         let store = Arc::clone(&self.store);
         let key = url.to_string();
         let worth_keeping = policy.is_storable() && reusable(&policy, request);
+        // Thumbnails decoded from this body before it is written wait for
+        // it (they are kept only beside their response).
+        store.waiting().entry(key.clone()).or_default();
         self.threads.spawn(move || {
             if worth_keeping {
-                store.write(key, policy, body);
+                store.write(key.clone(), policy, body);
             } else {
                 store.forget(&key);
+            }
+            let thumbnails = store.waiting().remove(&key).unwrap_or_default();
+            if worth_keeping {
+                for thumbnail in thumbnails {
+                    store.write_thumbnail(&key, thumbnail.target, &thumbnail.body, &thumbnail.made);
+                }
             }
         });
     }
@@ -302,6 +395,10 @@ impl Store {
 
     fn ledger(&self) -> std::sync::MutexGuard<'_, Ledger> {
         self.ledger.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn waiting(&self) -> std::sync::MutexGuard<'_, HashMap<String, Vec<WaitingThumbnail>>> {
+        self.waiting.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Creates the directory and adds what it holds to the ledger, then
@@ -431,17 +528,22 @@ impl Store {
             deferred.push(Deferred { key, policy, body });
             return;
         }
-        let key = key.as_str();
         let envelope = Envelope {
             version: ENVELOPE_VERSION,
             policy,
         };
-        let Ok(metadata) = serde_json::to_value(&envelope) else {
-            self.failed();
-            return;
-        };
+        match serde_json::to_value(&envelope) {
+            Ok(metadata) => self.put(&key, metadata, &body),
+            Err(_) => self.failed(),
+        }
+    }
+
+    /// Writes `bytes` with `metadata` under `key`, having made room for
+    /// them first; too large for the whole budget, they are not written
+    /// (and an older entry under `key` is removed).
+    fn put(&self, key: &str, metadata: serde_json::Value, bytes: &[u8]) {
         let line = metadata.to_string().len();
-        let cost = body.len() as u64 + line_cost(key, line);
+        let cost = bytes.len() as u64 + line_cost(key, line);
         if cost > self.budget {
             return self.forget(key);
         }
@@ -450,10 +552,10 @@ impl Store {
         self.ledger().used(key, cost);
         let written = cacache::WriteOpts::new()
             .metadata(metadata)
-            .size(body.len())
+            .size(bytes.len())
             .open_sync(&self.dir, key)
             .and_then(|mut writer| {
-                std::io::Write::write_all(&mut writer, &body)
+                std::io::Write::write_all(&mut writer, bytes)
                     .map_err(|e| cacache::Error::IoError(e, "writing".into()))?;
                 writer.commit()
             });
@@ -465,6 +567,128 @@ impl Store {
             }
         }
         self.publish();
+    }
+
+    /// The thumbnail of `url` for `target` made from the response stored
+    /// for `url`, if that response is still fresh and unchanged. A
+    /// thumbnail whose response has changed or gone is removed.
+    fn read_thumbnail(&self, url: &Url, target: TargetSize) -> Option<Thumbnail> {
+        let key = thumbnail_key(url, target);
+        let entry = match cacache::metadata_sync(&self.dir, &key) {
+            Ok(Some(entry)) => entry,
+            Ok(None) => return None,
+            Err(_) => {
+                self.failed();
+                return None;
+            }
+        };
+        let made = serde_json::from_value::<ThumbnailEnvelope>(entry.metadata)
+            .ok()
+            .filter(|made| made.version == THUMBNAIL_VERSION);
+        let Some(made) = made else {
+            self.discard_corrupt(&key);
+            return None;
+        };
+        let original = match cacache::metadata_sync(&self.dir, url.as_str()) {
+            Ok(Some(original)) => original,
+            Ok(None) => {
+                self.forget(&key);
+                return None;
+            }
+            Err(_) => {
+                self.failed();
+                return None;
+            }
+        };
+        if original.integrity.to_string() != made.original {
+            self.forget(&key);
+            return None;
+        }
+        let fresh = serde_json::from_value::<Envelope>(original.metadata)
+            .ok()
+            .zip(request_parts(url))
+            .is_some_and(|(stored, request)| {
+                matches!(
+                    stored.policy.before_request(&request, SystemTime::now()),
+                    BeforeRequest::Fresh(_)
+                )
+            });
+        if !fresh {
+            return None;
+        }
+        let expected = made.width as usize * made.height as usize * 4;
+        match cacache::read_hash_sync(&self.dir, &entry.integrity) {
+            Ok(pixels) if pixels.len() == expected && entry.size == expected => {
+                let mut ledger = self.ledger();
+                let cost = line_cost(&key, 0) + expected as u64;
+                // The response too: the thumbnail is no use without it.
+                ledger.touch(url.as_str(), original.size as u64);
+                ledger.touch(&key, cost);
+                Some(Thumbnail {
+                    url: Arc::from(url.as_str()),
+                    width: made.width,
+                    height: made.height,
+                    pixels: Arc::from(pixels),
+                })
+            }
+            Err(cacache::Error::IoError(error, _))
+                if error.kind() != std::io::ErrorKind::NotFound =>
+            {
+                self.failed();
+                None
+            }
+            Ok(_) | Err(_) => {
+                self.discard_corrupt(&key);
+                None
+            }
+        }
+    }
+
+    /// Writes `thumbnail`, made from `body`, if `body` is the response
+    /// stored for `url` now. Not while the cache is being scanned.
+    fn write_thumbnail(&self, url: &str, target: TargetSize, body: &[u8], thumbnail: &Thumbnail) {
+        let scanning = self
+            .deferred
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .is_some();
+        if scanning {
+            return;
+        }
+        let Ok(Some(original)) = cacache::metadata_sync(&self.dir, url) else {
+            return;
+        };
+        if original.integrity.check(body).is_err() {
+            return;
+        }
+        let Ok(url) = Url::parse(url) else {
+            return;
+        };
+        let key = thumbnail_key(&url, target);
+        let original_integrity = original.integrity.to_string();
+        // Already there (a stale response revalidated and decoded again).
+        let kept = cacache::metadata_sync(&self.dir, &key)
+            .ok()
+            .flatten()
+            .and_then(|entry| serde_json::from_value::<ThumbnailEnvelope>(entry.metadata).ok())
+            .is_some_and(|made| {
+                made.version == THUMBNAIL_VERSION
+                    && made.original == original_integrity
+                    && (made.width, made.height) == (thumbnail.width, thumbnail.height)
+            });
+        if kept {
+            return;
+        }
+        let made = ThumbnailEnvelope {
+            version: THUMBNAIL_VERSION,
+            width: thumbnail.width,
+            height: thumbnail.height,
+            original: original_integrity,
+        };
+        match serde_json::to_value(&made) {
+            Ok(metadata) => self.put(&key, metadata, &thumbnail.pixels),
+            Err(_) => self.failed(),
+        }
     }
 
     /// Stores `policy` for `key`'s body, which is unchanged (a 304).

@@ -188,6 +188,11 @@ impl HttpFetcher {
     pub(crate) fn disk_counters(&self) -> Option<Arc<DiskCounters>> {
         self.disk.as_ref().map(|disk| disk.counters())
     }
+
+    /// The disk cache, for the load actor to keep decoded thumbnails in.
+    pub(crate) fn disk_cache(&self) -> Option<Arc<DiskCache>> {
+        self.disk.clone()
+    }
 }
 
 /// Follows at most `max` redirects, and none from `https` to `http` unless

@@ -20,14 +20,21 @@
 //!                  | no
 //!                  v
 //!          scheduler: queue --slot--> fetch task --Fetched--> actor --> decode pool
-//!                                                                          |
+//!                                       |                                  |
+//!                                       +--FromDisk--+                     |
+//!                                                    v                     |
 //!          deliver to every subscriber <-- cache put <-- actor <--Decoded--+
 //! ```
 //!
+//! With a disk cache that keeps thumbnails, a fetch task first asks it for
+//! the decoded thumbnail (`FromDisk`: no fetch, no decode), and every
+//! thumbnail decoded is offered to it with the body it came from; the
+//! responses themselves are the fetcher's business (`disk/`).
+//!
 //! Where to change what: a new priority is a [`Priority`] variant (the
-//! queues order by it); a new stage between fetch and decode (a disk tier)
-//! is a [`Stage`] and an [`Event`] handled here; the order fetches start in
-//! is `schedule.rs`.
+//! queues order by it); a new stage between fetch and decode is a
+//! [`Stage`] and an [`Event`] handled here; the order fetches start in is
+//! `schedule.rs`.
 
 mod registry;
 mod schedule;
@@ -52,6 +59,7 @@ use schedule::{FetchScheduler, Removed};
 use crate::cache::{CacheKey, CacheLimits, CacheView, ThumbnailCache};
 use crate::decode::{DecodeJob, DecodeOutcome, DecodePool};
 use crate::deliver::{Delivery, Outbox, Waker, wake};
+use crate::disk::DiskCache;
 use crate::fetch::{Fetch, host_key};
 use crate::metrics::Metrics;
 use crate::rows::SubscriptionId;
@@ -148,6 +156,8 @@ enum Command {
 /// From the fetch tasks and decode threads.
 enum Event {
     Fetched(TaskId, Result<Bytes, Error>),
+    /// The disk cache had the thumbnail, decoded: no fetch, no decode.
+    FromDisk(TaskId, Thumbnail),
     /// A decode ended; its body, of this many bytes, is gone.
     Decoded(TaskId, u64, DecodeOutcome),
 }
@@ -155,6 +165,9 @@ enum Event {
 /// What the actor needs from the rest of the pipeline.
 pub(crate) struct Parts {
     pub(crate) fetcher: Arc<dyn Fetch>,
+    /// The default fetcher's disk cache, when it keeps decoded thumbnails:
+    /// looked up before a fetch, and given every thumbnail decoded.
+    pub(crate) thumbnails: Option<Arc<DiskCache>>,
     pub(crate) decode_pool: Arc<DecodePool>,
     pub(crate) outbox: Outbox,
     pub(crate) metrics: Arc<Metrics>,
@@ -457,6 +470,15 @@ impl LoadActor {
                     }
                 }
             }
+            Event::FromDisk(task_id, thumbnail) => {
+                self.scheduler.remove(task_id);
+                if self.registry.get(task_id).is_none() {
+                    Metrics::add(&metrics.loads_abandoned_after_fetch, 1);
+                    return;
+                }
+                Metrics::add(&metrics.fetches_completed, 1);
+                self.finish(task_id, Ok(thumbnail));
+            }
             Event::Decoded(task_id, _, DecodeOutcome::Done(result)) => {
                 Metrics::add(&metrics.decodes_completed, 1);
                 if self.registry.get(task_id).is_none() {
@@ -485,14 +507,26 @@ impl LoadActor {
         let events = self.events.clone();
         let size = bytes.len() as u64;
         self.awaiting_decode += size;
+        let (url, target) = (Arc::clone(&task.key.url), task.key.target);
+        // The body goes with the thumbnail to the disk cache, which keeps
+        // the thumbnail if the body is the response it has for the URL.
+        let keep = self
+            .parts
+            .thumbnails
+            .clone()
+            .filter(|_| is_http(&task.url))
+            .map(|disk| (disk, bytes.clone()));
         self.parts.decode_pool.submit(DecodeJob {
             task: task_id,
             priority: task.priority(),
-            url: Arc::clone(&task.key.url),
+            url: Arc::clone(&url),
             bytes,
-            target: task.key.target,
+            target,
             cancel: task.cancel.clone(),
             done: Box::new(move |outcome| {
+                if let (Some((disk, body)), DecodeOutcome::Done(Ok(thumbnail))) = (keep, &outcome) {
+                    disk.store_thumbnail(url, target, body, thumbnail.clone());
+                }
                 let _ = events.send(Event::Decoded(task_id, size, outcome));
             }),
         });
@@ -553,6 +587,21 @@ impl LoadActor {
             };
             Metrics::add(&self.parts.metrics.fetches_started, 1);
             let fetch = guarded_fetch(&*self.parts.fetcher, &task.url, self.parts.max_body_bytes);
+            // A decoded thumbnail on disk is looked up first.
+            let on_disk = self
+                .parts
+                .thumbnails
+                .as_ref()
+                .filter(|_| is_http(&task.url))
+                .map(|disk| disk.lookup_thumbnail(&task.url, task.key.target));
+            let fetch = async move {
+                if let Some(lookup) = on_disk
+                    && let Some(thumbnail) = lookup.await
+                {
+                    return Event::FromDisk(task_id, thumbnail);
+                }
+                Event::Fetched(task_id, fetch.await)
+            };
             let cancel = task.cancel.clone();
             let events = self.events.clone();
             let live = self.live.enter();
@@ -565,8 +614,8 @@ impl LoadActor {
                 tokio::select! {
                     biased;
                     _ = cancel.cancelled() => {}
-                    result = fetch => {
-                        let _ = events.send(Event::Fetched(task_id, result));
+                    event = fetch => {
+                        let _ = events.send(event);
                     }
                 }
             });
@@ -584,6 +633,11 @@ impl LoadActor {
             *stats = self.cache.stats();
         }
     }
+}
+
+/// Whether `url` is one the disk cache may hold (`http` or `https`).
+fn is_http(url: &Url) -> bool {
+    matches!(url.scheme(), "http" | "https")
 }
 
 /// `fetcher`'s fetch of `url`, with a panic (in `fetch` itself, on the
