@@ -72,6 +72,8 @@ pub struct Demo {
     coast_prediction: bool,
     /// thumbpipe's modes keep an HTTP cache on disk here.
     disk_cache: Option<PathBuf>,
+    /// And keep decoded thumbnails in it.
+    disk_thumbnails: bool,
     /// The list's scroll area, watched for coasts.
     coast_watch: thumbpipe::egui::CoastWatch,
     /// The list as the last pass left it.
@@ -118,6 +120,8 @@ pub struct Setup {
     pub coast_prediction: bool,
     /// A directory for thumbpipe's HTTP cache on disk.
     pub disk_cache: Option<PathBuf>,
+    /// Whether that cache keeps decoded thumbnails too.
+    pub disk_thumbnails: bool,
 }
 
 impl Demo {
@@ -130,6 +134,7 @@ impl Demo {
             script,
             coast_prediction,
             disk_cache,
+            disk_thumbnails,
         } = setup;
         Self {
             mode,
@@ -145,6 +150,7 @@ impl Demo {
             script_ended_at: None,
             coast_prediction,
             disk_cache,
+            disk_thumbnails,
             coast_watch: thumbpipe::egui::CoastWatch::new(),
             list_seen: None,
             coast: None,
@@ -201,6 +207,7 @@ impl Demo {
         let mut config = thumbpipe::Config::default();
         config.coast_prediction = self.coast_prediction;
         config.disk_cache_dir = self.disk_cache.clone();
+        config.disk_cache_thumbnails = self.disk_thumbnails;
         config
     }
 
@@ -565,8 +572,9 @@ impl Demo {
                     ));
                     if let Some(disk) = counts.disk.filter(|_| self.disk_cache.is_some()) {
                         ui.label(format!(
-                            "disk cache: {} hits · {} revalidated (304) · {} from the network · \
-                             {} written · {:.1} MB in {} entries",
+                            "disk cache: {} thumbnails · {} images · {} revalidated (304) · \
+                             {} from the network · {} written · {:.1} MB in {} entries",
+                            disk.thumbnail_hits,
                             disk.hits,
                             disk.revalidated,
                             disk.misses,

@@ -47,6 +47,10 @@ struct Args {
     /// without the network, or after a 304 once they are stale.
     #[arg(long, value_name = "DIR")]
     disk_cache: Option<std::path::PathBuf>,
+    /// With --disk-cache, keep the decoded thumbnails on disk too (`on`:
+    /// a warm launch skips decoding), or only the responses (`off`).
+    #[arg(long, value_enum, default_value = "on")]
+    disk_thumbnails: OnOff,
     /// `Cache-Control: max-age` of the embedded server's images, in
     /// seconds; 0 makes a kept image stale at once (revalidated: 304).
     #[arg(long, value_name = "SECONDS", default_value_t = 3600)]
@@ -146,6 +150,7 @@ fn run(args: Args) -> anyhow::Result<()> {
         script: args.script,
         coast_prediction: args.coast_prediction == OnOff::On,
         disk_cache: args.disk_cache,
+        disk_thumbnails: args.disk_thumbnails == OnOff::On,
     };
     let demo = Demo::new(setup, server, urls);
     let report = if args.headless {

@@ -236,6 +236,7 @@ pub struct Report {
 /// What the disk cache did in a run.
 #[derive(Debug, Serialize, serde::Deserialize, PartialEq, Eq, Clone, Copy)]
 pub struct DiskReport {
+    pub thumbnail_hits: u64,
     pub hits: u64,
     pub revalidated: u64,
     pub misses: u64,
@@ -247,6 +248,7 @@ pub struct DiskReport {
 impl From<thumbpipe::DiskStats> for DiskReport {
     fn from(disk: thumbpipe::DiskStats) -> Self {
         Self {
+            thumbnail_hits: disk.thumbnail_hits,
             hits: disk.hits,
             revalidated: disk.revalidated,
             misses: disk.misses,

@@ -7,13 +7,16 @@
 //! ```
 //!
 //! 1. **Launches.** The demo's 200-row list (`demo-app --headless --script
-//!    browse --json`, default config) against a `fixture-server` process at
-//!    `--latency-ms`, each launch a fresh process: without a disk cache;
-//!    cold (an empty directory); warm (the same directory, images fresh by
-//!    `max-age=3600`); and against a server whose images are stale at once
-//!    (`max-age=0`), cold then warm, which revalidates. For each: the time
-//!    from the first frame to the first frame in which every visible row
-//!    shows its image, and what the server was asked and sent.
+//!    browse --json`, default config) against `fixture-server` processes at
+//!    `--latency-ms`, each launch a fresh process. For 600x600 originals
+//!    (the demo's) and 3000x3000 ones: without a disk cache; cold (an empty
+//!    directory) then warm (the same directory, images fresh by
+//!    `max-age=3600`), with the decoded thumbnails kept on disk (the
+//!    default) and with the responses only. Then against a server whose
+//!    images are stale at once (`max-age=0`), cold then warm, which
+//!    revalidates. For each: the time from the first frame to the first
+//!    frame in which every visible row shows its image, what the server was
+//!    asked and sent, and the bytes left on disk.
 //! 2. **One thumbnail.** One image at a time, in this process, against an
 //!    in-process server at 0 ms: a network fetch and decode (no disk cache),
 //!    a disk hit (read, check, decode), and a memory hit, for the demo's
@@ -144,17 +147,76 @@ struct DemoReport {
 
 #[derive(Debug, Deserialize)]
 struct DemoDisk {
+    thumbnail_hits: u64,
     hits: u64,
     revalidated: u64,
     misses: u64,
-    written: u64,
 }
 
 /// One kind of launch, and what its runs measured.
 struct Launch {
-    name: &'static str,
+    name: String,
+    /// Which server: an index into the run's servers.
+    server: usize,
+    /// The disk cache's directory, by name; `None` runs without one.
+    dir: Option<String>,
+    thumbnails: bool,
     reports: Vec<DemoReport>,
 }
+
+/// The servers a run starts: (max-age, image side).
+const SERVERS: [(u64, u32); 3] = [(3600, 600), (3600, 3000), (0, 600)];
+
+/// The launch kinds, in the order they run: each cold launch before the
+/// warm one on its directory.
+fn launch_kinds() -> Vec<Launch> {
+    let mut kinds = Vec::new();
+    let mut add = |name: String, server: usize, dir: Option<String>, thumbnails: bool| {
+        kinds.push(Launch {
+            name,
+            server,
+            dir,
+            thumbnails,
+            reports: Vec::new(),
+        });
+    };
+    for (server, side) in [(0, 600), (1, 3000)] {
+        add(format!("{side}²: no disk cache"), server, None, true);
+        for (thumbnails, what) in [
+            (true, "with thumbnails (default)"),
+            (false, "responses only"),
+        ] {
+            let dir = Some(format!("{side}-{thumbnails}"));
+            add(
+                format!("{side}²: cold, {what}"),
+                server,
+                dir.clone(),
+                thumbnails,
+            );
+            add(
+                format!("{side}²: **warm**, {what}"),
+                server,
+                dir,
+                thumbnails,
+            );
+        }
+    }
+    let dir = Some("stale".to_owned());
+    add("600², max-age=0: cold".into(), 2, dir.clone(), true);
+    add(
+        "600², max-age=0: **warm, revalidated**".into(),
+        2,
+        dir,
+        true,
+    );
+    kinds
+}
+
+/// Index of the launch the targets are about: the demo's list, default
+/// config, warm and fresh.
+const WARM_DEFAULT: usize = 2;
+/// The warm launch against the server whose images are stale at once.
+const WARM_STALE: usize = 11;
 
 fn launches(
     args: &Args,
@@ -163,7 +225,7 @@ fn launches(
     missed: &mut Vec<String>,
 ) -> anyhow::Result<()> {
     let demo = workspace_binary("demo-app", "demo-app")?;
-    let run_demo = |server: &ServerProcess, dir: Option<&Path>| -> anyhow::Result<DemoReport> {
+    let run_demo = |server: &ServerProcess, launch: &Launch, dir: Option<&Path>| {
         let mut command = Command::new(&demo);
         command.args([
             "--headless",
@@ -176,6 +238,8 @@ fn launches(
             &args.rows.to_string(),
             "--server",
             server.base_url(),
+            "--disk-thumbnails",
+            if launch.thumbnails { "on" } else { "off" },
         ]);
         if let Some(dir) = dir {
             command.arg("--disk-cache").arg(dir);
@@ -190,57 +254,56 @@ fn launches(
         }
         let stdout = String::from_utf8_lossy(&output.stdout);
         let last = stdout.lines().last().unwrap_or_default();
-        serde_json::from_str(last).with_context(|| format!("demo-app printed {last:?}"))
+        serde_json::from_str::<DemoReport>(last)
+            .with_context(|| format!("demo-app printed {last:?}"))
     };
-    let server_with = |max_age: u64| {
-        ServerProcess::fixture_server(&[
-            "--latency-ms".into(),
-            args.latency_ms.to_string(),
-            "--max-age".into(),
-            max_age.to_string(),
-        ])
-    };
-    let mut kinds: Vec<Launch> = [
-        "no disk cache",
-        "cold (empty directory)",
-        "warm, fresh (max-age=3600)",
-        "cold, server says max-age=0",
-        "warm, stale: revalidated",
-    ]
-    .into_iter()
-    .map(|name| Launch {
-        name,
-        reports: Vec::new(),
-    })
-    .collect();
+    let mut kinds = launch_kinds();
+    let mut bytes_on_disk = std::collections::BTreeMap::new();
     for run in 0..args.runs {
         eprintln!("launches: run {} of {}", run + 1, args.runs);
-        let fresh = server_with(3600)?;
-        kinds[0].reports.push(run_demo(&fresh, None)?);
-        let dir = scratch.join(format!("launch-fresh-{run}"));
-        kinds[1].reports.push(run_demo(&fresh, Some(&dir))?);
-        kinds[2].reports.push(run_demo(&fresh, Some(&dir))?);
-        drop(fresh);
-        let stale = server_with(0)?;
-        let dir = scratch.join(format!("launch-stale-{run}"));
-        kinds[3].reports.push(run_demo(&stale, Some(&dir))?);
-        kinds[4].reports.push(run_demo(&stale, Some(&dir))?);
+        let servers = SERVERS
+            .iter()
+            .map(|(max_age, side)| {
+                ServerProcess::fixture_server(&[
+                    "--latency-ms".into(),
+                    args.latency_ms.to_string(),
+                    "--max-age".into(),
+                    max_age.to_string(),
+                    "--size".into(),
+                    side.to_string(),
+                ])
+            })
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        for kind in &mut kinds {
+            let dir = kind
+                .dir
+                .as_ref()
+                .map(|dir| scratch.join(format!("launch-{run}-{dir}")));
+            let launched = run_demo(&servers[kind.server], kind, dir.as_deref())?;
+            kind.reports.push(launched);
+            if let Some(dir) = &dir {
+                bytes_on_disk.insert(kind.name.clone(), bytes_under(dir).0);
+            }
+        }
     }
 
     writeln!(
         report,
         "## Launches: the demo's {}-row list at {} ms\n\n\
-         `demo-app --headless --script browse --json --mode pipeline --server URL [--disk-cache DIR]`, \
-         {} runs of each, each a fresh process; the whole run (first screen, three screens down at \
-         a row every 250 ms, back) is counted at the server. First screen: from the first frame \
-         that drew the list to the first in which every visible row showed its image.\n",
+         `demo-app --headless --script browse --json --mode pipeline --server URL [--disk-cache DIR] \
+         [--disk-thumbnails off]`, {} runs of each, each a fresh process; the whole run (first \
+         screen, three screens down at a row every 250 ms, back) is counted at the server. The \
+         server's images are 600x600 JPEGs (the demo's; 21-25 KB) or 3000x3000 ones (`--size \
+         3000`; about 300 KB, a photo library's originals). First screen: from the first frame \
+         that drew the list to the first in which every visible row showed its image. Counts \
+         are per run, separated by `/`; bytes on disk after the last run.\n",
         args.rows, args.latency_ms, args.runs
     )?;
     writeln!(
         report,
-        "| launch | first screen, ms: median (range) | requests by then | requests in all | 304s | image bodies | disk hits | revalidated | from the network | wrong-row images |"
+        "| launch | first screen, ms: median (range) | requests by then | requests in all | 304s | image bodies | thumbnails from disk | images from disk | revalidated | from the network | bytes on disk |"
     )?;
-    writeln!(report, "|---|---|---|---|---|---|---|---|---|---|")?;
+    writeln!(report, "|---|---|---|---|---|---|---|---|---|---|---|")?;
     for kind in &kinds {
         let mut first: Vec<f64> = kind
             .reports
@@ -254,7 +317,7 @@ fn launches(
         if never > 0 && first != "never" {
             write!(first, "; never in {never} runs")?;
         }
-        let sum = |f: &dyn Fn(&DemoReport) -> u64| -> String {
+        let per_run = |f: &dyn Fn(&DemoReport) -> u64| -> String {
             let values: Vec<String> = kind.reports.iter().map(|r| f(r).to_string()).collect();
             values.join(" / ")
         };
@@ -266,24 +329,36 @@ fn launches(
                 .collect();
             values.join(" / ")
         };
+        let bytes = bytes_on_disk
+            .get(&kind.name)
+            .map_or("-".to_owned(), |b| format!("{:.2} MB", *b as f64 / 1e6));
         writeln!(
             report,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             kind.name,
             first,
-            sum(&|r| r.server_requests_at_first_screen.unwrap_or(0)),
-            sum(&|r| r.server_requests),
-            sum(&|r| r.server_not_modified),
-            sum(&|r| r.server_image_bodies),
+            per_run(&|r| r.server_requests_at_first_screen.unwrap_or(0)),
+            per_run(&|r| r.server_requests),
+            per_run(&|r| r.server_not_modified),
+            per_run(&|r| r.server_image_bodies),
+            disk(&|d| d.thumbnail_hits),
             disk(&|d| d.hits),
             disk(&|d| d.revalidated),
             disk(&|d| d.misses),
-            sum(&|r| r.wrong_row_images.unwrap_or(0)),
+            bytes,
         )?;
     }
-    writeln!(report, "\nPer-run values are separated by `/`.\n")?;
+    let wrong: u64 = kinds
+        .iter()
+        .flat_map(|kind| &kind.reports)
+        .map(|r| r.wrong_row_images.unwrap_or(0))
+        .sum();
+    writeln!(
+        report,
+        "\nWrong-row images in every launch together: {wrong}.\n"
+    )?;
 
-    let warm = &kinds[2].reports;
+    let warm = &kinds[WARM_DEFAULT].reports;
     let worst_first = warm
         .iter()
         .map(|r| r.first_screen_ms.unwrap_or(f64::INFINITY))
@@ -301,21 +376,19 @@ fn launches(
         .map(|r| r.server_image_bodies + r.disk.as_ref().map_or(0, |d| d.misses))
         .sum();
     let requests: u64 = warm.iter().map(|r| r.server_requests).sum();
-    let revalidated = &kinds[4].reports;
-    let bodies: u64 = revalidated.iter().map(|r| r.server_image_bodies).sum();
-    let written: Vec<u64> = kinds[1]
+    let bodies: u64 = kinds[WARM_STALE]
         .reports
         .iter()
-        .map(|r| r.disk.as_ref().map_or(0, |d| d.written))
-        .collect();
+        .map(|r| r.server_image_bodies)
+        .sum();
     writeln!(
         report,
-        "Targets: a warm launch with fresh entries asks the network for none of them (requests \
-         by the first screen: {early}; image bodies or disk misses over the whole run: \
-         {fetched_again}; requests in all: {requests}, for rows whose cold load was cancelled \
-         and so never written; the cold runs wrote {written:?} entries) and shows its first \
-         screen within 50 ms (slowest: {worst_first:.0} ms); a stale one gets 304s only (image \
-         bodies sent: {bodies}).\n"
+        "Targets (the demo's 600x600 list, default config): a warm launch with fresh entries \
+         asks the network for none of them (requests by the first screen: {early}; image bodies \
+         or disk misses over the whole run: {fetched_again}; requests in all: {requests}, for \
+         rows whose cold load was cancelled while scrolling and so never written) and shows its \
+         first screen within 50 ms (slowest: {worst_first:.0} ms); a stale one gets 304s only \
+         (image bodies sent: {bodies}).\n"
     )?;
     if early > 0 || fetched_again > 0 {
         missed.push(format!(
@@ -330,6 +403,9 @@ fn launches(
         missed.push(format!(
             "stale warm launches were sent {bodies} image bodies"
         ));
+    }
+    if wrong > 0 {
+        missed.push(format!("{wrong} wrong-row images"));
     }
     Ok(())
 }
@@ -385,9 +461,9 @@ fn singles(args: &Args, scratch: &Path, report: &mut String) -> anyhow::Result<(
     )?;
     writeln!(
         report,
-        "| original | network at 0 ms: fetch + decode | disk hit: read + check + decode | memory hit | decode alone | original bytes |"
+        "| original | network at 0 ms: fetch + decode | disk, responses only: read + check + decode | disk, thumbnail kept: read + check | memory hit | decode alone | original bytes |"
     )?;
-    writeln!(report, "|---|---|---|---|---|---|")?;
+    writeln!(report, "|---|---|---|---|---|---|---|")?;
     for (label, query, offset) in [
         ("600x600 JPEG (the demo's)", "", 0),
         ("4000x3000 JPEG", "?w=4000&h=3000", 1000),
@@ -414,18 +490,30 @@ fn singles(args: &Args, scratch: &Path, report: &mut String) -> anyhow::Result<(
         config.disk_cache_dir = Some(dir.clone());
         let mut filling = Pipeline::<u32>::new(config.clone())?;
         one_at_a_time(&mut filling, &urls)?;
-        let written = || filling.stats().disk.written >= u64::from(args.singles);
+        one_at_a_time(&mut filling, &other[..2])?;
+        // Each image's response and its thumbnail.
+        let written = || filling.stats().disk.written >= 2 * (u64::from(args.singles) + 2);
         let deadline = Instant::now() + Duration::from_secs(30);
         while !written() && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(10));
         }
         drop(filling);
-        let mut warm = Pipeline::<u32>::new(config)?;
+        let mut responses = config.clone();
+        responses.disk_cache_thumbnails = false;
+        let mut warm = Pipeline::<u32>::new(responses)?;
         one_at_a_time(&mut warm, &other[..2])?;
         let mut disk_ms = one_at_a_time(&mut warm, &urls)?;
         let hits = warm.stats().disk.hits;
         if hits < u64::from(args.singles) {
             bail!("only {hits} of {} disk reads were hits", args.singles);
+        }
+        drop(warm);
+        let mut warm = Pipeline::<u32>::new(config)?;
+        one_at_a_time(&mut warm, &other[..2])?;
+        let mut thumbnail_ms = one_at_a_time(&mut warm, &urls)?;
+        let hits = warm.stats().disk.thumbnail_hits;
+        if hits < u64::from(args.singles) {
+            bail!("only {hits} of {} thumbnail reads were hits", args.singles);
         }
         let mut memory_ms = one_at_a_time(&mut warm, &urls)?;
         drop(warm);
@@ -452,9 +540,10 @@ fn singles(args: &Args, scratch: &Path, report: &mut String) -> anyhow::Result<(
         let size = median_and_range(&mut sizes).map_or(0.0, |(m, _, _)| m);
         writeln!(
             report,
-            "| {label} | {} | {} | {} | {} | {:.0} KB |",
+            "| {label} | {} | {} | {} | {} | {} | {:.0} KB |",
             cell(&mut network_ms),
             cell(&mut disk_ms),
+            cell(&mut thumbnail_ms),
             cell(&mut memory_ms),
             cell(&mut decode_ms),
             size / 1000.0
@@ -470,6 +559,7 @@ struct Progress {
     done: u64,
     wrong: u64,
     failed: u64,
+    disk_thumbnail_hits: u64,
     disk_hits: u64,
     disk_misses: u64,
     disk_corrupt: u64,
@@ -495,6 +585,7 @@ fn soak_child(args: &Args, dir: &Path) -> anyhow::Result<()> {
         done: 0,
         wrong: 0,
         failed: 0,
+        disk_thumbnail_hits: 0,
         disk_hits: 0,
         disk_misses: 0,
         disk_corrupt: 0,
@@ -542,6 +633,7 @@ fn soak_child(args: &Args, dir: &Path) -> anyhow::Result<()> {
         progress.done += u64::from(batch);
         if progress.done / 1000 != before / 1000 || progress.done == args.soak_requests {
             let disk = pipeline.stats().disk;
+            progress.disk_thumbnail_hits = disk.thumbnail_hits;
             progress.disk_hits = disk.hits;
             progress.disk_misses = disk.misses;
             progress.disk_corrupt = disk.corrupt;
@@ -691,7 +783,8 @@ fn soak(
     writeln!(
         report,
         "## Soak: {} requests over {} images, {} MiB budget, killed halfway\n\n\
-         Images 160x160 JPEG at 0 ms, 64 rows at a time, ids checked. Non-default: the memory \
+         Images 160x160 JPEG at 0 ms, to 64x64 thumbnails (kept on disk too: 16 KB of RGBA \
+         each, beside the 5-6 KB response), 64 rows at a time, ids checked. Non-default: the memory \
          cache holds 16 thumbnails (`cache_count_limit = 16`), so that repeats go to the disk. \
          The directory's bytes (apparent sizes of every file: bodies, index, temporary files) \
          summed every 100 ms with the child stopped (SIGSTOP), so that each sum is of one \
@@ -700,9 +793,9 @@ fn soak(
     )?;
     writeln!(
         report,
-        "| child | requests | took | wrong ids | failed | disk hits | from the network | evicted | corrupt | errors | exit |"
+        "| child | requests | took | wrong ids | failed | thumbnails from disk | images from disk | from the network | evicted | corrupt | errors | exit |"
     )?;
-    writeln!(report, "|---|---|---|---|---|---|---|---|---|---|---|")?;
+    writeln!(report, "|---|---|---|---|---|---|---|---|---|---|---|---|")?;
     for (name, progress, took, status) in [
         (
             "first (SIGKILL)",
@@ -719,11 +812,12 @@ fn soak(
     ] {
         writeln!(
             report,
-            "| {name} | {} | {:.1} s | {} | {} | {} | {} | {} | {} | {} | {status} |",
+            "| {name} | {} | {:.1} s | {} | {} | {} | {} | {} | {} | {} | {} | {status} |",
             progress.done,
             took.as_secs_f64(),
             progress.wrong,
             progress.failed,
+            progress.disk_thumbnail_hits,
             progress.disk_hits,
             progress.disk_misses,
             progress.disk_evicted,
