@@ -203,7 +203,9 @@ pub struct Config {
     /// and unchanged, a restarted app draws them without decoding the
     /// original again (a 12-megapixel photo takes 30 ms or more to decode;
     /// its 64x64 thumbnail is 16 KB to read). A thumbnail is raw RGBA,
-    /// 4 bytes a pixel, counted in [`Config::disk_cache_bytes`]. Default:
+    /// 4 bytes a pixel, counted in [`Config::disk_cache_bytes`]. Off with
+    /// a decoder of your own ([`crate::PipelineBuilder::decoder`]): the
+    /// thumbnails on disk are what the default decoder makes. Default:
     /// `true`.
     pub disk_cache_thumbnails: bool,
     /// Threads that read and write the disk cache, named

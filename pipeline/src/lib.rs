@@ -328,9 +328,10 @@ impl<K> PipelineBuilder<K> {
                 let _entered = handle.enter();
                 let fetcher = HttpFetcher::new(&config)?;
                 let counters = fetcher.disk_counters();
+                // Thumbnails on disk are what the default decoder makes.
                 let thumbnails = fetcher
                     .disk_cache()
-                    .filter(|_| config.disk_cache_thumbnails);
+                    .filter(|_| config.disk_cache_thumbnails && self.decoder.is_none());
                 (Arc::new(fetcher), counters, thumbnails)
             }
         };

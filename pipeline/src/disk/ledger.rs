@@ -44,12 +44,31 @@ impl Ledger {
         self.used(key, cost);
     }
 
-    /// Adds `extra` bytes to `key`'s cost (a line appended to its index).
-    pub(super) fn grow(&mut self, key: &str, extra: u64) {
-        if let Some((cost, _)) = self.entries.get_mut(key) {
-            *cost += extra;
-            self.total += extra;
+    /// Makes room for `key` at `cost` bytes within `budget`, in one step
+    /// so that two threads cannot both count on the same room: drops
+    /// `key`'s old cost, takes the least recently used other entries out
+    /// until the rest and `cost` fit, and records `key` as just used.
+    /// Returns the keys taken out, for their files to be removed.
+    pub(super) fn make_room(&mut self, key: &str, cost: u64, budget: u64) -> Vec<String> {
+        self.remove(key);
+        let mut victims = Vec::new();
+        while self.total + cost > budget {
+            match self.pop_oldest(None) {
+                Some(victim) => victims.push(victim),
+                None => break,
+            }
         }
+        self.used(key, cost);
+        victims
+    }
+
+    /// Takes the least recently used entry out if the ledger is over
+    /// `budget`.
+    pub(super) fn pop_over(&mut self, budget: u64) -> Option<String> {
+        if self.total <= budget {
+            return None;
+        }
+        self.pop_oldest(None)
     }
 
     pub(super) fn remove(&mut self, key: &str) -> Option<u64> {
@@ -128,10 +147,26 @@ mod tests {
         let mut ledger = Ledger::default();
         ledger.used("a", 10);
         ledger.used("a", 15);
-        ledger.grow("a", 5);
-        ledger.grow("unknown", 5);
-        assert_eq!((ledger.total(), ledger.len()), (20, 1));
-        assert_eq!(ledger.remove("a"), Some(20));
+        assert_eq!((ledger.total(), ledger.len()), (15, 1));
+        assert_eq!(ledger.remove("a"), Some(15));
         assert_eq!(ledger.total(), 0);
+    }
+
+    #[test]
+    fn room_is_made_by_evicting_the_oldest_first() {
+        let mut ledger = Ledger::default();
+        for key in ["a", "b", "c"] {
+            assert!(ledger.make_room(key, 10, 30).is_empty());
+        }
+        ledger.touch("a", 0);
+        assert_eq!(ledger.make_room("d", 15, 30), ["b", "c"]);
+        assert_eq!(ledger.total(), 25);
+        // Rewriting an entry frees its old cost first.
+        assert!(ledger.make_room("d", 20, 30).is_empty());
+        assert_eq!(ledger.total(), 30);
+        assert_eq!(ledger.pop_over(30), None);
+        assert_eq!(ledger.pop_over(25).as_deref(), Some("a"));
+        // Larger than the whole budget: everything else goes.
+        assert_eq!(ledger.make_room("e", 40, 30), ["d"]);
     }
 }

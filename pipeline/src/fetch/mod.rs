@@ -15,7 +15,7 @@ use futures::future::BoxFuture;
 use http_cache_semantics::{AfterResponse, BeforeRequest, CachePolicy};
 use url::Url;
 
-use crate::disk::{self, DiskCache, DiskCounters, Stored};
+use crate::disk::{self, DiskCache, DiskCounters};
 use crate::{BuildError, Config, DiskStats, Error};
 
 mod budget;
@@ -246,15 +246,10 @@ impl Fetch for HttpFetcher {
     }
 }
 
-/// A stored response for a URL, and the request that revalidates it.
-struct Revalidating {
-    stored: Stored,
-    request: http::request::Parts,
-}
-
 /// The body at an `http` or `https` URL: from the disk cache while it is
-/// fresh, after a `304 Not Modified` when the server says it still is, or
-/// from the network.
+/// fresh, from the disk cache after a `304 Not Modified` when the server
+/// says it still is, or from the network. Whatever happens to the disk,
+/// the load gets the network's answer.
 async fn fetch_http(fetcher: HttpFetcher, url: Url, max_bytes: u64) -> Result<Bytes, Error> {
     let HttpFetcher {
         client,
@@ -263,115 +258,199 @@ async fn fetch_http(fetcher: HttpFetcher, url: Url, max_bytes: u64) -> Result<By
         disk,
         ..
     } = fetcher;
+    let net = Network {
+        client: &client,
+        limits: &limits,
+        budget: &budget,
+        url: &url,
+        max_bytes,
+    };
     // The request the caching rules are computed for; absent when the disk
     // cache is off or the URL is not one `http` can carry.
-    let disk = disk.and_then(|disk| Some((disk::request_parts(&url)?, disk)));
-    let mut revalidating = None;
-    if let Some((request, disk)) = &disk
-        && let Some(stored) = disk.lookup(&url, max_bytes).await
-    {
-        match stored.policy.before_request(request, SystemTime::now()) {
+    let Some((request, disk)) = disk.and_then(|disk| Some((disk::request_parts(&url)?, disk)))
+    else {
+        return net.download().await;
+    };
+    let cache = Cache {
+        disk: &disk,
+        request: &request,
+    };
+    if let Some(head) = disk.head(&url, max_bytes).await {
+        match head.policy.before_request(&request, SystemTime::now()) {
             BeforeRequest::Fresh(_) => {
-                disk.count_hit();
-                let reservation = budget.reserve(stored.body.len() as u64).await;
-                return Ok(reservation.hold(stored.body));
+                let reservation = budget.reserve(head.size).await;
+                if let Some(body) = disk.body(&url, &head).await {
+                    disk.count_hit();
+                    return Ok(reservation.hold(body));
+                }
             }
-            BeforeRequest::Stale { request, .. } => {
-                revalidating = Some(Revalidating { stored, request });
+            BeforeRequest::Stale {
+                request: revalidation,
+                ..
+            } => {
+                // If-None-Match / If-Modified-Since, as the stored response
+                // allows.
+                let (response, deadline) = net.send(Some(revalidation.headers)).await?;
+                if response.status() != reqwest::StatusCode::NOT_MODIFIED {
+                    return net.receive(response, deadline, Some(cache)).await;
+                }
+                let parts = disk::response_parts(response.status(), response.headers());
+                match head
+                    .policy
+                    .after_response(&request, &parts, SystemTime::now())
+                {
+                    AfterResponse::NotModified(policy, _) => {
+                        let reservation = budget.reserve(head.size).await;
+                        if let Some(body) = disk.body(&url, &head).await {
+                            disk.count_revalidated();
+                            disk.refresh(&url, policy, &head);
+                            return Ok(reservation.hold(body));
+                        }
+                    }
+                    // A 304 that does not match the stored response (its
+                    // validators changed, or it carries none): fetch the
+                    // image again, without conditions.
+                    AfterResponse::Modified(..) => disk.remove(&url),
+                }
             }
+        }
+    }
+    let (response, deadline) = net.send(None).await?;
+    net.receive(response, deadline, Some(cache)).await
+}
+
+/// One fetch's network side: the client, its limits and the body budget.
+struct Network<'a> {
+    client: &'a reqwest::Client,
+    limits: &'a FetchLimits,
+    budget: &'a BodyBudget,
+    url: &'a Url,
+    max_bytes: u64,
+}
+
+/// Where a response is stored, when the disk cache is on.
+#[derive(Clone, Copy)]
+struct Cache<'a> {
+    disk: &'a DiskCache,
+    request: &'a http::request::Parts,
+}
+
+impl Network<'_> {
+    fn timed_out(&self) -> Error {
+        Error::Timeout {
+            url: self.url.to_string(),
+            phase: "complete response",
+            limit: self.limits.total_timeout,
+            setting: "total_timeout",
         }
     }
 
-    let fail = |error: reqwest::Error| classify(&url, error, &limits);
-    let timed_out = || Error::Timeout {
-        url: url.to_string(),
-        phase: "complete response",
-        limit: limits.total_timeout,
-        setting: "total_timeout",
-    };
-    let mut deadline = tokio::time::Instant::now() + limits.total_timeout;
-    let mut get = client.get(url.clone());
-    if let Some(revalidating) = &revalidating {
-        // If-None-Match / If-Modified-Since, as the stored response allows.
-        get = get.headers(revalidating.request.headers.clone());
-    }
-    let mut response = tokio::time::timeout_at(deadline, get.send())
-        .await
-        .map_err(|_| timed_out())?
-        .map_err(fail)?;
-    let status = response.status();
-    let response_time = SystemTime::now();
-    if status == reqwest::StatusCode::NOT_MODIFIED
-        && let (Some((request, disk)), Some(revalidating)) = (&disk, revalidating)
-    {
-        let parts = disk::response_parts(status, response.headers());
-        let Revalidating { stored, .. } = revalidating;
-        match stored.policy.after_response(request, &parts, response_time) {
-            AfterResponse::NotModified(policy, _) => {
-                disk.count_revalidated();
-                disk.refresh(&url, policy, stored.body.len());
-                let reservation = budget.reserve(stored.body.len() as u64).await;
-                return Ok(reservation.hold(stored.body));
-            }
-            // A 304 whose validators are not the stored copy's: neither
-            // can be trusted.
-            AfterResponse::Modified(..) => disk.remove(&url),
+    /// Sends the GET, with `headers` added; returns the response (headers
+    /// read) and the deadline for its body.
+    async fn send(
+        &self,
+        headers: Option<http::HeaderMap>,
+    ) -> Result<(reqwest::Response, tokio::time::Instant), Error> {
+        let deadline = tokio::time::Instant::now() + self.limits.total_timeout;
+        let mut get = self.client.get(self.url.clone());
+        if let Some(headers) = headers {
+            get = get.headers(headers);
         }
+        let response = tokio::time::timeout_at(deadline, get.send())
+            .await
+            .map_err(|_| self.timed_out())?
+            .map_err(|error| classify(self.url, error, self.limits))?;
+        Ok((response, deadline))
     }
-    if !status.is_success() {
-        return Err(Error::Status {
-            url: url.to_string(),
-            status: status.as_u16(),
+
+    /// The body, without the disk cache.
+    async fn download(&self) -> Result<Bytes, Error> {
+        let (response, deadline) = self.send(None).await?;
+        self.receive(response, deadline, None).await
+    }
+
+    /// Checks the status and reads the body of `response` within the body
+    /// budget and the cap; with `cache`, stores it as its headers allow.
+    async fn receive(
+        &self,
+        mut response: reqwest::Response,
+        mut deadline: tokio::time::Instant,
+        cache: Option<Cache<'_>>,
+    ) -> Result<Bytes, Error> {
+        let (url, max_bytes) = (self.url, self.max_bytes);
+        let status = response.status();
+        if !status.is_success() {
+            return Err(Error::Status {
+                url: url.to_string(),
+                status: status.as_u16(),
+            });
+        }
+        // What the caching rules say of it, computed before its headers go
+        // with the body. A response reached through a redirect is not
+        // stored: its freshness is the target's, not the URL's, which may
+        // point elsewhere next time.
+        let policy = cache.filter(|_| response.url() == url).map(|cache| {
+            let parts = disk::response_parts(status, response.headers());
+            CachePolicy::new_options(
+                cache.request,
+                &parts,
+                SystemTime::now(),
+                disk::cache_options(),
+            )
         });
-    }
-    let policy = disk.as_ref().map(|(request, _)| {
-        let parts = disk::response_parts(status, response.headers());
-        CachePolicy::new_options(request, &parts, response_time, disk::cache_options())
-    });
-    let too_large = |size: String| Error::TooLarge {
-        url: url.to_string(),
-        what: format!("the body is {size}, over the {max_bytes}-byte limit"),
-        setting: "max_body_bytes",
-    };
-    if let Some(length) = response.content_length().filter(|len| *len > max_bytes) {
-        return Err(too_large(format!("{length} bytes")));
-    }
-    // Bodies waiting for a decoder are bounded: this one waits here,
-    // its bytes unread, while the budget is spent. The wait is the
-    // decoders' time, not the server's: the deadline moves by it.
-    let waiting = tokio::time::Instant::now();
-    let reservation = budget
-        .reserve(response.content_length().unwrap_or(max_bytes))
-        .await;
-    deadline += waiting.elapsed();
-    // The server's length is a claim: reserve at most 1 MiB up
-    // front, and let the buffer grow with the bytes that arrive.
-    let capacity = response
-        .content_length()
-        .unwrap_or(64 * 1024)
-        .min(max_bytes)
-        .min(1024 * 1024);
-    let read = async {
-        let mut body = Vec::with_capacity(capacity as usize);
-        while let Some(chunk) = response.chunk().await.map_err(fail)? {
-            if (body.len() + chunk.len()) as u64 > max_bytes {
-                return Err(too_large("larger".into()));
+        let too_large = |size: String| Error::TooLarge {
+            url: url.to_string(),
+            what: format!("the body is {size}, over the {max_bytes}-byte limit"),
+            setting: "max_body_bytes",
+        };
+        if let Some(length) = response.content_length().filter(|len| *len > max_bytes) {
+            return Err(too_large(format!("{length} bytes")));
+        }
+        // Bodies waiting for a decoder are bounded: this one waits here,
+        // its bytes unread, while the budget is spent. The wait is the
+        // decoders' time, not the server's: the deadline moves by it.
+        let waiting = tokio::time::Instant::now();
+        let reservation = self
+            .budget
+            .reserve(response.content_length().unwrap_or(max_bytes))
+            .await;
+        deadline += waiting.elapsed();
+        // The server's length is a claim: reserve at most 1 MiB up
+        // front, and let the buffer grow with the bytes that arrive.
+        let capacity = response
+            .content_length()
+            .unwrap_or(64 * 1024)
+            .min(max_bytes)
+            .min(1024 * 1024);
+        let read = async {
+            let mut body = Vec::with_capacity(capacity as usize);
+            while let Some(chunk) = response
+                .chunk()
+                .await
+                .map_err(|error| classify(url, error, self.limits))?
+            {
+                if (body.len() + chunk.len()) as u64 > max_bytes {
+                    return Err(too_large("larger".into()));
+                }
+                body.extend_from_slice(&chunk);
             }
-            body.extend_from_slice(&chunk);
+            Ok(body)
+        };
+        let body = tokio::time::timeout_at(deadline, read)
+            .await
+            .map_err(|_| self.timed_out())??;
+        let body = reservation.hold(body);
+        if let Some(cache) = cache {
+            cache.disk.count_miss();
+            match policy {
+                // Written (or, for `no-store`, any older copy removed) on a
+                // disk thread; the body's reservation lasts until then.
+                Some(policy) => cache.disk.store(url, cache.request, policy, body.clone()),
+                None => cache.disk.remove(url),
+            }
         }
         Ok(body)
-    };
-    let body = tokio::time::timeout_at(deadline, read)
-        .await
-        .map_err(|_| timed_out())??;
-    let body = reservation.hold(body);
-    if let (Some((request, disk)), Some(policy)) = (&disk, policy) {
-        disk.count_miss();
-        // Written (or, for `no-store`, any older copy removed) on a disk
-        // thread; the body's reservation lasts until it is written.
-        disk.store(&url, request, policy, body.clone());
     }
-    Ok(body)
 }
 
 /// Turns a reqwest error into the pipeline's, naming the phase and the

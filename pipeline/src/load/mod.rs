@@ -470,12 +470,14 @@ impl LoadActor {
                     }
                 }
             }
-            Event::FromDisk(task_id, thumbnail) => {
+            Event::FromDisk(task_id, mut thumbnail) => {
                 self.scheduler.remove(task_id);
-                if self.registry.get(task_id).is_none() {
+                let Some(task) = self.registry.get(task_id) else {
                     Metrics::add(&metrics.loads_abandoned_after_fetch, 1);
                     return;
-                }
+                };
+                // The URL as asked for, as a decoded thumbnail carries it.
+                thumbnail.url = Arc::clone(&task.key.url);
                 Metrics::add(&metrics.fetches_completed, 1);
                 self.finish(task_id, Ok(thumbnail));
             }
@@ -507,7 +509,7 @@ impl LoadActor {
         let events = self.events.clone();
         let size = bytes.len() as u64;
         self.awaiting_decode += size;
-        let (url, target) = (Arc::clone(&task.key.url), task.key.target);
+        let target = task.key.target;
         // The body goes with the thumbnail to the disk cache, which keeps
         // the thumbnail if the body is the response it has for the URL.
         let keep = self
@@ -515,17 +517,19 @@ impl LoadActor {
             .thumbnails
             .clone()
             .filter(|_| is_http(&task.url))
-            .map(|disk| (disk, bytes.clone()));
+            .map(|disk| (disk, task.url.clone(), bytes.clone()));
         self.parts.decode_pool.submit(DecodeJob {
             task: task_id,
             priority: task.priority(),
-            url: Arc::clone(&url),
+            url: Arc::clone(&task.key.url),
             bytes,
             target,
             cancel: task.cancel.clone(),
             done: Box::new(move |outcome| {
-                if let (Some((disk, body)), DecodeOutcome::Done(Ok(thumbnail))) = (keep, &outcome) {
-                    disk.store_thumbnail(url, target, body, thumbnail.clone());
+                if let (Some((disk, url, body)), DecodeOutcome::Done(Ok(thumbnail))) =
+                    (keep, &outcome)
+                {
+                    disk.store_thumbnail(&url, target, body, thumbnail.clone());
                 }
                 let _ = events.send(Event::Decoded(task_id, size, outcome));
             }),

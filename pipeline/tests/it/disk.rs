@@ -4,7 +4,10 @@
 //! that cannot be written costing only the network, two pipelines on one
 //! directory, and a process killed while writing.
 
+use std::io::{Read as _, Write as _};
+use std::net::TcpListener;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use fixture_server::{Config as ServerConfig, FixtureServer};
@@ -432,4 +435,154 @@ fn a_process_killed_while_writing_leaves_only_whole_entries() {
         "{disk:?}"
     );
     assert_eq!(server.stats().image_bodies, disk.misses);
+}
+
+/// A loopback HTTP/1.1 server whose answers a test scripts: `answer` gets
+/// the request's head (request line and headers, lower-cased) and the
+/// number of requests before it, and returns the status line with headers
+/// and the body. Each connection carries one request. Returns the base URL
+/// and the heads received.
+fn scripted_server(
+    answer: impl Fn(&str, usize) -> (String, Vec<u8>) + Send + 'static,
+) -> (String, Arc<Mutex<Vec<String>>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let heads = Arc::new(Mutex::new(Vec::new()));
+    let log = Arc::clone(&heads);
+    std::thread::Builder::new()
+        .name("scripted-server".into())
+        .spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { return };
+                let mut head = Vec::new();
+                let mut byte = [0u8; 1];
+                while !head.ends_with(b"\r\n\r\n") {
+                    match stream.read(&mut byte) {
+                        Ok(1) => head.push(byte[0]),
+                        _ => break,
+                    }
+                }
+                let head = String::from_utf8_lossy(&head).to_lowercase();
+                let count = {
+                    let mut log = log.lock().unwrap();
+                    log.push(head.clone());
+                    log.len() - 1
+                };
+                let (status_and_headers, body) = answer(&head, count);
+                let reply = format!(
+                    "{status_and_headers}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+                    body.len()
+                );
+                let _ = stream.write_all(reply.as_bytes());
+                let _ = stream.write_all(&body);
+            }
+        })
+        .unwrap();
+    (base, heads)
+}
+
+fn png(id: u32) -> Vec<u8> {
+    fixture_server::picture::render(id, 64, 64)
+        .encode_png()
+        .unwrap()
+}
+
+#[test]
+fn a_304_that_does_not_match_the_stored_image_fetches_it_again() {
+    let scratch = Scratch::new("disk-304-mismatch");
+    // Stale at once; asked again, it answers 304 with another ETag (its
+    // image changed), and then, asked without conditions, the new image.
+    let (base, heads) = scripted_server(|head, _| {
+        if head.contains("if-none-match") {
+            (
+                "HTTP/1.1 304 Not Modified\r\netag: \"v2\"".into(),
+                Vec::new(),
+            )
+        } else {
+            (
+                "HTTP/1.1 200 OK\r\ncontent-type: image/png\r\netag: \"v1\"\r\ncache-control: no-cache"
+                    .into(),
+                png(1),
+            )
+        }
+    });
+    let url = format!("{base}/img.png");
+    {
+        let mut first = responses_only(&scratch.0, 1 << 20);
+        assert_eq!(load(&mut first, std::slice::from_ref(&url)), vec![Ok(1)]);
+        written(&first, 1);
+    }
+    let mut second = responses_only(&scratch.0, 1 << 20);
+    assert_eq!(load(&mut second, std::slice::from_ref(&url)), vec![Ok(1)]);
+    let heads = heads.lock().unwrap().clone();
+    assert_eq!(heads.len(), 3, "{heads:?}");
+    assert!(heads[1].contains("if-none-match: \"v1\""), "{}", heads[1]);
+    assert!(!heads[2].contains("if-none-match"), "{}", heads[2]);
+    let disk = second.stats().disk;
+    assert_eq!((disk.revalidated, disk.misses), (0, 1));
+}
+
+#[test]
+fn an_image_reached_through_a_redirect_is_not_stored() {
+    let scratch = Scratch::new("disk-redirect");
+    let (base, heads) = scripted_server(|head, _| {
+        if head.starts_with("get /avatar ") {
+            (
+                "HTTP/1.1 302 Found\r\nlocation: /files/abc.png".into(),
+                Vec::new(),
+            )
+        } else {
+            (
+                "HTTP/1.1 200 OK\r\ncontent-type: image/png\r\ncache-control: max-age=600".into(),
+                png(3),
+            )
+        }
+    });
+    let url = format!("{base}/avatar");
+    {
+        let mut first = responses_only(&scratch.0, 1 << 20);
+        assert_eq!(load(&mut first, std::slice::from_ref(&url)), vec![Ok(3)]);
+        assert!(eventually(|| idle(&first)));
+    }
+    let mut second = responses_only(&scratch.0, 1 << 20);
+    assert_eq!(load(&mut second, std::slice::from_ref(&url)), vec![Ok(3)]);
+    // Where the avatar points is asked again: it may point elsewhere now.
+    let asked = heads
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|h| h.starts_with("get /avatar "))
+        .count();
+    assert_eq!(asked, 2);
+    assert_eq!(second.stats().disk.hits, 0);
+}
+
+#[test]
+fn a_changed_image_replaces_its_old_file() {
+    let scratch = Scratch::new("disk-replaced");
+    // Stale at once; the second time, a new image with a new ETag.
+    let (base, _) = scripted_server(|_, count| {
+        let (etag, id) = if count == 0 { ("v1", 4) } else { ("v2", 5) };
+        (
+            format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: image/png\r\netag: \"{etag}\"\r\ncache-control: max-age=0"
+            ),
+            png(id),
+        )
+    });
+    let url = format!("{base}/changing.png");
+    {
+        let mut first = responses_only(&scratch.0, 1 << 20);
+        assert_eq!(load(&mut first, std::slice::from_ref(&url)), vec![Ok(4)]);
+        written(&first, 1);
+    }
+    let mut second = responses_only(&scratch.0, 1 << 20);
+    assert_eq!(load(&mut second, std::slice::from_ref(&url)), vec![Ok(5)]);
+    written(&second, 1);
+    assert!(eventually(|| idle(&second)));
+    drop(second);
+    // One file: the new image's; the old one went with its entry.
+    assert_eq!(content_files(&scratch.0).len(), 1);
+    let third = responses_only(&scratch.0, 1 << 20);
+    assert!(eventually(|| third.stats().disk.entries == 1));
 }
