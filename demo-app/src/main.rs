@@ -19,6 +19,7 @@ mod measure;
 mod script;
 mod server;
 
+use std::net::{Ipv4Addr, SocketAddr};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
@@ -58,6 +59,11 @@ struct Args {
     /// Latency of the embedded server, in milliseconds.
     #[arg(long, default_value_t = 250)]
     latency_ms: u64,
+    /// Port of the embedded server. Default: any free port, or 47615 with
+    /// --disk-cache, so that the next launch asks for the same URLs (and
+    /// finds them on disk).
+    #[arg(long)]
+    server_port: Option<u16>,
     /// Give every row a new image every N ms, like a feed that refreshes.
     #[arg(long, value_name = "N")]
     refresh_ms: Option<u64>,
@@ -106,6 +112,10 @@ fn main() {
     }
 }
 
+/// The embedded server's port when the disk cache is on: a launch finds
+/// the images of the last one only under the same URLs.
+const DISK_CACHE_PORT: u16 = 47615;
+
 fn run(args: Args) -> anyhow::Result<()> {
     if args.rows == 0 {
         bail!("--rows must be at least 1");
@@ -119,12 +129,32 @@ fn run(args: Args) -> anyhow::Result<()> {
     let server = match &args.server {
         Some(url) => ServerLink::External(url.trim_end_matches('/').to_owned()),
         None => {
-            let server = fixture_server::FixtureServer::start_dedicated(fixture_server::Config {
-                latency: Duration::from_millis(args.latency_ms),
-                max_age: Some(Duration::from_secs(args.max_age)),
-                ..fixture_server::Config::default()
-            })
-            .context("could not start the embedded fixture server")?;
+            let start = |port: u16| {
+                fixture_server::FixtureServer::start_dedicated(fixture_server::Config {
+                    addr: SocketAddr::from((Ipv4Addr::LOCALHOST, port)),
+                    latency: Duration::from_millis(args.latency_ms),
+                    max_age: Some(Duration::from_secs(args.max_age)),
+                    ..fixture_server::Config::default()
+                })
+            };
+            let port = match (args.server_port, &args.disk_cache) {
+                (Some(port), _) => port,
+                (None, Some(_)) => DISK_CACHE_PORT,
+                (None, None) => 0,
+            };
+            let server = match start(port) {
+                Ok(server) => server,
+                Err(error) if args.server_port.is_none() && port != 0 => {
+                    eprintln!(
+                        "demo-app: {error}; the embedded server takes another port, so images \
+                         kept on disk by another launch will not be found"
+                    );
+                    start(0).context("could not start the embedded fixture server")?
+                }
+                Err(error) => {
+                    return Err(error).context("could not start the embedded fixture server");
+                }
+            };
             let base = server.base_url();
             ServerLink::Embedded(server, base)
         }

@@ -27,6 +27,11 @@
 //!   priority, newest first.
 //! - `fetch`: the [`Fetch`] trait, its reqwest implementation
 //!   [`HttpFetcher`], and [`fetch_fn`].
+//! - `disk` (opt-in, [`Config::disk_cache_dir`]): the HTTP cache on disk
+//!   that the [`HttpFetcher`] asks before the network, with the decoded
+//!   thumbnails beside their responses; `disk/store.rs` reads and writes
+//!   the entries, `disk/ledger.rs` keeps the byte budget. Its threads,
+//!   `thumbpipe-disk-N`, are `workers.rs`, as is the `file://` thread.
 //! - `decode`: the [`Decode`] trait and its default [`ImageDecoder`]
 //!   (JPEG's scaled path in `decode/jpeg.rs`), and the decode pool
 //!   (`decode/pool.rs`, threads `thumbpipe-decode-N`) where large images
@@ -64,9 +69,10 @@
 //!
 //! - **A new priority**: a [`Priority`] variant; both queues (`queue.rs`)
 //!   order by it, and the registry gives a task its subscribers' highest.
-//! - **A new stage** (a disk tier between the cache and the network): a
-//!   `Stage` in `load/registry.rs`, an `Event` the actor handles in
-//!   `load/mod.rs`, and a seam trait like [`Fetch`] if it is pluggable.
+//! - **A new stage** between the cache and the network: a `Stage` in
+//!   `load/registry.rs`, an `Event` the actor handles in `load/mod.rs`
+//!   (as the disk cache's decoded thumbnails are `FromDisk`), and a seam
+//!   trait like [`Fetch`] if it is pluggable.
 //! - **A new image format**: an `image` cargo feature in
 //!   `pipeline/Cargo.toml` and a name in [`SUPPORTED_FORMATS`]; a faster
 //!   path for it in its own file like `decode/jpeg.rs`.
@@ -119,7 +125,8 @@
 //! | textures (`egui` feature) | 32 MiB | least recently drawn textures are freed; their thumbnails come back from the cache | [`Config::texture_budget`] |
 //! | texture uploads per pass (`egui` feature) | 1 MiB | the rest are uploaded in the next passes | [`Config::upload_budget`] |
 //! | requests waiting to be drained | 10,000 | [`Error::TooManyPending`], with no work started: a UI that never drains holds a bounded number of thumbnails | [`Config::max_pending_requests`] |
-//! | dropping the pipeline | 0.5 s for a decode still running, as long for a `file://` read | the thread finishes that job alone and exits; nothing is delivered or woken after the drop | - |
+//! | disk cache (opt-in) | 256 MiB when a directory is set | least recently used entries are removed before a write that would pass it; a response larger than the budget is not written | [`Config::disk_cache_dir`], [`Config::disk_cache_bytes`] |
+//! | dropping the pipeline | 0.5 s for a decode still running, as long for a `file://` read or the disk cache's pending writes | the thread finishes that job alone and exits; nothing is delivered or woken after the drop | - |
 //!
 //! Change them with [`Config`]:
 //!
@@ -459,7 +466,8 @@ impl<K> Drop for Pipeline<K> {
     /// completion arrives and the waker is not called after it returns.
     ///
     /// It waits at most half a second for a decode still running (a decode
-    /// cannot be interrupted) and as long for a `file://` read in progress:
+    /// cannot be interrupted) and as long for a `file://` read, or the disk
+    /// cache's reads and writes, in progress:
     /// a thread still busy then is left to finish that one job and exit on
     /// its own. Its own runtime gets 100 ms to stop. With a runtime of your
     /// own, the load tasks end at their next poll; dropped outside that
