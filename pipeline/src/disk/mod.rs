@@ -347,11 +347,19 @@ impl DiskCache {
         self.threads.spawn(move || store.refresh(&head, policy));
     }
 
-    /// Removes the entry for `url`, on a disk thread.
+    /// Removes the entry for `url`, on a disk thread. Thumbnails decoded
+    /// from the body meanwhile are not kept.
     pub(crate) fn remove(&self, url: &Url) {
         let store = Arc::clone(&self.store);
         let key = url.to_string();
-        self.threads.spawn(move || store.forget(&key));
+        store.waiting().entry(key.clone()).or_default();
+        self.threads.spawn(move || {
+            let _guard = WaitingGuard {
+                store: &store,
+                key: &key,
+            };
+            store.forget(&key);
+        });
     }
 }
 

@@ -12,10 +12,10 @@
 //! the key asked for as well as its hash. Each key has one index line: a
 //! rewrite or a refresh replaces it.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::panic::AssertUnwindSafe;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, SystemTime};
 
 use bytes::Bytes;
@@ -79,7 +79,29 @@ pub(super) struct Store {
     /// Thumbnails waiting for the write of the response they were decoded
     /// from, by its key: written after it.
     waiting: Mutex<HashMap<String, Vec<WaitingThumbnail>>>,
+    /// Keys being written, refreshed or removed: one such operation per
+    /// key at a time, so that two threads never interleave on one entry.
+    busy: Mutex<HashSet<String>>,
+    free: Condvar,
     pub(super) counters: Arc<DiskCounters>,
+}
+
+/// A key held by one operation; released when dropped.
+struct KeyHold<'a> {
+    store: &'a Store,
+    key: String,
+}
+
+impl Drop for KeyHold<'_> {
+    fn drop(&mut self) {
+        let mut busy = self
+            .store
+            .busy
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        busy.remove(&self.key);
+        self.store.free.notify_all();
+    }
 }
 
 /// A write waiting for the scan.
@@ -179,6 +201,8 @@ impl Store {
             ledger: Mutex::new(Ledger::default()),
             deferred: Mutex::new(Some(Vec::new())),
             waiting: Mutex::new(HashMap::new()),
+            busy: Mutex::new(HashSet::new()),
+            free: Condvar::new(),
             counters: Arc::new(DiskCounters::default()),
         }
     }
@@ -186,6 +210,19 @@ impl Store {
     /// Counts a disk operation that failed; the load goes to the network.
     fn failed(&self) {
         DiskCounters::add(&self.counters.errors);
+    }
+
+    /// Waits until no other operation holds `key`, and holds it.
+    fn hold(&self, key: &str) -> KeyHold<'_> {
+        let mut busy = self.busy.lock().unwrap_or_else(PoisonError::into_inner);
+        while busy.contains(key) {
+            busy = self.free.wait(busy).unwrap_or_else(PoisonError::into_inner);
+        }
+        busy.insert(key.to_owned());
+        KeyHold {
+            store: self,
+            key: key.to_owned(),
+        }
     }
 
     fn ledger(&self) -> MutexGuard<'_, Ledger> {
@@ -361,10 +398,11 @@ impl Store {
     /// the one being written, and the victims being removed. Bytes too
     /// large for the whole budget are not written.
     fn put(&self, key: &str, metadata: serde_json::Value, bytes: &[u8]) {
+        let _hold = self.hold(key);
         let framed = frame(key, bytes);
         let cost = framed.len() as u64 + line_cost(key, metadata.to_string().len());
         if cost > self.budget {
-            return self.forget(key);
+            return self.remove_held(key);
         }
         let victims = self.ledger().make_room(key, cost, self.budget);
         for victim in victims {
@@ -402,8 +440,9 @@ impl Store {
     /// any more removes it.
     pub(super) fn refresh(&self, head: &Head, policy: CachePolicy) {
         let key = head.key.as_str();
+        let _hold = self.hold(key);
         if !policy.is_storable() {
-            return self.forget(key);
+            return self.remove_held(key);
         }
         let Ok(Some(entry)) = cacache::metadata_sync(&self.dir, key) else {
             return;
@@ -436,7 +475,7 @@ impl Store {
             .and_then(|()| cacache::index::insert(&self.dir, key, options));
         if replaced.is_err() {
             self.failed();
-            self.forget(key);
+            self.remove_held(key);
         }
         self.publish();
     }
@@ -572,6 +611,12 @@ impl Store {
 
     /// Removes `key`'s entry, if any, from disk and the ledger.
     pub(super) fn forget(&self, key: &str) {
+        let _hold = self.hold(key);
+        self.remove_held(key);
+    }
+
+    /// [`Store::forget`], for an operation that holds `key` already.
+    fn remove_held(&self, key: &str) {
         self.ledger().remove(key);
         if remove_entry(&self.dir, key).is_err() {
             self.failed();

@@ -295,28 +295,47 @@ async fn fetch_http(fetcher: HttpFetcher, url: Url, max_bytes: u64) -> Result<By
                     return net.receive(response, deadline, Some(cache)).await;
                 }
                 let parts = disk::response_parts(response.status(), response.headers());
-                match head
+                // A 304 from where a redirect led speaks for that target,
+                // not for this URL.
+                let redirected = response.url() != &url;
+                let outcome = head
                     .policy
-                    .after_response(&request, &parts, SystemTime::now())
-                {
-                    AfterResponse::NotModified(policy, _) => {
+                    .after_response(&request, &parts, SystemTime::now());
+                match outcome {
+                    AfterResponse::NotModified(policy, _) if !redirected => {
                         let reservation = budget.reserve(head.size).await;
                         if let Some(body) = disk.body(&url, &head).await {
                             disk.count_revalidated();
-                            disk.refresh(&url, policy, &head);
+                            // The 304's own headers may forbid storing it
+                            // now: the merged policy keeps only the headers
+                            // the stored response had.
+                            if forbids_storing(&request, response.headers()) {
+                                disk.remove(&url);
+                            } else {
+                                disk.refresh(&url, policy, &head);
+                            }
                             return Ok(reservation.hold(body));
                         }
                     }
                     // A 304 that does not match the stored response (its
-                    // validators changed, or it carries none): fetch the
-                    // image again, without conditions.
-                    AfterResponse::Modified(..) => disk.remove(&url),
+                    // validators changed, or it carries none), or came
+                    // through a redirect: fetch the image again, without
+                    // conditions.
+                    _ => disk.remove(&url),
                 }
             }
         }
     }
     let (response, deadline) = net.send(None).await?;
     net.receive(response, deadline, Some(cache)).await
+}
+
+/// Whether a response with `headers` may not be stored (`no-store`), by the
+/// caching rules.
+fn forbids_storing(request: &http::request::Parts, headers: &http::HeaderMap) -> bool {
+    let parts = disk::response_parts(http::StatusCode::OK, headers);
+    !CachePolicy::new_options(request, &parts, SystemTime::now(), disk::cache_options())
+        .is_storable()
 }
 
 /// One fetch's network side: the client, its limits and the body budget.

@@ -586,3 +586,78 @@ fn a_changed_image_replaces_its_old_file() {
     let third = responses_only(&scratch.0, 1 << 20);
     assert!(eventually(|| third.stats().disk.entries == 1));
 }
+
+#[test]
+fn a_304_that_says_no_store_is_served_and_the_entry_removed() {
+    let scratch = Scratch::new("disk-304-no-store");
+    // An ETag and no Cache-Control: kept, to be revalidated. The 304 then
+    // says no-store.
+    let (base, heads) = scripted_server(|head, _| {
+        if head.contains("if-none-match") {
+            (
+                "HTTP/1.1 304 Not Modified\r\netag: \"v1\"\r\ncache-control: no-store".into(),
+                Vec::new(),
+            )
+        } else {
+            (
+                "HTTP/1.1 200 OK\r\ncontent-type: image/png\r\netag: \"v1\"".into(),
+                png(6),
+            )
+        }
+    });
+    let url = format!("{base}/kept-then-not.png");
+    for launch in 0..3 {
+        let mut pipeline = pipeline(&scratch.0, 1 << 20);
+        assert_eq!(load(&mut pipeline, std::slice::from_ref(&url)), vec![Ok(6)]);
+        assert!(eventually(|| idle(&pipeline)));
+        if launch == 0 {
+            written(&pipeline, 1);
+        }
+    }
+    let heads = heads.lock().unwrap().clone();
+    assert_eq!(heads.len(), 3, "{heads:?}");
+    assert!(heads[1].contains("if-none-match"), "{}", heads[1]);
+    // Removed after the 304: the third launch asks without a condition.
+    assert!(!heads[2].contains("if-none-match"), "{}", heads[2]);
+}
+
+#[test]
+fn a_304_from_where_a_redirect_led_does_not_serve_the_stored_image() {
+    let scratch = Scratch::new("disk-304-redirect");
+    // First the avatar itself (kept, revalidated before each use); then it
+    // redirects to a default image whose 304 happens to match its ETag.
+    let (base, heads) = scripted_server(|head, count| {
+        if head.starts_with("get /avatar ") && count == 0 {
+            (
+                "HTTP/1.1 200 OK\r\ncontent-type: image/png\r\netag: \"v1\"\r\ncache-control: no-cache".into(),
+                png(7),
+            )
+        } else if head.starts_with("get /avatar ") {
+            (
+                "HTTP/1.1 302 Found\r\nlocation: /default.png".into(),
+                Vec::new(),
+            )
+        } else if head.contains("if-none-match") {
+            (
+                "HTTP/1.1 304 Not Modified\r\netag: \"v1\"".into(),
+                Vec::new(),
+            )
+        } else {
+            ("HTTP/1.1 200 OK\r\ncontent-type: image/png".into(), png(8))
+        }
+    });
+    let url = format!("{base}/avatar");
+    {
+        let mut first = responses_only(&scratch.0, 1 << 20);
+        assert_eq!(load(&mut first, std::slice::from_ref(&url)), vec![Ok(7)]);
+        written(&first, 1);
+    }
+    let mut second = responses_only(&scratch.0, 1 << 20);
+    // The default image, not the stored avatar.
+    assert_eq!(load(&mut second, std::slice::from_ref(&url)), vec![Ok(8)]);
+    let heads = heads.lock().unwrap().clone();
+    assert_eq!(heads.len(), 5, "{heads:?}");
+    assert!(heads[2].starts_with("get /default.png") && heads[2].contains("if-none-match"));
+    assert!(!heads[4].contains("if-none-match"), "{}", heads[4]);
+    assert_eq!(second.stats().disk.revalidated, 0);
+}
