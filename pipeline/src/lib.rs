@@ -334,11 +334,11 @@ impl<K> PipelineBuilder<K> {
                 // reqwest's client needs a runtime context to build.
                 let _entered = handle.enter();
                 let fetcher = HttpFetcher::new(&config)?;
-                let counters = fetcher.disk_counters();
+                let disk = fetcher.disk_cache();
+                let counters = disk.as_ref().map(|disk| disk.counters());
                 // Thumbnails on disk are what the default decoder makes.
-                let thumbnails = fetcher
-                    .disk_cache()
-                    .filter(|_| config.disk_cache_thumbnails && self.decoder.is_none());
+                let thumbnails =
+                    disk.filter(|_| config.disk_cache_thumbnails && self.decoder.is_none());
                 (Arc::new(fetcher), counters, thumbnails)
             }
         };

@@ -167,19 +167,29 @@ struct Launch {
 /// The servers a run starts: (max-age, image side).
 const SERVERS: [(u64, u32); 3] = [(3600, 600), (3600, 3000), (0, 600)];
 
-/// The launch kinds, in the order they run: each cold launch before the
-/// warm one on its directory.
-fn launch_kinds() -> Vec<Launch> {
-    let mut kinds = Vec::new();
+/// The launch kinds, in the order they run (each cold launch before the
+/// warm one on its directory), and which of them the targets are about.
+struct Kinds {
+    all: Vec<Launch>,
+    /// The demo's list, default config, warm and fresh.
+    warm_fresh: usize,
+    /// The warm launch against the server whose images are stale at once.
+    warm_stale: usize,
+}
+
+fn launch_kinds() -> Kinds {
+    let mut all = Vec::new();
     let mut add = |name: String, server: usize, dir: Option<String>, thumbnails: bool| {
-        kinds.push(Launch {
+        all.push(Launch {
             name,
             server,
             dir,
             thumbnails,
             reports: Vec::new(),
         });
+        all.len() - 1
     };
+    let mut warm_fresh = 0;
     for (server, side) in [(0, 600), (1, 3000)] {
         add(format!("{side}²: no disk cache"), server, None, true);
         for (thumbnails, what) in [
@@ -193,30 +203,31 @@ fn launch_kinds() -> Vec<Launch> {
                 dir.clone(),
                 thumbnails,
             );
-            add(
+            let warm = add(
                 format!("{side}²: **warm**, {what}"),
                 server,
                 dir,
                 thumbnails,
             );
+            if side == 600 && thumbnails {
+                warm_fresh = warm;
+            }
         }
     }
     let dir = Some("stale".to_owned());
     add("600², max-age=0: cold".into(), 2, dir.clone(), true);
-    add(
+    let warm_stale = add(
         "600², max-age=0: **warm, revalidated**".into(),
         2,
         dir,
         true,
     );
-    kinds
+    Kinds {
+        all,
+        warm_fresh,
+        warm_stale,
+    }
 }
-
-/// Index of the launch the targets are about: the demo's list, default
-/// config, warm and fresh.
-const WARM_DEFAULT: usize = 2;
-/// The warm launch against the server whose images are stale at once.
-const WARM_STALE: usize = 11;
 
 fn launches(
     args: &Args,
@@ -257,7 +268,11 @@ fn launches(
         serde_json::from_str::<DemoReport>(last)
             .with_context(|| format!("demo-app printed {last:?}"))
     };
-    let mut kinds = launch_kinds();
+    let Kinds {
+        all: mut kinds,
+        warm_fresh,
+        warm_stale,
+    } = launch_kinds();
     let mut bytes_on_disk = std::collections::BTreeMap::new();
     for run in 0..args.runs {
         eprintln!("launches: run {} of {}", run + 1, args.runs);
@@ -358,7 +373,7 @@ fn launches(
         "\nWrong-row images in every launch together: {wrong}.\n"
     )?;
 
-    let warm = &kinds[WARM_DEFAULT].reports;
+    let warm = &kinds[warm_fresh].reports;
     let worst_first = warm
         .iter()
         .map(|r| r.first_screen_ms.unwrap_or(f64::INFINITY))
@@ -376,7 +391,7 @@ fn launches(
         .map(|r| r.server_image_bodies + r.disk.as_ref().map_or(0, |d| d.misses))
         .sum();
     let requests: u64 = warm.iter().map(|r| r.server_requests).sum();
-    let bodies: u64 = kinds[WARM_STALE]
+    let bodies: u64 = kinds[warm_stale]
         .reports
         .iter()
         .map(|r| r.server_image_bodies)

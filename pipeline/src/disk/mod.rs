@@ -214,6 +214,17 @@ impl DiskCache {
         Ok(Self { store, threads })
     }
 
+    /// Runs `job` on a disk thread; `None` if it found nothing, panicked
+    /// or the threads have stopped. Dropping the future before a thread
+    /// takes the job skips it.
+    fn read<T: Send + 'static>(
+        &self,
+        job: impl FnOnce() -> Option<T> + Send + 'static,
+    ) -> impl Future<Output = Option<T>> + Send + 'static {
+        let read = self.threads.run(job);
+        async move { read.await.ok().flatten() }
+    }
+
     pub(crate) fn counters(&self) -> Arc<DiskCounters> {
         Arc::clone(&self.store.counters)
     }
@@ -228,8 +239,7 @@ impl DiskCache {
     ) -> impl Future<Output = Option<Head>> + Send + 'static {
         let store = Arc::clone(&self.store);
         let key = url.to_string();
-        let read = self.threads.run(move || store.read_head(&key, max_bytes));
-        async move { read.await.ok().flatten() }
+        self.read(move || store.read_head(&key, max_bytes))
     }
 
     /// The body of `head`'s entry, checked; `None` if it could not be read
@@ -237,13 +247,10 @@ impl DiskCache {
     /// dropping the future before the read starts skips it.
     pub(crate) fn body(
         &self,
-        url: &Url,
         head: &Head,
     ) -> impl Future<Output = Option<Vec<u8>>> + Send + 'static {
-        debug_assert_eq!(head.key, url.as_str());
         let (store, head) = (Arc::clone(&self.store), head.clone());
-        let read = self.threads.run(move || store.read_body(&head));
-        async move { read.await.ok().flatten() }
+        self.read(move || store.read_body(&head))
     }
 
     /// The decoded thumbnail of `url` for `target`, if one was stored
@@ -256,14 +263,13 @@ impl DiskCache {
     ) -> impl Future<Output = Option<Thumbnail>> + Send + 'static {
         let store = Arc::clone(&self.store);
         let url = url.clone();
-        let read = self.threads.run(move || {
+        self.read(move || {
             let thumbnail = store.read_thumbnail(&url, target);
             if thumbnail.is_some() {
                 DiskCounters::add(&store.counters.thumbnail_hits);
             }
             thumbnail
-        });
-        async move { read.await.ok().flatten() }
+        })
     }
 
     /// Stores `thumbnail`, decoded from `body`, for `url` and `target`, on
@@ -341,8 +347,7 @@ impl DiskCache {
 
     /// Stores the policy of a `304 Not Modified` for `head`'s entry, on a
     /// disk thread. Nobody waits for it.
-    pub(crate) fn refresh(&self, url: &Url, policy: CachePolicy, head: &Head) {
-        debug_assert_eq!(head.key, url.as_str());
+    pub(crate) fn refresh(&self, policy: CachePolicy, head: &Head) {
         let (store, head) = (Arc::clone(&self.store), head.clone());
         self.threads.spawn(move || store.refresh(&head, policy));
     }

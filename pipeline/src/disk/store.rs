@@ -154,6 +154,12 @@ fn unframe(key: &str, mut framed: Vec<u8>) -> Option<Vec<u8>> {
     Some(framed)
 }
 
+/// What `entry` costs in the ledger: its content file and its index line.
+fn entry_cost(entry: &cacache::Metadata) -> u64 {
+    let envelope = serde_json::to_string(&entry.metadata).map_or(0, |m| m.len());
+    entry.size as u64 + line_cost(&entry.key, envelope)
+}
+
 /// The bytes an index line for `key` with `envelope_len` bytes of envelope
 /// costs.
 fn line_cost(key: &str, envelope_len: usize) -> u64 {
@@ -282,11 +288,7 @@ impl Store {
         let mut found = Vec::new();
         for entry in cacache::list_sync(&self.dir) {
             match entry {
-                Ok(entry) => {
-                    let line = serde_json::to_string(&entry.metadata).map_or(0, |m| m.len());
-                    let cost = entry.size as u64 + line_cost(&entry.key, line);
-                    found.push((entry.time, entry.key, cost));
-                }
+                Ok(entry) => found.push((entry.time, entry_cost(&entry), entry.key)),
                 // A new cache has no index directory yet.
                 Err(error) if is_missing(&error) => {}
                 Err(_) => self.failed(),
@@ -295,7 +297,7 @@ impl Store {
         found.sort_unstable();
         let found = found
             .into_iter()
-            .map(|(_, key, cost)| (key, cost))
+            .map(|(_, cost, key)| (key, cost))
             .collect();
         self.ledger().merge_found(found);
         self.evict();
@@ -304,19 +306,12 @@ impl Store {
     /// The index entry of the response stored under `key`, if its body is
     /// within `max_bytes`. An entry that cannot be read is removed.
     pub(super) fn read_head(&self, key: &str, max_bytes: u64) -> Option<Head> {
-        let entry = match cacache::metadata_sync(&self.dir, key) {
-            Ok(Some(entry)) => entry,
-            Ok(None) => return None,
-            Err(_) => {
-                self.failed();
-                return None;
-            }
-        };
+        let entry = self.entry(key)?;
         let size = entry.size.checked_sub(frame_len(key))? as u64;
         if size > max_bytes {
             return None;
         }
-        let line = serde_json::to_string(&entry.metadata).map_or(0, |m| m.len());
+        let cost = entry_cost(&entry);
         let envelope = serde_json::from_value::<Envelope>(entry.metadata)
             .ok()
             .filter(|envelope| envelope.version == ENVELOPE_VERSION);
@@ -329,7 +324,7 @@ impl Store {
             policy: envelope.policy,
             size,
             integrity: entry.integrity,
-            cost: entry.size as u64 + line_cost(key, line),
+            cost,
         })
     }
 
@@ -404,13 +399,7 @@ impl Store {
         if cost > self.budget {
             return self.remove_held(key);
         }
-        let victims = self.ledger().make_room(key, cost, self.budget);
-        for victim in victims {
-            match remove_entry(&self.dir, &victim) {
-                Ok(()) => DiskCounters::add(&self.counters.evicted),
-                Err(_) => self.failed(),
-            }
-        }
+        self.make_room(key, cost);
         // The old entry's file (its content is its own: the key is in it)
         // and index line.
         if remove_entry(&self.dir, key).is_err() {
@@ -458,13 +447,7 @@ impl Store {
             return;
         };
         let cost = entry.size as u64 + line_cost(key, metadata.to_string().len());
-        let victims = self.ledger().make_room(key, cost, self.budget);
-        for victim in victims {
-            match remove_entry(&self.dir, &victim) {
-                Ok(()) => DiskCounters::add(&self.counters.evicted),
-                Err(_) => self.failed(),
-            }
-        }
+        self.make_room(key, cost);
         // One line per key: the old one goes (the content file stays).
         let options = cacache::WriteOpts::new()
             .integrity(entry.integrity)
@@ -485,14 +468,7 @@ impl Store {
     /// thumbnail whose response has changed or gone is removed.
     pub(super) fn read_thumbnail(&self, url: &Url, target: TargetSize) -> Option<Thumbnail> {
         let key = thumbnail_key(url.as_str(), target);
-        let entry = match cacache::metadata_sync(&self.dir, &key) {
-            Ok(Some(entry)) => entry,
-            Ok(None) => return None,
-            Err(_) => {
-                self.failed();
-                return None;
-            }
-        };
+        let entry = self.entry(&key)?;
         let made = serde_json::from_value::<ThumbnailEnvelope>(entry.metadata)
             .ok()
             .filter(|made| made.version == THUMBNAIL_VERSION);
@@ -515,8 +491,7 @@ impl Store {
             self.forget(&key);
             return None;
         }
-        let original_line = serde_json::to_string(&original.metadata).map_or(0, |m| m.len());
-        let original_cost = original.size as u64 + line_cost(url.as_str(), original_line);
+        let original_cost = entry_cost(&original);
         let fresh = serde_json::from_value::<Envelope>(original.metadata)
             .ok()
             .zip(request_parts(url))
@@ -627,16 +602,37 @@ impl Store {
     /// Evicts the least recently used entries while the ledger is over the
     /// budget.
     fn evict(&self) {
-        loop {
-            let Some(victim) = self.ledger().pop_over(self.budget) else {
-                break;
-            };
-            match remove_entry(&self.dir, &victim) {
-                Ok(()) => DiskCounters::add(&self.counters.evicted),
-                Err(_) => self.failed(),
-            }
+        while let Some(victim) = self.ledger().pop_over(self.budget) {
+            self.remove_victim(&victim);
         }
         self.publish();
+    }
+
+    /// Records `key` at `cost` bytes in the ledger, having removed the
+    /// least recently used entries it needs the room of.
+    fn make_room(&self, key: &str, cost: u64) {
+        let victims = self.ledger().make_room(key, cost, self.budget);
+        for victim in victims {
+            self.remove_victim(&victim);
+        }
+    }
+
+    fn remove_victim(&self, victim: &str) {
+        match remove_entry(&self.dir, victim) {
+            Ok(()) => DiskCounters::add(&self.counters.evicted),
+            Err(_) => self.failed(),
+        }
+    }
+
+    /// `key`'s index entry, if any; a failed read is counted.
+    fn entry(&self, key: &str) -> Option<cacache::Metadata> {
+        match cacache::metadata_sync(&self.dir, key) {
+            Ok(entry) => entry,
+            Err(_) => {
+                self.failed();
+                None
+            }
+        }
     }
 
     fn publish(&self) {

@@ -15,7 +15,7 @@ use futures::future::BoxFuture;
 use http_cache_semantics::{AfterResponse, BeforeRequest, CachePolicy};
 use url::Url;
 
-use crate::disk::{self, DiskCache, DiskCounters};
+use crate::disk::{self, DiskCache};
 use crate::{BuildError, Config, DiskStats, Error};
 
 mod budget;
@@ -185,10 +185,6 @@ impl HttpFetcher {
         self.disk.as_ref().map(|disk| disk.counters().snapshot())
     }
 
-    pub(crate) fn disk_counters(&self) -> Option<Arc<DiskCounters>> {
-        self.disk.as_ref().map(|disk| disk.counters())
-    }
-
     /// The disk cache, for the load actor to keep decoded thumbnails in.
     pub(crate) fn disk_cache(&self) -> Option<Arc<DiskCache>> {
         self.disk.clone()
@@ -279,7 +275,7 @@ async fn fetch_http(fetcher: HttpFetcher, url: Url, max_bytes: u64) -> Result<By
         match head.policy.before_request(&request, SystemTime::now()) {
             BeforeRequest::Fresh(_) => {
                 let reservation = budget.reserve(head.size).await;
-                if let Some(body) = disk.body(&url, &head).await {
+                if let Some(body) = disk.body(&head).await {
                     disk.count_hit();
                     return Ok(reservation.hold(body));
                 }
@@ -304,7 +300,7 @@ async fn fetch_http(fetcher: HttpFetcher, url: Url, max_bytes: u64) -> Result<By
                 match outcome {
                     AfterResponse::NotModified(policy, _) if !redirected => {
                         let reservation = budget.reserve(head.size).await;
-                        if let Some(body) = disk.body(&url, &head).await {
+                        if let Some(body) = disk.body(&head).await {
                             disk.count_revalidated();
                             // The 304's own headers may forbid storing it
                             // now: the merged policy keeps only the headers
@@ -312,7 +308,7 @@ async fn fetch_http(fetcher: HttpFetcher, url: Url, max_bytes: u64) -> Result<By
                             if forbids_storing(&request, response.headers()) {
                                 disk.remove(&url);
                             } else {
-                                disk.refresh(&url, policy, &head);
+                                disk.refresh(policy, &head);
                             }
                             return Ok(reservation.hold(body));
                         }
