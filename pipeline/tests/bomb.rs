@@ -521,3 +521,115 @@ fn a_webp_decode_never_takes_more_than_the_decode_limit() {
         );
     }
 }
+
+/// A progressive 16000x16000 three-component frame with a DC table and an
+/// empty first scan, followed by a second frame, `second` (a baseline 8x8
+/// frame header), and the end of the image: 147 bytes with both frames.
+fn two_frames(second: bool) -> Vec<u8> {
+    let mut jpeg = vec![0xFF, 0xD8];
+    // One quantisation table of ones.
+    jpeg.extend_from_slice(&[0xFF, 0xDB, 0, 67, 0]);
+    jpeg.extend_from_slice(&[1; 64]);
+    let frame = |marker: u8, side: u16| {
+        let [high, low] = side.to_be_bytes();
+        let mut frame = vec![0xFF, marker, 0, 17, 8, high, low, high, low, 3];
+        for component in 1..=3 {
+            frame.extend_from_slice(&[component, 0x11, 0]);
+        }
+        frame
+    };
+    jpeg.extend(frame(0xC2, 16_000));
+    // DC table 0: one symbol, 0, with a one-bit code.
+    jpeg.extend_from_slice(&[0xFF, 0xC4, 0, 20, 0x00, 1]);
+    jpeg.extend_from_slice(&[0; 15]);
+    jpeg.push(0);
+    // A DC scan of all three components, with no data.
+    jpeg.extend_from_slice(&[0xFF, 0xDA, 0, 12, 3, 1, 0, 2, 0, 3, 0, 0, 0, 0]);
+    if second {
+        jpeg.extend(frame(0xC0, 8));
+    }
+    jpeg.extend_from_slice(&[0xFF, 0xD9]);
+    jpeg
+}
+
+/// Set in the child process of the test below: which file it decodes.
+const TWO_FRAMES_CHILD: &str = "THUMBPIPE_BOMB_TWO_FRAMES";
+
+/// Regression: the JPEG layout let a later frame header replace the first,
+/// so a 147-byte file whose first frame is a progressive 16000x16000 one
+/// and whose second is 8x8 was estimated at 13 MB and handed to libjpeg,
+/// which sized its coefficient buffer by the first frame and zero-filled
+/// 1.5 GB of it before it found the second (a 1,508 MB peak). Now a
+/// second frame header is refused before any decoder runs, and the first
+/// frame alone is refused by the decode limit: with the default config,
+/// neither grows the process by more than a few MB. Measured in a child
+/// process (libjpeg's `malloc` is invisible to the peak allocator).
+#[test]
+fn a_second_frame_header_cannot_make_libjpeg_allocate_for_the_first() {
+    if let Ok(which) = std::env::var(TWO_FRAMES_CHILD) {
+        let jpeg = two_frames(which == "two");
+        let config = Config::default();
+        let (outcome, grew) = fixture_server::peak_resident_growth(|| {
+            thumbpipe::thumbnail_from_bytes("two", &jpeg, TargetSize::square(64), &config)
+        })
+        .unwrap();
+        let kind = match outcome {
+            Err(Error::Decode { reason, .. }) => format!("decode:{}", reason.replace(' ', "_")),
+            Err(Error::TooLarge { setting, .. }) => format!("too-large:{setting}"),
+            other => format!("unexpected:{other:?}").replace(' ', "_"),
+        };
+        println!("measured: grew {grew} {kind}");
+        return;
+    }
+    const ALLOWED: u64 = 16 * 1024 * 1024;
+    for (which, expected) in [
+        ("two", "decode:the_JPEG_has_two_frame_headers"),
+        ("one", "too-large:max_decode_alloc"),
+    ] {
+        let output = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "a_second_frame_header_cannot_make_libjpeg_allocate_for_the_first",
+                "--exact",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env(TWO_FRAMES_CHILD, which)
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let line = stdout
+            .lines()
+            .find_map(|line| line.split_once("measured: grew ").map(|(_, rest)| rest))
+            .unwrap_or_else(|| panic!("{which}: the child printed no figure: {stdout}"));
+        let (grew, kind) = line.split_once(' ').unwrap();
+        let grew: u64 = grew.parse().unwrap();
+        eprintln!(
+            "{which} frame(s): peak growth {:.1} MB, {kind}",
+            grew as f64 / 1e6
+        );
+        assert!(kind.starts_with(expected), "{which}: {kind}");
+        assert!(grew <= ALLOWED, "{which}: the process grew {grew} bytes");
+    }
+}
+
+/// Regression: the decode limit counted 4 bytes a pixel for every PNG,
+/// while a 16-bit RGBA one is decoded into 8 bytes a pixel and then copied
+/// into 8-bit RGBA beside them: 12 at the peak, three times the count. At
+/// the limit it asks for, a 16-bit PNG takes no more.
+#[test]
+fn a_sixteen_bit_png_decode_never_takes_more_than_the_decode_limit() {
+    let _one_at_a_time = MEASURING.lock().unwrap_or_else(|e| e.into_inner());
+    let image = image::ImageBuffer::<image::Rgba<u16>, _>::from_fn(1200, 800, |x, y| {
+        image::Rgba([(x * 50) as u16, (y * 80) as u16, 30_000, 65_535])
+    });
+    let mut png = std::io::Cursor::new(Vec::new());
+    image.write_to(&mut png, image::ImageFormat::Png).unwrap();
+    let (result, grew, needed) = decode_at_the_limit_it_asks(png.get_ref());
+    eprintln!(
+        "16-bit RGBA PNG 1200x800: peak {:.1} MB, limit asked {:.1} MB",
+        grew as f64 / 1e6,
+        needed as f64 / 1e6
+    );
+    assert_eq!(result.unwrap().width, 64);
+    assert!(grew <= needed, "{grew} bytes at the peak, {needed} allowed");
+}

@@ -30,6 +30,11 @@ pub(super) struct JpegLayout {
     pub(super) height: u32,
     /// Scans counted, up to `MAX_SCANS + 1`.
     pub(super) scans: usize,
+    /// Frame headers (SOF markers) found. A JPEG has one; libjpeg sizes
+    /// its buffers by the first and fails only at a second, after it has
+    /// allocated (and zeroed) for the first, so a file with two is refused
+    /// before any decoder sees it.
+    pub(super) frames: usize,
 }
 
 impl JpegLayout {
@@ -53,10 +58,16 @@ impl JpegLayout {
             else {
                 break;
             };
-            let segment = bytes.get(at + 2..at + length).unwrap_or(&[]);
+            let segment = bytes.get(at + 2..at.saturating_add(length)).unwrap_or(&[]);
             match marker {
                 // Start of frame; not DHT (C4), JPG (C8) or DAC (CC).
+                // Only the first frame describes the image: a later one
+                // is counted, never read over it.
                 0xC0..=0xCF if !matches!(marker, 0xC4 | 0xC8 | 0xCC) => {
+                    layout.frames += 1;
+                    if layout.frames > 1 {
+                        break;
+                    }
                     layout.progressive = matches!(marker, 0xC2 | 0xC6 | 0xCA | 0xCE);
                     layout.read_frame(segment);
                 }
@@ -74,6 +85,29 @@ impl JpegLayout {
             at += length;
         }
         layout
+    }
+
+    /// Refuses a layout no decoder should be given: more scans than
+    /// [`MAX_SCANS`], more than one frame header, or a frame whose size is
+    /// not the `width` x `height` the header reader found (the limits were
+    /// checked against that size, and libjpeg allocates by the frame's).
+    pub(super) fn check(&self, width: u32, height: u32) -> Result<(), String> {
+        if self.scans > MAX_SCANS {
+            return Err(format!(
+                "the JPEG has more than {MAX_SCANS} scans (a photo has about ten): decoding it \
+                 could take minutes"
+            ));
+        }
+        if self.frames > 1 {
+            return Err("the JPEG has two frame headers (SOF markers); a JPEG has one".into());
+        }
+        if (self.width, self.height) != (width, height) {
+            return Err(format!(
+                "the JPEG's frame header says {}x{}, its header {width}x{height}",
+                self.width, self.height
+            ));
+        }
+        Ok(())
     }
 
     fn read_frame(&mut self, frame: &[u8]) {
@@ -309,6 +343,7 @@ mod tests {
                 width: 333,
                 height: 222,
                 scans: 1,
+                frames: 1,
             }
         );
         // 4:2:0 pads to 16x16 blocks: 336x224 luma, 168x112 per chroma.

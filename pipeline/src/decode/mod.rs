@@ -25,7 +25,7 @@ use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
 use image::metadata::Orientation;
-use image::{DynamicImage, ImageDecoder as _, ImageFormat, ImageReader, Limits};
+use image::{ColorType, DynamicImage, ImageDecoder as _, ImageFormat, ImageReader, Limits};
 
 pub(crate) use pool::{DecodeJob, DecodeOutcome, DecodePool, SHUTDOWN_PATIENCE};
 
@@ -187,6 +187,15 @@ pub(crate) fn decode_thumbnail(
     // How the camera held the picture (EXIF, where the format has it); an
     // unreadable tag is no reason to refuse the image.
     let orientation = header.orientation().unwrap_or(Orientation::NoTransforms);
+    // What a full decode allocates: the decoder's output in its own
+    // layout (16 bits a sample for a 16-bit PNG), and an 8-bit RGBA copy
+    // of it when that layout is not one the resize takes.
+    let full_decode_bytes = header
+        .total_bytes()
+        .saturating_add(match header.color_type() {
+            ColorType::L8 | ColorType::La8 | ColorType::Rgb8 | ColorType::Rgba8 => 0,
+            _ => full_rgba(width, height),
+        });
     drop(header);
     // The upright image fits the target, so a photo turned a quarter is
     // fitted (and scaled) with the target's sides swapped, then turned:
@@ -224,14 +233,8 @@ pub(crate) fn decode_thumbnail(
         ImageFormat::Jpeg => Some(jpeg::JpegLayout::read(bytes)),
         _ => None,
     };
-    if let Some(layout) = &jpeg_layout
-        && layout.scans > jpeg::MAX_SCANS
-    {
-        return Err(decode_error(format!(
-            "the JPEG has more than {} scans (a photo has about ten): decoding it could \
-             take minutes",
-            jpeg::MAX_SCANS
-        )));
+    if let Some(layout) = &jpeg_layout {
+        layout.check(width, height).map_err(decode_error)?;
     }
     // CMYK and YCCK (four components) take the full decode.
     let jpeg_eighths = jpeg_layout
@@ -260,7 +263,7 @@ pub(crate) fn decode_thumbnail(
                 full_rgba(width, height),
                 webp_decoder_bytes(bytes, width, height),
             ),
-            (None, _) => (width, height, full_rgba(width, height), 0),
+            (None, _) => (width, height, full_decode_bytes, 0),
         };
     // The resize's pass between its two (thumbnail width x decoded
     // height), its output, the RGBA and its copy in the Thumbnail, and its
