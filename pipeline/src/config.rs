@@ -183,8 +183,21 @@ pub struct Config {
     /// [`Config::cache_ttl`] work as without it, and
     /// [`crate::Pipeline::forget`] clears only the memory cache.
     ///
+    /// The directory should be this user's own, such as the platform's
+    /// cache directory for the app (`~/.cache/my-app` on Linux,
+    /// `~/Library/Caches/my-app` on macOS, `%LOCALAPPDATA%\my-app` on
+    /// Windows; the `directories` crate's `ProjectDirs::cache_dir` gives
+    /// it), not a folder of the shared temporary directory, where another
+    /// user could have made it first. A directory the cache creates is
+    /// made readable by this user alone (0700 on Unix); one that exists
+    /// and belongs to another user is refused ([`crate::BuildError`]).
+    /// Nothing read from the directory is trusted: files are never read
+    /// through a link nor past the size their entry records, and the
+    /// cache removes only files it wrote.
+    ///
     /// ```
-    /// let dir = std::env::temp_dir().join("my-app-thumbnails");
+    /// // In an app: the platform's cache directory, as above.
+    /// let dir = std::env::temp_dir().join(format!("my-app-thumbnails-{}", std::process::id()));
     /// let mut config = thumbpipe::Config::default();
     /// config.disk_cache_dir = Some(dir);
     /// config.disk_cache_bytes = 100 * 1024 * 1024;
@@ -211,7 +224,18 @@ pub struct Config {
     /// Threads that read and write the disk cache, named
     /// `thumbpipe-disk-N` (started only with a [`Config::disk_cache_dir`]).
     /// Default: 2, so that a write never holds up the reads of a screen.
+    /// The opening scan of the directory runs on a thread of its own,
+    /// `thumbpipe-disk-scan`, so reads never wait for it.
     pub disk_threads: usize,
+    /// How long a load waits for a disk cache read (an index entry, a body,
+    /// a thumbnail) before it goes to the network. A read that takes longer
+    /// (a network mount that stopped answering, a disk spinning up) is
+    /// counted in [`crate::DiskStats::read_timeouts`], and until a disk
+    /// operation finishes again, loads do not ask the disk at all
+    /// ([`crate::DiskStats::reads_skipped`]): a hung disk costs one wait,
+    /// not one per load. Default: 250 ms (a local disk answers in well
+    /// under a millisecond).
+    pub disk_read_timeout: Duration,
 }
 
 impl Default for Config {
@@ -244,6 +268,7 @@ impl Default for Config {
             disk_cache_bytes: 256 * 1024 * 1024,
             disk_cache_thumbnails: true,
             disk_threads: 2,
+            disk_read_timeout: Duration::from_millis(250),
         }
     }
 }

@@ -15,14 +15,16 @@ pub(super) struct Ledger {
     entries: HashMap<String, (u64, i64)>,
     /// Stamp to key, oldest first.
     order: BTreeMap<i64, String>,
-    total: u64,
+    /// The sum of the costs, wide enough that no number of entries of any
+    /// cost (an index line may claim any size) overflows it.
+    total: u128,
     next: i64,
 }
 
 impl Ledger {
     /// Bytes of every entry together.
     pub(super) fn total(&self) -> u64 {
-        self.total
+        u64::try_from(self.total).unwrap_or(u64::MAX)
     }
 
     pub(super) fn len(&self) -> usize {
@@ -33,7 +35,7 @@ impl Ledger {
     pub(super) fn used(&mut self, key: &str, cost: u64) {
         self.remove(key);
         let stamp = self.next;
-        self.next += 1;
+        self.next = self.next.saturating_add(1);
         self.insert(key.to_owned(), cost, stamp);
     }
 
@@ -52,7 +54,7 @@ impl Ledger {
     pub(super) fn make_room(&mut self, key: &str, cost: u64, budget: u64) -> Vec<String> {
         self.remove(key);
         let mut victims = Vec::new();
-        while self.total + cost > budget {
+        while self.total + u128::from(cost) > u128::from(budget) {
             match self.pop_oldest(None) {
                 Some(victim) => victims.push(victim),
                 None => break,
@@ -65,7 +67,7 @@ impl Ledger {
     /// Takes the least recently used entry out if the ledger is over
     /// `budget`.
     pub(super) fn pop_over(&mut self, budget: u64) -> Option<String> {
-        if self.total <= budget {
+        if self.total <= u128::from(budget) {
             return None;
         }
         self.pop_oldest(None)
@@ -74,7 +76,7 @@ impl Ledger {
     pub(super) fn remove(&mut self, key: &str) -> Option<u64> {
         let (cost, stamp) = self.entries.remove(key)?;
         self.order.remove(&stamp);
-        self.total -= cost;
+        self.total -= u128::from(cost);
         Some(cost)
     }
 
@@ -96,13 +98,13 @@ impl Ledger {
         let count = i64::try_from(found.len()).unwrap_or(i64::MAX);
         for (rank, (key, cost)) in (0_i64..).zip(found) {
             if !self.entries.contains_key(&key) {
-                self.insert(key, cost, rank - count);
+                self.insert(key, cost, rank.saturating_sub(count));
             }
         }
     }
 
     fn insert(&mut self, key: String, cost: u64, stamp: i64) {
-        self.total += cost;
+        self.total += u128::from(cost);
         self.order.insert(stamp, key.clone());
         self.entries.insert(key, (cost, stamp));
     }
@@ -150,6 +152,20 @@ mod tests {
         assert_eq!((ledger.total(), ledger.len()), (15, 1));
         assert_eq!(ledger.remove("a"), Some(15));
         assert_eq!(ledger.total(), 0);
+    }
+
+    /// Regression: an index line claiming a size near `u64::MAX` overflowed
+    /// the total, killing the opening scan and leaving the directory over
+    /// its budget.
+    #[test]
+    fn costs_of_any_size_add_up_without_overflow() {
+        let mut ledger = Ledger::default();
+        ledger.merge_found(vec![("huge".into(), u64::MAX), ("also".into(), u64::MAX)]);
+        ledger.used("small", 10);
+        assert_eq!(ledger.total(), u64::MAX);
+        assert_eq!(ledger.pop_over(100).as_deref(), Some("huge"));
+        assert_eq!(ledger.pop_over(100).as_deref(), Some("also"));
+        assert_eq!((ledger.pop_over(100), ledger.total()), (None, 10));
     }
 
     #[test]

@@ -10,20 +10,24 @@
 //! same bytes, a default avatar, would otherwise share a file, and evicting
 //! one would take the other's), and a file read back is checked against
 //! the key asked for as well as its hash. Each key has one index line: a
-//! rewrite or a refresh replaces it.
+//! rewrite or a refresh replaces it. cacache writes the entries; they are
+//! read back through `layout.rs`, which trusts nothing in the directory.
+//! The opening scan is `scan.rs`.
 
 use std::collections::{HashMap, HashSet};
 use std::panic::AssertUnwindSafe;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 use bytes::Bytes;
 use http_cache_semantics::{BeforeRequest, CachePolicy};
 use url::Url;
 
+use super::layout::{self, Unreadable};
 use super::ledger::Ledger;
-use super::{DiskCounters, Head, request_parts};
+use super::{DiskCounters, Head, request_parts, sane_age};
 use crate::{TargetSize, Thumbnail};
 
 /// What the index stores beside a response's body.
@@ -57,25 +61,17 @@ const THUMBNAIL_VERSION: u32 = 1;
 /// holds.
 const INDEX_LINE_OVERHEAD: u64 = 256;
 
-/// How old a file in cacache's `tmp` directory must be to be removed when
-/// the cache opens: a write that old was cut off (its process killed), not
-/// one under way in another process.
-const ABANDONED_AFTER: Duration = Duration::from_secs(60);
-
-/// Bytes of bodies held for writes asked for during the scan; past it,
-/// they are not written.
-const DEFERRED_LIMIT: usize = 16 * 1024 * 1024;
-
 /// The shared state of the disk threads.
 #[derive(Debug)]
 pub(super) struct Store {
-    dir: PathBuf,
-    budget: u64,
+    pub(super) dir: PathBuf,
+    pub(super) budget: u64,
     ledger: Mutex<Ledger>,
-    /// Writes asked for while the entries already on disk are not yet in
-    /// the ledger (which could not keep the budget without them): done
-    /// when the scan ends. `None` once it has.
-    deferred: Mutex<Option<Vec<Deferred>>>,
+    /// Operations that change an entry (writes, refreshes, removals),
+    /// asked for while the entries already on disk are not yet in the
+    /// ledger (which could not keep the budget without them): done in the
+    /// order they were asked for, when the scan ends. `None` once it has.
+    pub(super) deferred: Mutex<Option<Vec<Deferred>>>,
     /// Thumbnails waiting for the write of the response they were decoded
     /// from, by its key: written after it.
     waiting: Mutex<HashMap<String, Vec<WaitingThumbnail>>>,
@@ -83,7 +79,13 @@ pub(super) struct Store {
     /// key at a time, so that two threads never interleave on one entry.
     busy: Mutex<HashSet<String>>,
     free: Condvar,
+    /// Set when a read took longer than its deadline, cleared when a disk
+    /// job finishes: while it is set, loads do not ask the disk.
+    pub(super) stalled: AtomicBool,
     pub(super) counters: Arc<DiskCounters>,
+    /// Tests: while set, every read blocks, as on a disk that hangs.
+    #[cfg(test)]
+    pub(super) hang: (Mutex<bool>, Condvar),
 }
 
 /// A key held by one operation; released when dropped.
@@ -104,12 +106,30 @@ impl Drop for KeyHold<'_> {
     }
 }
 
-/// A write waiting for the scan.
+/// An operation on an entry waiting for the scan. (A policy is half a
+/// kilobyte: boxed, so that a removal is not as large.)
 #[derive(Debug)]
-struct Deferred {
-    key: String,
-    policy: CachePolicy,
-    body: Bytes,
+pub(super) enum Deferred {
+    Write {
+        key: String,
+        policy: Box<CachePolicy>,
+        body: Bytes,
+    },
+    Refresh {
+        head: Box<Head>,
+        policy: Box<CachePolicy>,
+    },
+    Forget(String),
+}
+
+impl Deferred {
+    /// Bytes of body it holds.
+    pub(super) fn held(&self) -> usize {
+        match self {
+            Self::Write { body, .. } => body.len(),
+            Self::Refresh { .. } | Self::Forget(_) => 0,
+        }
+    }
 }
 
 /// A thumbnail waiting for its response's write.
@@ -154,47 +174,70 @@ fn unframe(key: &str, mut framed: Vec<u8>) -> Option<Vec<u8>> {
     Some(framed)
 }
 
+/// The caching policy stored in a response's index entry under `key`, if
+/// it is in this release's layout and the caching rules can use it: its
+/// `Age` is within [`super::MAX_AGE_SECONDS`] (as every policy this cache writes
+/// is, `response_parts` sees to it) and asking it whether it is fresh does
+/// not panic. An index line is read from a directory anyone with access to
+/// it may have written.
+fn stored_policy(key: &str, metadata: serde_json::Value) -> Option<CachePolicy> {
+    let sane = match metadata.pointer("/policy/res/age") {
+        None => true,
+        Some(serde_json::Value::String(age)) => sane_age(Some(age)),
+        Some(serde_json::Value::Array(ages)) => ages.iter().all(|age| sane_age(age.as_str())),
+        Some(_) => false,
+    };
+    if !sane {
+        return None;
+    }
+    let envelope = serde_json::from_value::<Envelope>(metadata)
+        .ok()
+        .filter(|envelope| envelope.version == ENVELOPE_VERSION)?;
+    let request = request_parts(&Url::parse(key).ok()?)?;
+    let policy = envelope.policy;
+    let usable = std::panic::catch_unwind(AssertUnwindSafe(|| {
+        let now = SystemTime::now();
+        let _ = policy.before_request(&request, now);
+        policy.time_to_live(now)
+    }));
+    usable.is_ok().then_some(policy)
+}
+
 /// What `entry` costs in the ledger: its content file and its index line.
-fn entry_cost(entry: &cacache::Metadata) -> u64 {
+pub(super) fn entry_cost(entry: &cacache::Metadata) -> u64 {
     let envelope = serde_json::to_string(&entry.metadata).map_or(0, |m| m.len());
-    entry.size as u64 + line_cost(&entry.key, envelope)
+    (entry.size as u64).saturating_add(line_cost(&entry.key, envelope))
 }
 
 /// The bytes an index line for `key` with `envelope_len` bytes of envelope
 /// costs.
 fn line_cost(key: &str, envelope_len: usize) -> u64 {
-    (key.len() + envelope_len) as u64 + INDEX_LINE_OVERHEAD
-}
-
-fn is_missing(error: &cacache::Error) -> bool {
-    matches!(error, cacache::Error::IoError(io, _) if io.kind() == std::io::ErrorKind::NotFound)
+    (key.len() as u64)
+        .saturating_add(envelope_len as u64)
+        .saturating_add(INDEX_LINE_OVERHEAD)
 }
 
 /// Removes `key`'s content file and index; an entry already gone, in part
 /// or whole, is fine. The index is marked first, so that the entry is
-/// absent for every reader even if a file cannot be removed.
-fn remove_entry(dir: &Path, key: &str) -> cacache::Result<()> {
-    let Some(entry) = cacache::metadata_sync(dir, key)? else {
-        return Ok(());
-    };
-    cacache::index::delete(dir, key)?;
-    missing_is_fine(cacache::remove_hash_sync(dir, &entry.integrity))?;
-    remove_index_file(dir, key)
+/// absent for every reader even if a file cannot be removed. A bucket no
+/// reader can use (a link, a FIFO, too large) is removed whatever it
+/// holds.
+fn remove_entry(dir: &Path, key: &str) -> std::io::Result<()> {
+    match layout::find(dir, key) {
+        Ok(None) | Err(Unreadable::Missing) => {}
+        Ok(Some(entry)) => {
+            cacache::index::delete(dir, key).map_err(std::io::Error::other)?;
+            missing_is_fine(layout::remove_content(dir, &entry.integrity))?;
+        }
+        Err(Unreadable::Corrupt) => {}
+        Err(Unreadable::Failed) => return Err(std::io::ErrorKind::PermissionDenied.into()),
+    }
+    missing_is_fine(std::fs::remove_file(layout::bucket_path(dir, key)))
 }
 
-/// Removes `key`'s index file, once its last line marks it deleted (with
-/// no entry, cacache removes only the index file).
-fn remove_index_file(dir: &Path, key: &str) -> cacache::Result<()> {
-    missing_is_fine(
-        cacache::RemoveOpts::new()
-            .remove_fully(true)
-            .remove_sync(dir, key),
-    )
-}
-
-fn missing_is_fine(result: cacache::Result<()>) -> cacache::Result<()> {
+pub(super) fn missing_is_fine(result: std::io::Result<()>) -> std::io::Result<()> {
     match result {
-        Err(error) if is_missing(&error) => Ok(()),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(()),
         other => other,
     }
 }
@@ -209,12 +252,30 @@ impl Store {
             waiting: Mutex::new(HashMap::new()),
             busy: Mutex::new(HashSet::new()),
             free: Condvar::new(),
+            stalled: AtomicBool::new(false),
             counters: Arc::new(DiskCounters::default()),
+            #[cfg(test)]
+            hang: (Mutex::new(false), Condvar::new()),
+        }
+    }
+
+    /// Tests: blocks while [`Store::hang`] is set.
+    fn wait_while_hung(&self) {
+        #[cfg(test)]
+        {
+            let mut hung = self.hang.0.lock().unwrap_or_else(PoisonError::into_inner);
+            while *hung {
+                hung = self
+                    .hang
+                    .1
+                    .wait(hung)
+                    .unwrap_or_else(PoisonError::into_inner);
+            }
         }
     }
 
     /// Counts a disk operation that failed; the load goes to the network.
-    fn failed(&self) {
+    pub(super) fn failed(&self) {
         DiskCounters::add(&self.counters.errors);
     }
 
@@ -231,7 +292,7 @@ impl Store {
         }
     }
 
-    fn ledger(&self) -> MutexGuard<'_, Ledger> {
+    pub(super) fn ledger(&self) -> MutexGuard<'_, Ledger> {
         self.ledger.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
@@ -239,89 +300,23 @@ impl Store {
         self.waiting.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Creates the directory, removes the temporary files of writes cut off
-    /// by a crash, adds what the directory holds to the ledger and evicts
-    /// down to the budget (it may have shrunk since the last run); then
-    /// does the writes asked for meanwhile.
-    pub(super) fn scan(&self) {
-        if std::fs::create_dir_all(&self.dir).is_ok() {
-            self.remove_abandoned_writes();
-            // A panic in the index's parser costs the entries it hid, not
-            // the writes waiting below.
-            let scanned = std::panic::catch_unwind(AssertUnwindSafe(|| self.add_found_entries()));
-            if scanned.is_err() {
-                self.failed();
-            }
-        } else {
-            self.failed();
-        }
-        let deferred = self
-            .deferred
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take();
-        for write in deferred.unwrap_or_default() {
-            self.write(write.key, write.policy, write.body);
-        }
-    }
-
-    fn remove_abandoned_writes(&self) {
-        let Ok(files) = std::fs::read_dir(self.dir.join("tmp")) else {
-            return;
-        };
-        let now = SystemTime::now();
-        for file in files.flatten() {
-            let abandoned = file
-                .metadata()
-                .and_then(|metadata| metadata.modified())
-                .is_ok_and(|modified| {
-                    now.duration_since(modified)
-                        .is_ok_and(|age| age > ABANDONED_AFTER)
-                });
-            if abandoned {
-                let _ = std::fs::remove_file(file.path());
-            }
-        }
-    }
-
-    fn add_found_entries(&self) {
-        let mut found = Vec::new();
-        for entry in cacache::list_sync(&self.dir) {
-            match entry {
-                Ok(entry) => found.push((entry.time, entry_cost(&entry), entry.key)),
-                // A new cache has no index directory yet.
-                Err(error) if is_missing(&error) => {}
-                Err(_) => self.failed(),
-            }
-        }
-        found.sort_unstable();
-        let found = found
-            .into_iter()
-            .map(|(_, cost, key)| (key, cost))
-            .collect();
-        self.ledger().merge_found(found);
-        self.evict();
-    }
-
     /// The index entry of the response stored under `key`, if its body is
     /// within `max_bytes`. An entry that cannot be read is removed.
     pub(super) fn read_head(&self, key: &str, max_bytes: u64) -> Option<Head> {
+        self.wait_while_hung();
         let entry = self.entry(key)?;
         let size = entry.size.checked_sub(frame_len(key))? as u64;
         if size > max_bytes {
             return None;
         }
         let cost = entry_cost(&entry);
-        let envelope = serde_json::from_value::<Envelope>(entry.metadata)
-            .ok()
-            .filter(|envelope| envelope.version == ENVELOPE_VERSION);
-        let Some(envelope) = envelope else {
+        let Some(policy) = stored_policy(key, entry.metadata) else {
             self.discard_corrupt(key);
             return None;
         };
         Some(Head {
             key: key.to_owned(),
-            policy: envelope.policy,
+            policy,
             size,
             integrity: entry.integrity,
             cost,
@@ -331,21 +326,23 @@ impl Store {
     /// The body of `head`'s entry, checked against its hash and key. One
     /// that fails is removed, unless the entry was rewritten meanwhile.
     pub(super) fn read_body(&self, head: &Head) -> Option<Vec<u8>> {
-        let body = cacache::read_hash_sync(&self.dir, &head.integrity)
+        self.wait_while_hung();
+        let framed_len = head.size.saturating_add(frame_len(&head.key) as u64);
+        let body = layout::read_content(&self.dir, &head.integrity, framed_len)
             .map(|framed| unframe(&head.key, framed));
         match body {
-            Ok(Some(body)) if body.len() as u64 == head.size => {
+            Ok(Some(body)) => {
                 self.ledger().touch(&head.key, head.cost);
                 Some(body)
             }
-            Err(error) if !is_missing(&error) && !is_corrupt(&error) => {
+            Err(Unreadable::Failed) => {
                 self.failed();
                 None
             }
             // A hash, size or key that does not match, or a file gone:
             // corrupt, unless the entry was removed or rewritten meanwhile.
             _ => {
-                let unchanged = cacache::metadata_sync(&self.dir, &head.key)
+                let unchanged = layout::find(&self.dir, &head.key)
                     .ok()
                     .flatten()
                     .is_some_and(|entry| entry.integrity == head.integrity);
@@ -357,26 +354,51 @@ impl Store {
         }
     }
 
-    fn discard_corrupt(&self, key: &str) {
+    pub(super) fn discard_corrupt(&self, key: &str) {
         DiskCounters::add(&self.counters.corrupt);
         self.forget(key);
     }
 
-    /// Writes `body` and its policy under `key`. A write asked for during
-    /// the scan waits for its end (up to [`DEFERRED_LIMIT`] bytes of them).
+    /// Writes `body` and its policy under `key`; asked for during the
+    /// scan, at its end.
     pub(super) fn write(&self, key: String, policy: CachePolicy, body: Bytes) {
-        if let Some(deferred) = self
-            .deferred
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .as_mut()
-        {
-            let held: usize = deferred.iter().map(|write| write.body.len()).sum();
-            if held + body.len() <= DEFERRED_LIMIT {
-                deferred.push(Deferred { key, policy, body });
-            }
-            return;
+        let write = Deferred::Write {
+            key,
+            policy: Box::new(policy),
+            body,
+        };
+        if let Some(Deferred::Write { key, policy, body }) = self.after_scan(write) {
+            self.write_now(key, *policy, body);
         }
+    }
+
+    /// Runs `operation` now, or queues it behind the scan while the scan
+    /// runs (writes up to [`super::scan::DEFERRED_LIMIT`] bytes of bodies;
+    /// past it, a write is dropped).
+    fn after_scan(&self, operation: Deferred) -> Option<Deferred> {
+        let mut deferred = self.deferred.lock().unwrap_or_else(PoisonError::into_inner);
+        let Some(queue) = deferred.as_mut() else {
+            return Some(operation);
+        };
+        let held: usize = queue.iter().map(Deferred::held).sum();
+        if held.saturating_add(operation.held()) <= super::scan::DEFERRED_LIMIT {
+            queue.push(operation);
+        } else {
+            DiskCounters::add(&self.counters.writes_skipped);
+        }
+        None
+    }
+
+    /// Does an operation the scan held back.
+    pub(super) fn apply(&self, operation: Deferred) {
+        match operation {
+            Deferred::Write { key, policy, body } => self.write_now(key, *policy, body),
+            Deferred::Refresh { head, policy } => self.refresh_now(&head, *policy),
+            Deferred::Forget(key) => self.forget_now(&key),
+        }
+    }
+
+    fn write_now(&self, key: String, policy: CachePolicy, body: Bytes) {
         let envelope = Envelope {
             version: ENVELOPE_VERSION,
             policy,
@@ -395,7 +417,7 @@ impl Store {
     fn put(&self, key: &str, metadata: serde_json::Value, bytes: &[u8]) {
         let _hold = self.hold(key);
         let framed = frame(key, bytes);
-        let cost = framed.len() as u64 + line_cost(key, metadata.to_string().len());
+        let cost = (framed.len() as u64).saturating_add(line_cost(key, metadata.to_string().len()));
         if cost > self.budget {
             return self.remove_held(key);
         }
@@ -428,12 +450,22 @@ impl Store {
     /// the entry is still the one read; a policy that may not be stored
     /// any more removes it.
     pub(super) fn refresh(&self, head: &Head, policy: CachePolicy) {
+        let refresh = Deferred::Refresh {
+            head: Box::new(head.clone()),
+            policy: Box::new(policy),
+        };
+        if let Some(Deferred::Refresh { head, policy }) = self.after_scan(refresh) {
+            self.refresh_now(&head, *policy);
+        }
+    }
+
+    fn refresh_now(&self, head: &Head, policy: CachePolicy) {
         let key = head.key.as_str();
         let _hold = self.hold(key);
         if !policy.is_storable() {
             return self.remove_held(key);
         }
-        let Ok(Some(entry)) = cacache::metadata_sync(&self.dir, key) else {
+        let Ok(Some(entry)) = layout::find(&self.dir, key) else {
             return;
         };
         if entry.integrity != head.integrity {
@@ -446,7 +478,7 @@ impl Store {
         let Ok(metadata) = serde_json::to_value(&envelope) else {
             return;
         };
-        let cost = entry.size as u64 + line_cost(key, metadata.to_string().len());
+        let cost = (entry.size as u64).saturating_add(line_cost(key, metadata.to_string().len()));
         self.make_room(key, cost);
         // One line per key: the old one goes (the content file stays).
         let options = cacache::WriteOpts::new()
@@ -454,8 +486,13 @@ impl Store {
             .size(entry.size)
             .metadata(metadata);
         let replaced = cacache::index::delete(&self.dir, key)
-            .and_then(|()| remove_index_file(&self.dir, key))
-            .and_then(|()| cacache::index::insert(&self.dir, key, options));
+            .map_err(std::io::Error::other)
+            .and_then(|()| {
+                missing_is_fine(std::fs::remove_file(layout::bucket_path(&self.dir, key)))
+            })
+            .and_then(|()| {
+                cacache::index::insert(&self.dir, key, options).map_err(std::io::Error::other)
+            });
         if replaced.is_err() {
             self.failed();
             self.remove_held(key);
@@ -467,6 +504,7 @@ impl Store {
     /// for `url`, if that response is still fresh and unchanged. A
     /// thumbnail whose response has changed or gone is removed.
     pub(super) fn read_thumbnail(&self, url: &Url, target: TargetSize) -> Option<Thumbnail> {
+        self.wait_while_hung();
         let key = thumbnail_key(url.as_str(), target);
         let entry = self.entry(&key)?;
         let made = serde_json::from_value::<ThumbnailEnvelope>(entry.metadata)
@@ -476,13 +514,25 @@ impl Store {
             self.discard_corrupt(&key);
             return None;
         };
-        let original = match cacache::metadata_sync(&self.dir, url.as_str()) {
+        // A thumbnail has the size a decode of the target gives: within
+        // the target, at least a pixel.
+        let fits =
+            (1..=target.width).contains(&made.width) && (1..=target.height).contains(&made.height);
+        let expected = u64::from(made.width)
+            .checked_mul(u64::from(made.height))
+            .and_then(|pixels| pixels.checked_mul(4))
+            .and_then(|bytes| bytes.checked_add(frame_len(&key) as u64));
+        if !fits || expected != Some(entry.size as u64) {
+            self.discard_corrupt(&key);
+            return None;
+        }
+        let original = match layout::find(&self.dir, url.as_str()) {
             Ok(Some(original)) => original,
-            Ok(None) => {
+            Ok(None) | Err(Unreadable::Missing | Unreadable::Corrupt) => {
                 self.forget(&key);
                 return None;
             }
-            Err(_) => {
+            Err(Unreadable::Failed) => {
                 self.failed();
                 return None;
             }
@@ -492,25 +542,23 @@ impl Store {
             return None;
         }
         let original_cost = entry_cost(&original);
-        let fresh = serde_json::from_value::<Envelope>(original.metadata)
-            .ok()
+        // A policy that cannot be used is the response's to remove, when
+        // it is read.
+        let fresh = stored_policy(url.as_str(), original.metadata)
             .zip(request_parts(url))
-            .is_some_and(|(stored, request)| {
+            .is_some_and(|(policy, request)| {
                 matches!(
-                    stored.policy.before_request(&request, SystemTime::now()),
+                    policy.before_request(&request, SystemTime::now()),
                     BeforeRequest::Fresh(_)
                 )
             });
         if !fresh {
             return None;
         }
-        let expected = (made.width as usize)
-            .checked_mul(made.height as usize)
-            .and_then(|pixels| pixels.checked_mul(4))?;
-        let pixels = cacache::read_hash_sync(&self.dir, &entry.integrity)
+        let pixels = layout::read_content(&self.dir, &entry.integrity, entry.size as u64)
             .map(|framed| unframe(&key, framed));
         match pixels {
-            Ok(Some(pixels)) if pixels.len() == expected => {
+            Ok(Some(pixels)) => {
                 let mut ledger = self.ledger();
                 // The response too: the thumbnail is no use without it.
                 ledger.touch(url.as_str(), original_cost);
@@ -522,7 +570,7 @@ impl Store {
                     pixels: Arc::from(pixels),
                 })
             }
-            Err(error) if !is_missing(&error) && !is_corrupt(&error) => {
+            Err(Unreadable::Failed) => {
                 self.failed();
                 None
             }
@@ -551,7 +599,7 @@ impl Store {
         if scanning {
             return;
         }
-        let Ok(Some(original)) = cacache::metadata_sync(&self.dir, url) else {
+        let Ok(Some(original)) = layout::find(&self.dir, url) else {
             return;
         };
         if original.integrity.check(frame(url, body)).is_err() {
@@ -560,7 +608,7 @@ impl Store {
         let key = thumbnail_key(url, target);
         let original_integrity = original.integrity.to_string();
         // Already there (a stale response revalidated and decoded again).
-        let kept = cacache::metadata_sync(&self.dir, &key)
+        let kept = layout::find(&self.dir, &key)
             .ok()
             .flatten()
             .and_then(|entry| serde_json::from_value::<ThumbnailEnvelope>(entry.metadata).ok())
@@ -584,8 +632,15 @@ impl Store {
         }
     }
 
-    /// Removes `key`'s entry, if any, from disk and the ledger.
+    /// Removes `key`'s entry, if any, from disk and the ledger; asked for
+    /// during the scan, at its end, in order with the writes.
     pub(super) fn forget(&self, key: &str) {
+        if let Some(Deferred::Forget(key)) = self.after_scan(Deferred::Forget(key.to_owned())) {
+            self.forget_now(&key);
+        }
+    }
+
+    fn forget_now(&self, key: &str) {
         let _hold = self.hold(key);
         self.remove_held(key);
     }
@@ -601,7 +656,7 @@ impl Store {
 
     /// Evicts the least recently used entries while the ledger is over the
     /// budget.
-    fn evict(&self) {
+    pub(super) fn evict(&self) {
         while let Some(victim) = self.ledger().pop_over(self.budget) {
             self.remove_victim(&victim);
         }
@@ -624,18 +679,24 @@ impl Store {
         }
     }
 
-    /// `key`'s index entry, if any; a failed read is counted.
+    /// `key`'s index entry, if any; a failed read is counted, and a bucket
+    /// no reader can use is removed.
     fn entry(&self, key: &str) -> Option<cacache::Metadata> {
-        match cacache::metadata_sync(&self.dir, key) {
+        match layout::find(&self.dir, key) {
             Ok(entry) => entry,
-            Err(_) => {
+            Err(Unreadable::Missing) => None,
+            Err(Unreadable::Corrupt) => {
+                self.discard_corrupt(key);
+                None
+            }
+            Err(Unreadable::Failed) => {
                 self.failed();
                 None
             }
         }
     }
 
-    fn publish(&self) {
+    pub(super) fn publish(&self) {
         let (bytes, entries) = {
             let ledger = self.ledger();
             (ledger.total(), ledger.len() as u64)
@@ -644,17 +705,52 @@ impl Store {
     }
 }
 
-/// Whether a read failed its check: a hash or size that does not match.
-fn is_corrupt(error: &cacache::Error) -> bool {
-    matches!(
-        error,
-        cacache::Error::IntegrityError(_) | cacache::Error::SizeMismatch(..)
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn policy() -> CachePolicy {
+        let url = Url::parse("http://a.test/1.jpg").unwrap();
+        let request = request_parts(&url).unwrap();
+        let mut headers = http::HeaderMap::new();
+        headers.insert(
+            http::header::CACHE_CONTROL,
+            http::HeaderValue::from_static("max-age=600"),
+        );
+        let response = super::super::response_parts(http::StatusCode::OK, &headers);
+        CachePolicy::new_options(
+            &request,
+            &response,
+            SystemTime::now(),
+            super::super::cache_options(),
+        )
+    }
+
+    /// Regression: writes asked for during the opening scan waited for
+    /// its end, removals did not; a removal that came after a write (a
+    /// `no-store` answer, a redirect) ran first, and the held write then
+    /// stored the body it had removed, to be served fresh.
+    #[test]
+    fn a_removal_during_the_scan_is_not_undone_by_an_earlier_write() {
+        let dir = std::env::temp_dir().join(format!("thumbpipe-scan-order-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let store = Store::new(dir.clone(), 1 << 20);
+        let key = "http://a.test/1.jpg".to_owned();
+        store.write(key.clone(), policy(), Bytes::from_static(b"image"));
+        store.forget(&key);
+        store.write(
+            "http://a.test/2.jpg".into(),
+            policy(),
+            Bytes::from_static(b"kept"),
+        );
+        store.scan();
+        assert!(layout::find(&dir, &key).unwrap().is_none());
+        assert!(store.read_head(&key, 1 << 20).is_none());
+        // The write after it is done, in order.
+        let kept = store.read_head("http://a.test/2.jpg", 1 << 20).unwrap();
+        assert_eq!(store.read_body(&kept).as_deref(), Some(&b"kept"[..]));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 
     #[test]
     fn a_frame_holds_its_key() {

@@ -173,7 +173,14 @@ impl HttpFetcher {
             disk: config
                 .disk_cache_dir
                 .clone()
-                .map(|dir| DiskCache::open(dir, config.disk_cache_bytes, config.disk_threads))
+                .map(|dir| {
+                    DiskCache::open(
+                        dir,
+                        config.disk_cache_bytes,
+                        config.disk_threads,
+                        config.disk_read_timeout,
+                    )
+                })
                 .transpose()?
                 .map(Arc::new),
         })
@@ -366,7 +373,7 @@ impl Network<'_> {
         &self,
         headers: Option<http::HeaderMap>,
     ) -> Result<(reqwest::Response, tokio::time::Instant), Error> {
-        let deadline = tokio::time::Instant::now() + self.limits.total_timeout;
+        let deadline = later_by(tokio::time::Instant::now(), self.limits.total_timeout);
         let mut get = self.client.get(self.url.clone());
         if let Some(headers) = headers {
             get = get.headers(headers);
@@ -429,7 +436,7 @@ impl Network<'_> {
             .budget
             .reserve(response.content_length().unwrap_or(max_bytes))
             .await;
-        deadline += waiting.elapsed();
+        deadline = later_by(deadline, waiting.elapsed());
         // The server's length is a claim: reserve at most 1 MiB up
         // front, and let the buffer grow with the bytes that arrive.
         let capacity = response
@@ -459,13 +466,23 @@ impl Network<'_> {
             cache.disk.count_miss();
             match policy {
                 // Written (or, for `no-store`, any older copy removed) on a
-                // disk thread; the body's reservation lasts until then.
-                Some(policy) => cache.disk.store(url, cache.request, policy, body.clone()),
+                // disk thread, from a copy: the body's reservation ends
+                // with its decode, whatever the disk does.
+                Some(policy) => cache.disk.store(url, cache.request, policy, &body),
                 None => cache.disk.remove(url),
             }
         }
         Ok(body)
     }
+}
+
+/// `instant` plus `wait`; for a wait too long to add (a timeout of
+/// `Duration::MAX`, meaning none), about thirty years on.
+fn later_by(instant: tokio::time::Instant, wait: Duration) -> tokio::time::Instant {
+    instant
+        .checked_add(wait)
+        .or_else(|| instant.checked_add(Duration::from_secs(30 * 365 * 24 * 3600)))
+        .unwrap_or(instant)
 }
 
 /// Turns a reqwest error into the pipeline's, naming the phase and the

@@ -16,7 +16,7 @@ use thumbpipe::{Config, DiskStats, Error, Pipeline, Priority, TargetSize};
 use crate::common::{Scratch, drain_until, eventually, id_of, idle};
 
 /// A server without latency whose images say `max_age`.
-fn server(max_age: Option<Duration>) -> FixtureServer {
+pub(super) fn server(max_age: Option<Duration>) -> FixtureServer {
     FixtureServer::start_dedicated(ServerConfig {
         latency: Duration::ZERO,
         max_age,
@@ -27,7 +27,7 @@ fn server(max_age: Option<Duration>) -> FixtureServer {
 }
 
 /// A pipeline with the default config and a disk cache in `dir`.
-fn pipeline(dir: &Path, budget: u64) -> Pipeline<usize> {
+pub(super) fn pipeline(dir: &Path, budget: u64) -> Pipeline<usize> {
     let mut config = Config::default();
     config.disk_cache_dir = Some(dir.to_path_buf());
     config.disk_cache_bytes = budget;
@@ -36,7 +36,7 @@ fn pipeline(dir: &Path, budget: u64) -> Pipeline<usize> {
 
 /// The same, keeping responses only (no decoded thumbnails), for the tests
 /// that count entries.
-fn responses_only(dir: &Path, budget: u64) -> Pipeline<usize> {
+pub(super) fn responses_only(dir: &Path, budget: u64) -> Pipeline<usize> {
     let mut config = Config::default();
     config.disk_cache_dir = Some(dir.to_path_buf());
     config.disk_cache_bytes = budget;
@@ -44,13 +44,13 @@ fn responses_only(dir: &Path, budget: u64) -> Pipeline<usize> {
     Pipeline::new(config).unwrap()
 }
 
-fn url(server: &FixtureServer, id: u32) -> String {
+pub(super) fn url(server: &FixtureServer, id: u32) -> String {
     format!("{}?w=64&h=64", server.image_url(id))
 }
 
 /// Loads each URL in its own row; returns the ids read from the pixels, in
 /// order.
-fn load(pipeline: &mut Pipeline<usize>, urls: &[String]) -> Vec<Result<u32, String>> {
+pub(super) fn load(pipeline: &mut Pipeline<usize>, urls: &[String]) -> Vec<Result<u32, String>> {
     for (row, url) in urls.iter().enumerate() {
         pipeline.request(row, url, TargetSize::square(32), Priority::Visible);
     }
@@ -75,7 +75,7 @@ fn ids(range: std::ops::Range<u32>) -> Vec<Result<u32, String>> {
 }
 
 /// Waits until the disk cache has written `count` responses in all.
-fn written(pipeline: &Pipeline<usize>, count: u64) -> DiskStats {
+pub(super) fn written(pipeline: &Pipeline<usize>, count: u64) -> DiskStats {
     assert!(
         eventually(|| pipeline.stats().disk.written >= count),
         "{:?}",
@@ -246,7 +246,7 @@ fn the_budget_evicts_the_least_recently_used_entry() {
 }
 
 /// Every file under the directory's `content-v2`.
-fn content_files(dir: &Path) -> Vec<PathBuf> {
+pub(super) fn content_files(dir: &Path) -> Vec<PathBuf> {
     let mut files = Vec::new();
     let mut pending = vec![dir.join("content-v2")];
     while let Some(dir) = pending.pop() {
@@ -442,7 +442,7 @@ fn a_process_killed_while_writing_leaves_only_whole_entries() {
 /// number of requests before it, and returns the status line with headers
 /// and the body. Each connection carries one request. Returns the base URL
 /// and the heads received.
-fn scripted_server(
+pub(super) fn scripted_server(
     answer: impl Fn(&str, usize) -> (String, Vec<u8>) + Send + 'static,
 ) -> (String, Arc<Mutex<Vec<String>>>) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
@@ -481,7 +481,7 @@ fn scripted_server(
     (base, heads)
 }
 
-fn png(id: u32) -> Vec<u8> {
+pub(super) fn png(id: u32) -> Vec<u8> {
     fixture_server::picture::render(id, 64, 64)
         .encode_png()
         .unwrap()
