@@ -269,11 +269,14 @@ impl<K: Hash + Eq + Clone> Front<K> {
         }
         let now = Instant::now();
         // Whether a row will have left before its image arrives, asked for
-        // now or when its request was made: then it is not asked for.
+        // now or when its request was made: then it is not asked for. In
+        // durations from now, so that no setting or model (up to
+        // `Duration::MAX`) can overflow an `Instant`.
         let gone_first = |index: usize, asked: Option<Instant>| {
-            coast.leaves_after(index).is_some_and(|time| {
-                let arrives = asked.unwrap_or(now) + min_time_on_screen;
-                now + time < arrives
+            coast.leaves_after(index).is_some_and(|leaves_in| {
+                let waited =
+                    asked.map_or(Duration::ZERO, |asked| now.saturating_duration_since(asked));
+                leaves_in < min_time_on_screen.saturating_sub(waited)
             })
         };
         // The visible rows and a row either side: egui draws a row more

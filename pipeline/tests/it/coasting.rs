@@ -469,3 +469,88 @@ fn a_new_drag_during_a_coast_cancels_the_old_destination() {
         server.stats()
     );
 }
+
+/// A coast model under which a row takes longer than any `Instant` can
+/// hold to cover a distance.
+struct Endless;
+
+impl thumbpipe::CoastModel for Endless {
+    fn distance(&self, velocity: f32) -> f32 {
+        velocity * 0.5
+    }
+
+    fn time_to_cover(&self, _velocity: f32, _distance: f32) -> Option<f32> {
+        Some(f32::MAX)
+    }
+
+    fn duration(&self, _velocity: f32) -> f32 {
+        f32::MAX
+    }
+}
+
+/// Regression: `coast_min_time_on_screen = Some(Duration::MAX)` overflowed
+/// an `Instant` on the first coast (a panic on the UI thread), as did a
+/// `CoastModel` whose rows leave after `Duration::MAX`. Now neither
+/// panics: with the threshold at `Duration::MAX` every row the coast
+/// passes is left alone and only the destination is asked for; with the
+/// endless model, no row is ever gone first.
+#[test]
+fn durations_past_any_instant_never_panic_a_coast() {
+    let server = server(0);
+    let urls: Vec<String> = (0..ROWS as u32).map(|row| server.image_url(row)).collect();
+    let pitch = ROW_HEIGHT + egui::Spacing::default().item_spacing.y;
+    let geometry = thumbpipe::ListGeometry::new(pitch, ROWS, 800.0);
+    for (threshold, endless) in [
+        (Some(Duration::MAX), false),
+        (None, true),
+        (Some(Duration::MAX), true),
+    ] {
+        server.reset_stats();
+        let mut config = Config::default();
+        config.coast_min_time_on_screen = threshold;
+        config.max_concurrent_fetches = 1;
+        let ctx = Context::default();
+        let mut list = ThumbnailList::new(&ctx, config).expect("builds");
+        let decay = thumbpipe::CoastPrediction::new(
+            thumbpipe::ExponentialDecay::EGUI,
+            0.0,
+            6000.0,
+            geometry,
+        );
+        let endless_coast = thumbpipe::CoastPrediction::new(Endless, 0.0, 6000.0, geometry);
+        let destination = if endless {
+            destination_of(endless_coast.resting_rows())
+        } else {
+            destination_of(decay.resting_rows())
+        };
+        let visible = decay.visible_rows();
+        let _ = ctx.run_ui(RawInput::default(), |ui| {
+            let row_of = |row: usize| (row, urls[row].as_str());
+            if endless {
+                list.follow_coast(Some(&endless_coast), CELL, row_of);
+            } else {
+                list.follow_coast(Some(&decay), CELL, row_of);
+            }
+            for row in visible.clone() {
+                list.show(ui, row, &urls[row], CELL);
+            }
+            list.end_pass();
+        });
+        let expected: HashSet<usize> = if endless && threshold.is_none() {
+            destination.clone().chain(visible.clone()).collect()
+        } else {
+            destination.clone().collect()
+        };
+        assert!(
+            common::eventually(|| requested_rows(&server).len() >= expected.len()),
+            "{threshold:?} endless={endless}: {:?}",
+            requested_rows(&server)
+        );
+        let requested: HashSet<usize> = requested_rows(&server).into_iter().collect();
+        assert!(
+            requested.is_subset(&expected)
+                && destination.clone().all(|row| requested.contains(&row)),
+            "{threshold:?} endless={endless}: asked for {requested:?}, expected {expected:?}"
+        );
+    }
+}
