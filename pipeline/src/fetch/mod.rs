@@ -630,6 +630,17 @@ mod tests {
         }
     }
 
+    /// Regression: `total_timeout = Duration::MAX` (no timeout) overflowed
+    /// the deadline's `Instant`, and every fetch panicked.
+    #[test]
+    fn a_timeout_too_long_for_an_instant_is_a_distant_deadline() {
+        let now = tokio::time::Instant::now();
+        let deadline = later_by(now, Duration::MAX);
+        assert!(deadline > now + Duration::from_secs(365 * 24 * 3600));
+        assert_eq!(later_by(now, Duration::from_secs(5)), now + Duration::from_secs(5));
+        assert!(later_by(deadline, Duration::MAX) >= deadline);
+    }
+
     #[test]
     fn hosts_include_the_port() {
         let a = parse_url("http://h:1/x", false).unwrap();
