@@ -4,6 +4,9 @@
 //! runs. (This process's threads, memory and percentiles are in
 //! `fixture_server`, which the tests and the demo share.)
 //!
+//! The directory fuzzer of the disk cache is [`disk_fuzz`]; [`Rng`] is the
+//! fuzzers' source of mutations.
+//!
 //! Nothing here runs on its own. A [`ServerProcess`] is killed when dropped,
 //! so a report that fails half-way leaves no server behind.
 
@@ -12,6 +15,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
 use anyhow::{Context as _, bail};
+
+pub mod disk_fuzz;
 
 /// The path of binary `bin` of workspace package `package`, built in the same
 /// profile as the running program. Builds it with cargo when it is missing.
@@ -154,6 +159,44 @@ pub fn machine() -> String {
         .unwrap_or_else(|| "unknown CPU".to_owned());
     let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
     format!("{cores} cores, {model}")
+}
+
+/// SplitMix64 ([`fixture_server::splitmix64`]): small, fast, and enough to
+/// spread a fuzzer's mutations. Round or input `index` of a run seeded
+/// `seed` always draws the same numbers, so it can be replayed alone.
+#[derive(Clone, Debug)]
+pub struct Rng(u64);
+
+impl Rng {
+    /// The numbers of input `index` of the run seeded `seed`.
+    pub fn new(seed: u64, index: u64) -> Self {
+        let mut rng = Self(seed ^ index.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+        rng.next_u64();
+        rng
+    }
+
+    /// The next number.
+    pub fn next_u64(&mut self) -> u64 {
+        fixture_server::splitmix64(&mut self.0)
+    }
+
+    /// A number below `n` (0 when `n` is 0).
+    pub fn below(&mut self, n: usize) -> usize {
+        if n == 0 {
+            0
+        } else {
+            (self.next_u64() % n as u64) as usize
+        }
+    }
+
+    /// A position, half the time in the first 512 bytes, where the headers are.
+    pub fn position(&mut self, len: usize) -> usize {
+        if self.below(2) == 0 {
+            self.below(len.min(512))
+        } else {
+            self.below(len)
+        }
+    }
 }
 
 #[cfg(test)]

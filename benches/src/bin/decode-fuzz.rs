@@ -38,7 +38,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use peak_alloc::PeakAlloc;
 use thumbpipe::thumbnail_from_bytes;
 use thumbpipe::{Config, Error, TargetSize};
-use thumbpipe_benches::machine;
+use thumbpipe_benches::{Rng, machine};
 
 #[derive(Debug, Parser)]
 #[command(about = "Random-mutation fuzzing of thumbpipe's decode path")]
@@ -370,39 +370,6 @@ fn seeds() -> anyhow::Result<Vec<Vec<u8>>> {
         seeds.push(picture.encode_png().context("encoding a seed PNG")?);
     }
     Ok(seeds)
-}
-
-/// SplitMix64 ([`fixture_server::splitmix64`]): small, fast, and enough to
-/// spread the mutations.
-struct Rng(u64);
-
-impl Rng {
-    fn new(seed: u64, index: u64) -> Self {
-        let mut rng = Self(seed ^ index.wrapping_mul(0x9E37_79B9_7F4A_7C15));
-        rng.next();
-        rng
-    }
-
-    fn next(&mut self) -> u64 {
-        fixture_server::splitmix64(&mut self.0)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        if n == 0 {
-            0
-        } else {
-            (self.next() % n as u64) as usize
-        }
-    }
-
-    /// A position, half the time in the first 512 bytes, where the headers are.
-    fn position(&mut self, len: usize) -> usize {
-        if self.below(2) == 0 {
-            self.below(len.min(512))
-        } else {
-            self.below(len)
-        }
-    }
 }
 
 const INTERESTING_BYTES: [u8; 8] = [0x00, 0x01, 0x7F, 0x80, 0xFE, 0xFF, 0x10, 0x40];
