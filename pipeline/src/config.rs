@@ -82,6 +82,21 @@ pub struct Config {
     /// words on top. Default: 256 MiB, a 40-megapixel progressive 4:4:4
     /// JPEG or a 60-megapixel PNG.
     pub max_decode_alloc: u64,
+    /// Whether JPEGs are decoded by libjpeg at the smallest DCT scale that
+    /// covers the thumbnail (a 12 MP photo to 256 px: 31.7 ms and 3.3 MB),
+    /// rather than in full by `image`'s pure-Rust decoder (112 ms and 132
+    /// MB). Default: `true`.
+    ///
+    /// In a binary built with `panic = "abort"` it has no effect: libjpeg
+    /// reports a broken file by unwinding out of its error callback (that
+    /// is how the `mozjpeg` crate turns it into an error), and without
+    /// unwinding that would end the process. There, every JPEG takes the
+    /// pure-Rust decoder, which returns its errors, so a broken JPEG is an
+    /// [`crate::Error::Decode`] as it is elsewhere. What else changes under
+    /// `panic = "abort"`: a panic inside a decoder or a disk job (none is
+    /// known; `decode-fuzz` and `disk-fuzz` look for them) ends the process
+    /// instead of failing one load.
+    pub jpeg_dct_scaling: bool,
     /// Decode threads, named `thumbpipe-decode-N`. Default: one per core.
     pub decode_threads: usize,
     /// Images whose header declares more pixels than this are large: they
@@ -252,6 +267,7 @@ impl Default for Config {
             extra_root_certificates: Vec::new(),
             max_dimension: 16_384,
             max_decode_alloc: 256 * 1024 * 1024,
+            jpeg_dct_scaling: true,
             decode_threads: std::thread::available_parallelism().map_or(2, |n| n.get()),
             large_image_pixels: 2_000_000,
             io_threads: 2,

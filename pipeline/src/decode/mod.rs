@@ -2,7 +2,9 @@
 //! seam and [`ImageDecoder`] its default, which decodes the
 //! [`SUPPORTED_FORMATS`] under the config's size limits. A JPEG is decoded
 //! by libjpeg at the smallest DCT scale (1/8 to 8/8) that still covers the
-//! thumbnail (`jpeg.rs`); everything else is decoded in full by `image`.
+//! thumbnail (`jpeg.rs`), unless [`Config::jpeg_dct_scaling`] is off or
+//! the binary is built with `panic = "abort"` (libjpeg's errors unwind);
+//! everything else is decoded in full by `image`.
 //! Either way, fast_image_resize takes it the rest of the way
 //! (`resize.rs`), and the EXIF orientation turns the thumbnail.
 //!
@@ -99,11 +101,14 @@ impl Decode for ImageDecoder {
 /// ```
 pub const SUPPORTED_FORMATS: [&str; 4] = ["JPEG", "PNG", "WebP", "GIF"];
 
-/// The limits a decode runs under.
+/// The limits a decode runs under, and its JPEG route.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct DecodeLimits {
     pub(crate) max_dimension: u32,
     pub(crate) max_alloc: u64,
+    /// libjpeg's DCT-scaled route for JPEGs: asked for, and possible (a
+    /// libjpeg error is an unwind, which `panic = "abort"` cannot catch).
+    pub(crate) jpeg_dct_scaling: bool,
 }
 
 impl From<&Config> for DecodeLimits {
@@ -111,9 +116,14 @@ impl From<&Config> for DecodeLimits {
         Self {
             max_dimension: config.max_dimension,
             max_alloc: config.max_decode_alloc,
+            jpeg_dct_scaling: config.jpeg_dct_scaling && UNWINDS,
         }
     }
 }
+
+/// Whether this binary unwinds on a panic (not built with `panic =
+/// "abort"`).
+const UNWINDS: bool = cfg!(panic = "unwind");
 
 /// Decodes `bytes` (in a format [`ImageDecoder`] lists) into a thumbnail
 /// that fits `target`, under `config`'s size limits, on the calling thread:
@@ -239,7 +249,7 @@ pub(crate) fn decode_thumbnail(
     // CMYK and YCCK (four components) take the full decode.
     let jpeg_eighths = jpeg_layout
         .as_ref()
-        .filter(|layout| layout.sampling.len() != 4)
+        .filter(|layout| limits.jpeg_dct_scaling && layout.sampling.len() != 4)
         .map(|_| jpeg::scale_eighths(width, height, thumb_width, thumb_height));
     let (decoded_width, decoded_height, decoded_bytes, decoder_bytes) =
         match (&jpeg_layout, jpeg_eighths) {
@@ -365,6 +375,7 @@ mod tests {
     pub(super) const LIMITS: DecodeLimits = DecodeLimits {
         max_dimension: 16_384,
         max_alloc: 256 * 1024 * 1024,
+        jpeg_dct_scaling: true,
     };
 
     fn png(width: u32, height: u32) -> Vec<u8> {

@@ -637,7 +637,10 @@ mod tests {
         let now = tokio::time::Instant::now();
         let deadline = later_by(now, Duration::MAX);
         assert!(deadline > now + Duration::from_secs(365 * 24 * 3600));
-        assert_eq!(later_by(now, Duration::from_secs(5)), now + Duration::from_secs(5));
+        assert_eq!(
+            later_by(now, Duration::from_secs(5)),
+            now + Duration::from_secs(5)
+        );
         assert!(later_by(deadline, Duration::MAX) >= deadline);
     }
 

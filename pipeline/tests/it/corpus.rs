@@ -59,11 +59,24 @@ fn assert_clean_error(name: &str, error: &Error) {
     }
 }
 
+/// The two JPEG routes: libjpeg's DCT scaling, and the pure-Rust full
+/// decode that a binary built with `panic = "abort"` takes.
+fn both_jpeg_routes() -> [Config; 2] {
+    let mut pure_rust = Config::default();
+    pure_rust.jpeg_dct_scaling = false;
+    [Config::default(), pure_rust]
+}
+
 #[test]
 fn each_file_gives_its_thumbnail_or_its_typed_error() {
-    let config = Config::default();
+    for config in both_jpeg_routes() {
+        each_file_gives_its_thumbnail_or_its_typed_error_with(&config);
+    }
+}
+
+fn each_file_gives_its_thumbnail_or_its_typed_error_with(config: &Config) {
     for (name, bytes, expect) in corpus() {
-        let result = thumbnail_from_bytes(name, bytes, TargetSize::square(32), &config);
+        let result = thumbnail_from_bytes(name, bytes, TargetSize::square(32), config);
         match (expect, result) {
             (Expect::Thumbnail(width, height), Ok(thumbnail)) => {
                 assert_eq!(
@@ -98,7 +111,12 @@ fn an_empty_body_is_a_decode_error() {
 /// each piece decodes or is refused cleanly.
 #[test]
 fn every_truncation_gives_a_thumbnail_or_a_typed_error() {
-    let config = Config::default();
+    for config in both_jpeg_routes() {
+        every_truncation_gives_a_thumbnail_or_a_typed_error_with(&config);
+    }
+}
+
+fn every_truncation_gives_a_thumbnail_or_a_typed_error_with(config: &Config) {
     let mut pieces = 0;
     let mut thumbnails = 0;
     for (name, bytes, _) in corpus() {
@@ -107,7 +125,7 @@ fn every_truncation_gives_a_thumbnail_or_a_typed_error() {
         for length in lengths {
             let piece = &bytes[..length];
             let label = format!("{name} cut at {length}");
-            match thumbnail_from_bytes(&label, piece, TargetSize::square(32), &config) {
+            match thumbnail_from_bytes(&label, piece, TargetSize::square(32), config) {
                 Ok(thumbnail) => {
                     thumbnails += 1;
                     assert_eq!(
