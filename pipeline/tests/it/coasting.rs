@@ -536,21 +536,32 @@ fn durations_past_any_instant_never_panic_a_coast() {
             }
             list.end_pass();
         });
-        let expected: HashSet<usize> = if endless && threshold.is_none() {
+        // Under the endless model no row ever leaves, so none is gone
+        // before its image, whatever the threshold.
+        let expected: HashSet<usize> = if endless {
             destination.clone().chain(visible.clone()).collect()
         } else {
             destination.clone().collect()
         };
         assert!(
-            common::eventually(|| requested_rows(&server).len() >= expected.len()),
+            common::eventually(|| {
+                let requested: HashSet<usize> = requested_rows(&server).into_iter().collect();
+                requested.is_superset(&expected)
+            }),
             "{threshold:?} endless={endless}: {:?}",
             requested_rows(&server)
         );
         let requested: HashSet<usize> = requested_rows(&server).into_iter().collect();
+        // Where rows stay long enough, the screen ahead may be prefetched.
+        let ahead = visible.end..visible.end + 2 * visible.len() + 1;
+        let allowed: HashSet<usize> = expected
+            .iter()
+            .copied()
+            .chain(ahead.filter(|_| endless))
+            .collect();
         assert!(
-            requested.is_subset(&expected)
-                && destination.clone().all(|row| requested.contains(&row)),
-            "{threshold:?} endless={endless}: asked for {requested:?}, expected {expected:?}"
+            requested.is_subset(&allowed),
+            "{threshold:?} endless={endless}: asked for {requested:?}, allowed {allowed:?}"
         );
     }
 }
