@@ -19,6 +19,7 @@
 //! match on the format; the resize filter is `resize::FILTER`.
 
 mod jpeg;
+mod png;
 mod pool;
 mod resize;
 
@@ -196,7 +197,7 @@ pub(crate) fn decode_thumbnail(
     let (width, height) = header.dimensions();
     // How the camera held the picture (EXIF, where the format has it); an
     // unreadable tag is no reason to refuse the image.
-    let orientation = header.orientation().unwrap_or(Orientation::NoTransforms);
+    let orientation = orientation_of(&mut header);
     // What a full decode allocates: the decoder's output in its own
     // layout (16 bits a sample for a 16-bit PNG), and an 8-bit RGBA copy
     // of it when that layout is not one the resize takes.
@@ -309,9 +310,12 @@ pub(crate) fn decode_thumbnail(
             image_limits.max_alloc = Some(limits.max_alloc);
             let mut reader = reader()?;
             reader.limits(image_limits);
-            let image = reader
+            let mut image = reader
                 .decode()
                 .map_err(|e| decode_error(format!("{format:?}: {e}")))?;
+            if format == ImageFormat::Png {
+                png::restore_grey_key(bytes, &mut image);
+            }
             resize::Pixels::from_image(image)
         }
     };
@@ -330,6 +334,26 @@ pub(crate) fn decode_thumbnail(
         height,
         pixels: Arc::from(rgba.into_raw()),
     })
+}
+
+/// How the camera held the picture, by its EXIF orientation: an
+/// unreadable tag is no reason to refuse the image. A WebP's EXIF chunk
+/// may begin with JPEG's `Exif\0\0` before its TIFF header (as Pillow and
+/// other writers put it); `image` reads the TIFF header only, so such a
+/// chunk is read here, as browsers read it.
+fn orientation_of(header: &mut impl image::ImageDecoder) -> Orientation {
+    match header.orientation() {
+        Ok(orientation) if orientation != Orientation::NoTransforms => orientation,
+        _ => header
+            .exif_metadata()
+            .ok()
+            .flatten()
+            .and_then(|exif| {
+                exif.strip_prefix(b"Exif\0\0")
+                    .and_then(Orientation::from_exif_chunk)
+            })
+            .unwrap_or(Orientation::NoTransforms),
+    }
 }
 
 /// Bytes of a `width` x `height` RGBA image.

@@ -141,3 +141,27 @@ fn every_truncation_gives_a_thumbnail_or_a_typed_error_with(config: &Config) {
     assert!(pieces > 1500, "{pieces}");
     eprintln!("{pieces} truncated inputs: {thumbnails} thumbnails, the rest typed errors");
 }
+
+/// Regression: a WebP whose EXIF chunk begins with `Exif\0\0` (as Pillow
+/// writes it, and browsers read it) kept its stored orientation: `image`
+/// reads a chunk that starts with the TIFF header only. Found by the
+/// `realworld` comparison with Pillow. (Files: Pillow's test images, see
+/// `corpus/pillow/README.md`.)
+#[test]
+fn a_webp_with_an_exif_orientation_comes_out_upright() {
+    let upright = include_bytes!("corpus/pillow/hopper.webp");
+    let turned = include_bytes!("corpus/pillow/hopper_orientation_6.webp");
+    let config = Config::default();
+    let target = TargetSize::square(64);
+    let want = thumbnail_from_bytes("hopper.webp", upright, target, &config).unwrap();
+    let got = thumbnail_from_bytes("hopper_orientation_6.webp", turned, target, &config).unwrap();
+    assert_eq!((got.width, got.height), (want.width, want.height));
+    let (mut sum, mut count) = (0.0f64, 0.0f64);
+    for (a, b) in got.pixels.iter().zip(want.pixels.iter()) {
+        sum += (f64::from(*a) - f64::from(*b)).powi(2);
+        count += 1.0;
+    }
+    let psnr = 10.0 * (255.0f64.powi(2) / (sum / count)).log10();
+    eprintln!("orientation 6 against upright: {psnr:.1} dB");
+    assert!(psnr > 25.0, "{psnr:.1} dB: not turned upright");
+}
