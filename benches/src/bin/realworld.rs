@@ -1,0 +1,170 @@
+//! `realworld`: thumbpipe's thumbnails of real-world files it did not make,
+//! against a reference decoder's (Pillow's), file by file.
+//!
+//! ```text
+//! # The corpus: the test images of Pillow's source (HPND licence), e.g.
+//! # its sdist from PyPI, or a checkout: Tests/images/*.{jpg,png,gif,webp}.
+//! python3 benches/scripts/pillow_thumbnails.py CORPUS /tmp/pillow-ref 64
+//! cargo run --release -p thumbpipe-benches --bin realworld -- \
+//!     --corpus CORPUS --reference /tmp/pillow-ref --out benches/results/realworld.md
+//! ```
+//!
+//! A file agrees when both decoders give a thumbnail of the same size
+//! (within a pixel a side) at 22 dB or more (PSNR of the RGB channels, each
+//! image composited on mid grey by its alpha, over the pixels both cover),
+//! or when both refuse it. Everything else is listed: thumbnails that
+//! differ, and files one side alone refuses. Where Pillow and browsers
+//! disagree, thumbpipe follows the browsers (the report says so beside the
+//! file).
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+use anyhow::Context as _;
+use clap::Parser;
+use thumbpipe::{Config, TargetSize};
+use thumbpipe_benches::machine;
+
+#[derive(Debug, Parser)]
+#[command(about = "thumbpipe's thumbnails of real-world files against Pillow's")]
+struct Args {
+    /// The directory of images.
+    #[arg(long)]
+    corpus: PathBuf,
+    /// The directory `pillow_thumbnails.py` wrote.
+    #[arg(long)]
+    reference: PathBuf,
+    /// The side of the square the thumbnails fit (as given to the script).
+    #[arg(long, default_value_t = 64)]
+    side: u32,
+    /// Where the report is written (Markdown); printed as well.
+    #[arg(long)]
+    out: Option<PathBuf>,
+}
+
+/// The smallest PSNR at which two thumbnails agree.
+const AGREE_DB: f64 = 22.0;
+
+fn main() {
+    if let Err(error) = run(Args::parse()) {
+        eprintln!("realworld: {error:#}");
+        std::process::exit(1);
+    }
+}
+
+/// A thumbnail as RGBA bytes.
+struct Rgba {
+    width: u32,
+    height: u32,
+    pixels: Vec<u8>,
+}
+
+/// PSNR of the RGB channels composited on mid grey, over the pixels both
+/// images cover.
+fn psnr(a: &Rgba, b: &Rgba) -> f64 {
+    let (width, height) = (a.width.min(b.width), a.height.min(b.height));
+    let on_grey = |image: &Rgba, x: u32, y: u32, c: usize| {
+        let i = ((y * image.width + x) * 4) as usize;
+        let alpha = f64::from(image.pixels[i + 3]) / 255.0;
+        f64::from(image.pixels[i + c]) * alpha + 128.0 * (1.0 - alpha)
+    };
+    let mut sum = 0.0;
+    for y in 0..height {
+        for x in 0..width {
+            for c in 0..3 {
+                let d = on_grey(a, x, y, c) - on_grey(b, x, y, c);
+                sum += d * d;
+            }
+        }
+    }
+    let mse = sum / f64::from(width * height * 3).max(1.0);
+    if mse == 0.0 {
+        f64::INFINITY
+    } else {
+        10.0 * (255.0 * 255.0 / mse).log10()
+    }
+}
+
+fn run(args: Args) -> anyhow::Result<()> {
+    let index = std::fs::read_to_string(args.reference.join("index.tsv"))
+        .context("reading the reference's index.tsv (run pillow_thumbnails.py first)")?;
+    let config = Config::default();
+    let mut counts: BTreeMap<&str, u64> = BTreeMap::new();
+    let mut listed = String::new();
+    for line in index.lines() {
+        let Some((name, verdict)) = line.split_once('\t') else {
+            continue;
+        };
+        let bytes = std::fs::read(args.corpus.join(name))
+            .with_context(|| format!("reading {name} from the corpus"))?;
+        let ours =
+            thumbpipe::thumbnail_from_bytes(name, &bytes, TargetSize::square(args.side), &config);
+        let theirs = match verdict.strip_prefix("ok ") {
+            Some(size) => {
+                let mut sides = size.split(' ').filter_map(|s| s.parse::<u32>().ok());
+                let (width, height) = (sides.next().unwrap_or(0), sides.next().unwrap_or(0));
+                let pixels = std::fs::read(args.reference.join(format!("{name}.rgba")))?;
+                Ok(Rgba {
+                    width,
+                    height,
+                    pixels,
+                })
+            }
+            None => Err(verdict.trim_start_matches("refused ").to_owned()),
+        };
+        let (kind, detail) = match (&ours, &theirs) {
+            (Err(_), Err(_)) => ("both refuse", String::new()),
+            (Err(error), Ok(_)) => ("refused by thumbpipe only", error.to_string()),
+            (Ok(thumbnail), Err(reason)) => (
+                "refused by Pillow only",
+                format!(
+                    "thumbpipe: {}x{}; Pillow: {reason}",
+                    thumbnail.width, thumbnail.height
+                ),
+            ),
+            (Ok(thumbnail), Ok(reference)) => {
+                let ours = Rgba {
+                    width: thumbnail.width,
+                    height: thumbnail.height,
+                    pixels: thumbnail.pixels.to_vec(),
+                };
+                let close = ours.width.abs_diff(reference.width) <= 1
+                    && ours.height.abs_diff(reference.height) <= 1;
+                let db = psnr(&ours, reference);
+                let detail = format!(
+                    "thumbpipe {}x{}, Pillow {}x{}, {db:.1} dB",
+                    ours.width, ours.height, reference.width, reference.height
+                );
+                if close && db >= AGREE_DB {
+                    ("agree", detail)
+                } else {
+                    ("differ", detail)
+                }
+            }
+        };
+        *counts.entry(kind).or_default() += 1;
+        if kind != "agree" && kind != "both refuse" {
+            let _ = writeln!(listed, "| {name} | {kind} | {} |", detail.replace('|', "/"));
+        }
+    }
+    let total: u64 = counts.values().sum();
+    let mut report = format!(
+        "# realworld: thumbpipe against Pillow\n\n{total} files, thumbnails fitted to {side}x{side}, \
+         default config, on {machine}.\n\n| outcome | files |\n|---|---|\n",
+        side = args.side,
+        machine = machine()
+    );
+    for (kind, count) in &counts {
+        let _ = writeln!(report, "| {kind} | {count} |");
+    }
+    let _ = write!(
+        report,
+        "\n| file | outcome | detail |\n|---|---|---|\n{listed}"
+    );
+    print!("{report}");
+    if let Some(out) = args.out {
+        std::fs::write(&out, &report).with_context(|| format!("writing {}", out.display()))?;
+    }
+    Ok(())
+}
