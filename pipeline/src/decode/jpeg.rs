@@ -147,6 +147,14 @@ impl JpegLayout {
     }
 }
 
+/// The size a JPEG's one frame header gives, if it has exactly one and
+/// the size is not zero.
+pub(super) fn frame_size(bytes: &[u8]) -> Option<(u32, u32)> {
+    let layout = JpegLayout::read(bytes);
+    (layout.frames == 1 && layout.width > 0 && layout.height > 0)
+        .then_some((layout.width, layout.height))
+}
+
 /// Where the next marker starts at or after `from`: an 0xFF followed by a
 /// byte other than 0x00 (a stuffed 0xFF) or 0xFF (fill).
 fn next_marker(bytes: &[u8], from: usize) -> Option<usize> {

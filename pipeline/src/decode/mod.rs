@@ -191,23 +191,39 @@ pub(crate) fn decode_thumbnail(
     let Some(format) = probe.format() else {
         return Err(decode_error(not_an_image(bytes)));
     };
-    let mut header = probe
-        .into_decoder()
-        .map_err(|e| decode_error(format!("unreadable {format:?} header: {e}")))?;
-    let (width, height) = header.dimensions();
-    // How the camera held the picture (EXIF, where the format has it); an
-    // unreadable tag is no reason to refuse the image.
-    let orientation = orientation_of(&mut header);
-    // What a full decode allocates: the decoder's output in its own
-    // layout (16 bits a sample for a 16-bit PNG), and an 8-bit RGBA copy
-    // of it when that layout is not one the resize takes.
-    let full_decode_bytes = header
-        .total_bytes()
-        .saturating_add(match header.color_type() {
-            ColorType::L8 | ColorType::La8 | ColorType::Rgb8 | ColorType::Rgba8 => 0,
-            _ => full_rgba(width, height),
-        });
-    drop(header);
+    let (width, height, orientation, full_decode_bytes) = match probe.into_decoder() {
+        Ok(mut header) => {
+            let (width, height) = header.dimensions();
+            // How the camera held the picture (EXIF, where the format has
+            // it); an unreadable tag is no reason to refuse the image.
+            let orientation = orientation_of(&mut header);
+            // What a full decode allocates: the decoder's output in its own
+            // layout (16 bits a sample for a 16-bit PNG), and an 8-bit RGBA
+            // copy of it when that layout is not one the resize takes.
+            let full_decode_bytes =
+                header
+                    .total_bytes()
+                    .saturating_add(match header.color_type() {
+                        ColorType::L8 | ColorType::La8 | ColorType::Rgb8 | ColorType::Rgba8 => 0,
+                        _ => full_rgba(width, height),
+                    });
+            (width, height, orientation, full_decode_bytes)
+        }
+        // The pure-Rust header reader refuses some JPEGs that libjpeg (and
+        // browsers) decode, such as one whose APP14 segment is shorter
+        // than its kind (Pillow's `truncated_app14.jpg`): with libjpeg's
+        // route, the frame header says the size.
+        Err(error) => match jpeg::frame_size(bytes)
+            .filter(|_| format == ImageFormat::Jpeg && limits.jpeg_dct_scaling)
+        {
+            Some((width, height)) => (width, height, Orientation::NoTransforms, 0),
+            None => {
+                return Err(decode_error(format!(
+                    "unreadable {format:?} header: {error}"
+                )));
+            }
+        },
+    };
     // The upright image fits the target, so a photo turned a quarter is
     // fitted (and scaled) with the target's sides swapped, then turned:
     // the thumbnail is turned, never the full image.

@@ -165,3 +165,25 @@ fn a_webp_with_an_exif_orientation_comes_out_upright() {
     eprintln!("orientation 6 against upright: {psnr:.1} dB");
     assert!(psnr > 25.0, "{psnr:.1} dB: not turned upright");
 }
+
+/// Regression: a JPEG whose APP14 segment is too short for its kind was
+/// refused by the pure-Rust header reader before libjpeg, which decodes it
+/// (as browsers and Pillow show it), ever saw it. Now libjpeg's route
+/// takes its size from the frame header; the pure-Rust route still refuses
+/// it, with a typed error.
+#[test]
+fn a_jpeg_the_header_reader_refuses_is_decoded_by_libjpeg() {
+    let jpeg = include_bytes!("corpus/pillow/truncated_app14.jpg");
+    let [libjpeg, pure_rust] = both_jpeg_routes();
+    let target = TargetSize::square(64);
+    let thumbnail = thumbnail_from_bytes("truncated_app14.jpg", jpeg, target, &libjpeg).unwrap();
+    assert!(thumbnail.width > 0 && thumbnail.height > 0);
+    assert_eq!(
+        thumbnail.pixels.len(),
+        (thumbnail.width * thumbnail.height * 4) as usize
+    );
+    // A later zune-jpeg may read it; until then, a clean refusal.
+    if let Err(error) = thumbnail_from_bytes("truncated_app14.jpg", jpeg, target, &pure_rust) {
+        assert_clean_error("truncated_app14.jpg", &error);
+    }
+}
