@@ -2,8 +2,10 @@
 //! at random, then opened and loaded from, round after round.
 //!
 //! Each round copies a pristine directory (responses and thumbnails of
-//! `images` fixture images, at its budget), makes every file two hours old
-//! (as a later launch finds them), and applies one to four [`MUTATIONS`]:
+//! `images` fixture images, at its budget), applies one to four
+//! [`MUTATIONS`] and makes every file two hours old (as a later launch
+//! finds them; the cache leaves alone a file younger than a minute that no
+//! index line names, as another process may be writing it):
 //! truncated files, flipped bits, swapped buckets, index lines moved from
 //! another bucket, lines with a valid hash claiming a size past any budget,
 //! an `Age` past any duration, a malformed integrity or a thumbnail of
@@ -34,8 +36,9 @@ use crate::Rng;
 /// What a run does.
 #[derive(Clone, Debug)]
 pub struct Options {
-    /// Rounds to run.
+    /// Rounds to run, from round `first`.
     pub rounds: u64,
+    pub first: u64,
     /// Seed of the mutations.
     pub seed: u64,
     /// Images in the pristine directory.
@@ -151,16 +154,19 @@ pub fn run(options: &Options, mut progress: impl FnMut(&Outcome)) -> anyhow::Res
         budget: directory_bytes(&pristine),
         ..Outcome::default()
     };
-    for round in 0..options.rounds {
+    for round in options.first..options.first + options.rounds {
         let _ = std::fs::remove_dir_all(&dir);
         copy_dir(&pristine, &dir)?;
-        make_old(&dir);
         let mut rng = Rng::new(options.seed, round);
         for _ in 0..1 + rng.below(4) {
             let name =
                 mutate(&dir, &mut rng).with_context(|| format!("round {round}: mutating"))?;
             *outcome.mutations.entry(name).or_default() += 1;
         }
+        // Damage found at a later launch: the cache leaves a file younger
+        // than a minute that no index line names (another process may be
+        // writing it), so every file is made old, the damaged ones too.
+        make_old(&dir);
         let picks: Vec<usize> = (0..options.loads).map(|_| rng.below(urls.len())).collect();
         let mut opened = pipeline(&dir, outcome.budget)?;
         let results = load(&mut opened, &urls, &picks);
@@ -350,13 +356,6 @@ fn mutate(dir: &Path, rng: &mut Rng) -> anyhow::Result<&'static str> {
             anyhow::ensure!(status.success(), "mkfifo failed");
         }
         _ => std::fs::remove_file(file)?,
-    }
-    // Damage found at a later launch.
-    if std::fs::symlink_metadata(file).is_ok_and(|m| m.is_file()) {
-        set_old(file);
-    }
-    if std::fs::symlink_metadata(bucket).is_ok_and(|m| m.is_file()) {
-        set_old(bucket);
     }
     Ok(MUTATIONS[kind])
 }

@@ -9,6 +9,7 @@ use thumbpipe_benches::disk_fuzz::{MUTATIONS, Options, run};
 fn a_damaged_cache_directory_costs_only_refetches() {
     let options = Options {
         rounds: 80,
+        first: 0,
         seed: 7,
         images: 12,
         loads: 6,

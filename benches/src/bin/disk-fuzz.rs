@@ -7,8 +7,10 @@
 //!
 //! Prints the mutations applied, the loads and where they were served
 //! from, the most the directory held against its budget, and every
-//! failure; exits with status 1 if there was one. `--seed` and `--from`
-//! replay a round alone (`--from 4711 --rounds 1`).
+//! failure; exits with status 1 if there was one. `--from` starts at a
+//! round (`--from 4711 --rounds 1`: its mutations alone; the pristine
+//! directory is made anew each run, on a server of another port, so its
+//! files, and which one a mutation hits, differ from run to run).
 
 use std::path::PathBuf;
 
@@ -27,6 +29,9 @@ struct Args {
     /// Seed of the mutations.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// The first round (with `--rounds 1`, one round replayed alone).
+    #[arg(long, default_value_t = 0)]
+    from: u64,
     /// Images in the directory.
     #[arg(long, default_value_t = 24)]
     images: u32,
@@ -48,6 +53,7 @@ fn main() {
 fn run(args: Args) -> anyhow::Result<()> {
     let options = Options {
         rounds: args.rounds,
+        first: args.from,
         seed: args.seed,
         images: args.images,
         loads: args.loads,
