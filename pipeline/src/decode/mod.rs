@@ -18,6 +18,7 @@
 //! for one format is a file like `jpeg.rs`, called from `decode_thumbnail`'s
 //! match on the format; the resize filter is `resize::FILTER`.
 
+mod gif;
 mod jpeg;
 mod png;
 mod pool;
@@ -325,10 +326,18 @@ pub(crate) fn decode_thumbnail(
             image_limits.max_image_height = Some(limits.max_dimension);
             image_limits.max_alloc = Some(limits.max_alloc);
             let mut reader = reader()?;
-            reader.limits(image_limits);
-            let mut image = reader
-                .decode()
-                .map_err(|e| decode_error(format!("{format:?}: {e}")))?;
+            reader.limits(image_limits.clone());
+            let mut image = match reader.decode() {
+                Ok(image) => image,
+                // A GIF with no colour table, which `image` refuses.
+                Err(error) => match (format == ImageFormat::Gif)
+                    .then(|| gif::without_colour_table(bytes, image_limits))
+                    .flatten()
+                {
+                    Some(image) => image,
+                    None => return Err(decode_error(format!("{format:?}: {error}"))),
+                },
+            };
             if format == ImageFormat::Png {
                 png::restore_grey_key(bytes, &mut image);
             }
