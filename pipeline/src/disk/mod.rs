@@ -516,33 +516,44 @@ impl DiskCache {
 /// Refuses a cache directory that exists and belongs to another user: it
 /// could have been made first by someone else (in a shared temporary
 /// directory, say), to read what this user's app loads or to plant images
-/// for its URLs. On Unix, the owner is compared with the owner of a file
-/// this process creates in it; elsewhere, nothing is checked.
+/// for its URLs. One of this user's that others may write to is made
+/// theirs no more (0700). On Unix, this user is the owner of
+/// `/proc/self` (Linux), or else of a file this process creates in the
+/// directory; elsewhere, nothing is checked. A stat or two on the
+/// builder's thread, when the pipeline is built.
 fn check_owner(dir: &std::path::Path) -> Result<(), BuildError> {
     #[cfg(unix)]
     {
-        use std::os::unix::fs::MetadataExt as _;
+        use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
         let Ok(metadata) = std::fs::metadata(dir) else {
             // Created, for this user alone, by the scan.
             return Ok(());
         };
-        let probe = dir.join(format!(".thumbpipe-owner-{}", std::process::id()));
-        let created = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&probe)
-            .and_then(|file| file.metadata());
-        let _ = std::fs::remove_file(&probe);
-        // One that cannot be written to is counted as such when used.
-        if let Ok(mine) = created
-            && mine.uid() != metadata.uid()
-        {
+        let me = std::fs::metadata("/proc/self")
+            .map(|proc| proc.uid())
+            .or_else(|_| {
+                let probe = dir.join(format!(".thumbpipe-owner-{}", std::process::id()));
+                let created = std::fs::OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .open(&probe)
+                    .and_then(|file| file.metadata());
+                let _ = std::fs::remove_file(&probe);
+                created.map(|file| file.uid())
+            });
+        // Without a way to tell, a directory that cannot be written to is
+        // counted as such when used.
+        let Ok(me) = me else { return Ok(()) };
+        if me != metadata.uid() {
             return Err(BuildError::Config(format!(
                 "disk_cache_dir '{}' belongs to another user (uid {}): use a directory of \
                  your own, such as the platform's cache directory for your app",
                 dir.display(),
                 metadata.uid()
             )));
+        }
+        if metadata.is_dir() && metadata.permissions().mode() & 0o077 != 0 {
+            let _ = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700));
         }
     }
     Ok(())

@@ -181,10 +181,18 @@ fn unframe(key: &str, mut framed: Vec<u8>) -> Option<Vec<u8>> {
 /// not panic. An index line is read from a directory anyone with access to
 /// it may have written.
 fn stored_policy(key: &str, metadata: serde_json::Value) -> Option<CachePolicy> {
-    let sane = match metadata.pointer("/policy/res/age") {
+    // Every `Age` header, whatever the case of its name (the policy's
+    // loader lowercases names, so `AGE` would be read as `age`).
+    let sane = match metadata.pointer("/policy/res") {
         None => true,
-        Some(serde_json::Value::String(age)) => sane_age(Some(age)),
-        Some(serde_json::Value::Array(ages)) => ages.iter().all(|age| sane_age(age.as_str())),
+        Some(serde_json::Value::Object(headers)) => headers
+            .iter()
+            .filter(|(name, _)| name.eq_ignore_ascii_case("age"))
+            .all(|(_, value)| match value {
+                serde_json::Value::String(age) => sane_age(Some(age)),
+                serde_json::Value::Array(ages) => ages.iter().all(|age| sane_age(age.as_str())),
+                _ => false,
+            }),
         Some(_) => false,
     };
     if !sane {

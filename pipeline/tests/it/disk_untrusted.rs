@@ -109,7 +109,9 @@ fn a_stored_policy_that_cannot_be_used_is_removed_and_fetched_again() {
     let key = url::Url::parse(&image).unwrap().to_string();
     let entry = cacache::metadata_sync(&scratch.0, &key).unwrap().unwrap();
     let mut metadata = entry.metadata.clone();
-    metadata["policy"]["res"]["age"] = serde_json::json!(AGE_PAST_ANY_DURATION);
+    // Named as the policy's loader would not check it if only `age` were
+    // looked for: it lowercases names.
+    metadata["policy"]["res"]["AGE"] = serde_json::json!(AGE_PAST_ANY_DURATION);
     let planted = cacache::WriteOpts::new()
         .integrity(entry.integrity.clone())
         .size(entry.size)
@@ -248,8 +250,15 @@ fn index_buckets_that_are_links_or_fifos_are_removed() {
     assert!(disk.corrupt >= 2, "{disk:?}");
     assert_eq!((disk.hits, disk.misses), (0, 2));
     assert_eq!(server.stats().image_bodies, 2);
-    // The links are gone, not their targets.
-    assert!(Path::new("/dev/zero").exists());
+    // The link and the FIFO are gone: each bucket is a regular file again
+    // (rewritten) or absent.
+    for bucket in &buckets {
+        assert!(
+            std::fs::symlink_metadata(bucket).map_or(true, |m| m.is_file()),
+            "{}",
+            bucket.display()
+        );
+    }
 }
 
 /// A thumbnail entry whose envelope claims a size other than the request's
@@ -292,9 +301,15 @@ fn a_stored_thumbnail_of_another_size_is_not_served() {
     assert_eq!((stats.decodes_started, stats.disk.hits), (1, 1));
 }
 
-/// A directory the cache creates is this user's alone.
+/// A directory the cache creates is this user's alone, and one of this
+/// user's that others could write to is made so.
 #[test]
 fn a_new_cache_directory_is_private() {
+    let open = Scratch::new("disk-open");
+    std::fs::set_permissions(&open.0, std::fs::Permissions::from_mode(0o777)).unwrap();
+    drop(responses_only(&open.0, 1 << 20));
+    let mode = std::fs::metadata(&open.0).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o700);
     let scratch = Scratch::new("disk-private");
     let dir = scratch.0.join("app").join("thumbnails");
     let server = server(Some(Duration::from_secs(600)));
@@ -314,7 +329,8 @@ fn a_cache_directory_of_another_user_is_refused() {
     let scratch = Scratch::new("disk-theirs");
     let dir = scratch.0.join("theirs");
     std::fs::create_dir_all(&dir).unwrap();
-    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+    // 0755: not writable by this user once it is another's.
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
     if std::os::unix::fs::chown(&dir, Some(54_321), None).is_err() {
         eprintln!("not run: giving a directory to another user needs root");
         return;
