@@ -57,6 +57,7 @@ fn run(args: Args) -> anyhow::Result<()> {
         seed: args.seed,
         images: args.images,
         loads: args.loads,
+        budget_slack: 0,
         work: args.work.unwrap_or_else(|| {
             std::env::temp_dir().join(format!("thumbpipe-disk-fuzz-{}", std::process::id()))
         }),
