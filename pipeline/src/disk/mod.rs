@@ -90,8 +90,8 @@ pub struct DiskStats {
     /// no disk operation had finished since: they went to the network.
     pub reads_skipped: u64,
     /// Responses and thumbnails not written because the writes already
-    /// waiting for the disk held [`MAX_QUEUED_WRITE_BYTES`] (or, while the
-    /// directory was being scanned, 16 MiB).
+    /// waiting for the disk held 16 MiB of bodies (counted apart while the
+    /// directory is being scanned).
     pub writes_skipped: u64,
     /// Gauge: bytes the cache's entries take, as its ledger counts them
     /// (content files and index lines).
@@ -162,7 +162,7 @@ pub(crate) struct Head {
 /// Bytes of bodies that writes waiting for a disk thread may hold: past
 /// it, a response or thumbnail is not written (a disk that cannot keep up
 /// costs its entries, not memory).
-pub const MAX_QUEUED_WRITE_BYTES: u64 = 16 * 1024 * 1024;
+pub(crate) const MAX_QUEUED_WRITE_BYTES: u64 = 16 * 1024 * 1024;
 
 /// An HTTP cache in a directory, with a byte budget. Cloned fetchers share
 /// it.

@@ -25,8 +25,8 @@ use super::store::{Store, entry_cost, missing_is_fine};
 const ABANDONED_AFTER: Duration = Duration::from_secs(60);
 
 /// Bytes of bodies held for writes asked for during the scan; past it,
-/// they are not written.
-pub(super) const DEFERRED_LIMIT: usize = 16 * 1024 * 1024;
+/// they are not written. As many as may wait for a disk thread.
+pub(super) const DEFERRED_LIMIT: usize = super::MAX_QUEUED_WRITE_BYTES as usize;
 
 impl Store {
     /// Makes the directory ready, removes the files of writes cut off by a
