@@ -24,12 +24,13 @@ fn grey_key(bytes: &[u8]) -> Option<u8> {
     if color_type != 0 || !matches!(bits, 1 | 2 | 4) {
         return None;
     }
-    let mut at = 33;
-    while let Some(chunk) = bytes.get(at..at + 8) {
+    let mut at: usize = 33;
+    while let Some(chunk) = bytes.get(at..at.checked_add(8)?) {
         let length = u32::from_be_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]) as usize;
         match &chunk[4..8] {
             b"tRNS" if length == 2 => {
-                let key = u16::from_be_bytes([*bytes.get(at + 8)?, *bytes.get(at + 9)?]);
+                let key = bytes.get(at.checked_add(8)?..at.checked_add(10)?)?;
+                let key = u16::from_be_bytes([key[0], key[1]]);
                 // Only the sample's own bits count: libpng (and so
                 // browsers) mask a key too wide for the depth, as Pillow's
                 // `1_trns.png` (a 1-bit file keyed 255) needs.
