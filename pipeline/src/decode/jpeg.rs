@@ -9,6 +9,7 @@
 
 use std::panic::AssertUnwindSafe;
 
+use image::metadata::Orientation;
 use mozjpeg::ColorSpace;
 
 use super::resize::{Layout, Pixels};
@@ -35,6 +36,8 @@ pub(super) struct JpegLayout {
     /// allocated (and zeroed) for the first, so a file with two is refused
     /// before any decoder sees it.
     pub(super) frames: usize,
+    /// The orientation the first EXIF segment (APP1) gives, if any.
+    pub(super) orientation: Option<Orientation>,
 }
 
 impl JpegLayout {
@@ -70,6 +73,11 @@ impl JpegLayout {
                     }
                     layout.progressive = matches!(marker, 0xC2 | 0xC6 | 0xCA | 0xCE);
                     layout.read_frame(segment);
+                }
+                0xE1 if layout.orientation.is_none() => {
+                    layout.orientation = segment
+                        .strip_prefix(b"Exif\0\0")
+                        .and_then(Orientation::from_exif_chunk);
                 }
                 0xDA => {
                     layout.scans += 1;
@@ -148,11 +156,14 @@ impl JpegLayout {
 }
 
 /// The size a JPEG's one frame header gives, if it has exactly one and
-/// the size is not zero.
-pub(super) fn frame_size(bytes: &[u8]) -> Option<(u32, u32)> {
+/// the size is not zero, and the orientation its EXIF gives.
+pub(super) fn frame_size(bytes: &[u8]) -> Option<(u32, u32, Orientation)> {
     let layout = JpegLayout::read(bytes);
-    (layout.frames == 1 && layout.width > 0 && layout.height > 0)
-        .then_some((layout.width, layout.height))
+    (layout.frames == 1 && layout.width > 0 && layout.height > 0).then_some((
+        layout.width,
+        layout.height,
+        layout.orientation.unwrap_or(Orientation::NoTransforms),
+    ))
 }
 
 /// Where the next marker starts at or after `from`: an 0xFF followed by a
@@ -352,6 +363,7 @@ mod tests {
                 height: 222,
                 scans: 1,
                 frames: 1,
+                orientation: None,
             }
         );
         // 4:2:0 pads to 16x16 blocks: 336x224 luma, 168x112 per chroma.

@@ -217,7 +217,7 @@ pub(crate) fn decode_thumbnail(
         Err(error) => match jpeg::frame_size(bytes)
             .filter(|_| format == ImageFormat::Jpeg && limits.jpeg_dct_scaling)
         {
-            Some((width, height)) => (width, height, Orientation::NoTransforms, 0),
+            Some((width, height, orientation)) => (width, height, orientation, 0),
             None => {
                 return Err(decode_error(format!(
                     "unreadable {format:?} header: {error}"

@@ -187,3 +187,28 @@ fn a_jpeg_the_header_reader_refuses_is_decoded_by_libjpeg() {
         assert_clean_error("truncated_app14.jpg", &error);
     }
 }
+
+/// Regression: a JPEG whose size came from its frame header (the header
+/// reader refused it) was shown as stored, its EXIF orientation lost: a
+/// phone photo lay on its side. Now the orientation comes from the same
+/// walk of the markers.
+#[test]
+fn a_jpeg_sized_by_its_frame_header_keeps_its_orientation() {
+    let jpeg = fixture_server::picture::render(1, 120, 60)
+        .encode_jpeg(85)
+        .unwrap();
+    // An Adobe segment (APP14) too short for its kind, as in Pillow's
+    // `truncated_app14.jpg`, right after the start of the image.
+    let mut short_app14 = jpeg[..2].to_vec();
+    short_app14.extend_from_slice(b"\xFF\xEE\x00\x07Adobe");
+    short_app14.extend_from_slice(&jpeg[2..]);
+    let turned = fixture_server::photo::with_exif_orientation(&short_app14, 6);
+    let [libjpeg, pure_rust] = both_jpeg_routes();
+    let target = TargetSize::square(64);
+    assert!(
+        thumbnail_from_bytes("turned.jpg", &turned, target, &pure_rust).is_err(),
+        "the header reader reads it: the frame header is not needed"
+    );
+    let thumbnail = thumbnail_from_bytes("turned.jpg", &turned, target, &libjpeg).unwrap();
+    assert_eq!((thumbnail.width, thumbnail.height), (32, 64));
+}
