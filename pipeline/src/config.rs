@@ -207,8 +207,9 @@ pub struct Config {
     /// made readable by this user alone (0700 on Unix); one that exists
     /// and belongs to another user is refused ([`crate::BuildError`]).
     /// Nothing read from the directory is trusted: files are never read
-    /// through a link nor past the size their entry records, and the
-    /// cache removes only files it wrote.
+    /// past the size their entry records, nor on Unix through a link, and
+    /// the cache removes only files by the names cacache gives its own
+    /// (index buckets, content files, `tmp/.tmpXXXXXX`).
     ///
     /// ```
     /// // In an app: the platform's cache directory, as above.
@@ -246,10 +247,10 @@ pub struct Config {
     /// a thumbnail) before it goes to the network. A read that takes longer
     /// (a network mount that stopped answering, a disk spinning up) is
     /// counted in [`crate::DiskStats::read_timeouts`], and until a disk
-    /// operation finishes again, loads do not ask the disk at all
-    /// ([`crate::DiskStats::reads_skipped`]): a hung disk costs one wait,
-    /// not one per load. Default: 250 ms (a local disk answers in well
-    /// under a millisecond).
+    /// operation finishes again, loads do not ask the disk
+    /// ([`crate::DiskStats::reads_skipped`]) but for one a second, a
+    /// probe: a hung disk costs one wait a second, not one per load.
+    /// Default: 250 ms (a local disk answers in well under a millisecond).
     pub disk_read_timeout: Duration,
 }
 

@@ -104,7 +104,11 @@ pub(super) fn open_regular(path: &Path) -> Result<std::fs::File, Unreadable> {
 
 /// Reads `file` to its end if it holds at most `cap` bytes.
 fn read_capped(file: std::fs::File, cap: u64) -> Result<Vec<u8>, Unreadable> {
-    let mut bytes = Vec::with_capacity(usize::try_from(cap.min(16 << 20)).unwrap_or(0));
+    // Room for what the file holds, not for what it may hold: most
+    // buckets are a few hundred bytes, and a size claimed by an index line
+    // is not evidence.
+    let len = file.metadata().map_or(0, |metadata| metadata.len());
+    let mut bytes = Vec::with_capacity(usize::try_from(len.min(cap)).unwrap_or(0));
     file.take(cap.saturating_add(1))
         .read_to_end(&mut bytes)
         .map_err(|_| Unreadable::Failed)?;
@@ -225,9 +229,6 @@ pub(super) fn find(dir: &Path, key: &str) -> Result<Option<cacache::Metadata>, U
 /// What a walk of the directory found.
 #[derive(Debug, Default)]
 pub(super) struct Listing {
-    /// Every live entry, with the bytes of the bucket file that holds it
-    /// (its index line, and whatever else the file holds).
-    pub(super) entries: Vec<(cacache::Metadata, u64)>,
     /// Bucket files no reader can use: not regular files, too large, or
     /// holding no live entry and last changed before `quiet_since` (a
     /// younger one may be another process's write under way). Removed by
@@ -238,8 +239,15 @@ pub(super) struct Listing {
 }
 
 /// Walks the index: every bucket at the depth cacache writes them, named
-/// as it names them. Symbolic links are not followed.
-pub(super) fn list(dir: &Path, quiet_since: SystemTime) -> Listing {
+/// as it names them. Symbolic links are not followed. Each live entry is
+/// given to `each` as it is found, with the bytes of the bucket file that
+/// holds it (its index line, and whatever else the file holds), so that
+/// the walk holds one bucket at a time.
+pub(super) fn list(
+    dir: &Path,
+    quiet_since: SystemTime,
+    mut each: impl FnMut(cacache::Metadata, u64),
+) -> Listing {
     let mut listing = Listing::default();
     for bucket in files_at_depth(&dir.join(INDEX_DIR), 2) {
         match read_bucket(&bucket) {
@@ -255,9 +263,9 @@ pub(super) fn list(dir: &Path, quiet_since: SystemTime) -> Listing {
                     listing.bad_buckets.push(bucket);
                 }
                 let len = bytes.len() as u64;
-                listing
-                    .entries
-                    .extend(live.into_iter().map(|entry| (entry, len)));
+                for entry in live {
+                    each(entry, len);
+                }
             }
             Ok(None) => {}
             Err(Unreadable::Failed) => listing.failures += 1,
@@ -331,17 +339,18 @@ mod tests {
         assert_eq!(read_content(&dir, &integrity, 4).unwrap(), b"body");
         // A size other than the entry's is corrupt, read no further.
         assert_eq!(read_content(&dir, &integrity, 3), Err(Unreadable::Corrupt));
-        let listing = list(&dir, SystemTime::UNIX_EPOCH);
-        assert_eq!(listing.entries.len(), 1);
+        let mut found = 0;
+        let listing = list(&dir, SystemTime::UNIX_EPOCH, |_, _| found += 1);
+        assert_eq!(found, 1);
         assert!(listing.bad_buckets.is_empty());
         cacache::index::delete(&dir, "http://a/1.jpg").unwrap();
         assert!(find(&dir, "http://a/1.jpg").unwrap().is_none());
         // A bucket of removals only: kept while it may be another
         // process's, then removed.
-        assert!(list(&dir, SystemTime::UNIX_EPOCH).entries.is_empty());
-        assert!(list(&dir, SystemTime::UNIX_EPOCH).bad_buckets.is_empty());
+        let listing = list(&dir, SystemTime::UNIX_EPOCH, |_, _| panic!("no live entry"));
+        assert!(listing.bad_buckets.is_empty());
         let later = SystemTime::now() + std::time::Duration::from_secs(1);
-        assert_eq!(list(&dir, later).bad_buckets.len(), 1);
+        assert_eq!(list(&dir, later, |_, _| {}).bad_buckets.len(), 1);
         assert_eq!(content_files(&dir).len(), 1);
         let _ = std::fs::remove_dir_all(&dir);
     }

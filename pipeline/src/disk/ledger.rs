@@ -39,11 +39,18 @@ impl Ledger {
         self.insert(key.to_owned(), cost, stamp);
     }
 
-    /// Records `key` as just used, keeping its cost, or at `cost` if the
-    /// ledger did not know it (another process wrote it).
-    pub(super) fn touch(&mut self, key: &str, cost: u64) {
-        let cost = self.entries.get(key).map_or(cost, |(known, _)| *known);
-        self.used(key, cost);
+    /// Records `key` as just used, keeping its cost; if the ledger did not
+    /// know it (another process wrote it), at `cost`, having made room for
+    /// it within `budget` as [`Ledger::make_room`] does. Returns the keys
+    /// taken out.
+    pub(super) fn touch(&mut self, key: &str, cost: u64, budget: u64) -> Vec<String> {
+        match self.entries.get(key) {
+            Some(&(known, _)) => {
+                self.used(key, known);
+                Vec::new()
+            }
+            None => self.make_room(key, cost, budget),
+        }
     }
 
     /// Makes room for `key` at `cost` bytes within `budget`, in one step
@@ -93,12 +100,19 @@ impl Ledger {
     }
 
     /// Adds the entries found on disk, oldest first, below every entry
-    /// used since the cache opened (those keep their place).
+    /// used since the cache opened. Those keep their place, at the larger
+    /// of the two costs: one read while the scan ran was counted by its
+    /// index line alone, the scan counts its whole bucket file.
     pub(super) fn merge_found(&mut self, found: Vec<(String, u64)>) {
         let count = i64::try_from(found.len()).unwrap_or(i64::MAX);
         for (rank, (key, cost)) in (0_i64..).zip(found) {
-            if !self.entries.contains_key(&key) {
-                self.insert(key, cost, rank.saturating_sub(count));
+            match self.entries.get_mut(&key) {
+                None => self.insert(key, cost, rank.saturating_sub(count)),
+                Some((known, _)) if *known < cost => {
+                    self.total += u128::from(cost - *known);
+                    *known = cost;
+                }
+                Some(_) => {}
             }
         }
     }
@@ -120,7 +134,7 @@ mod tests {
         ledger.used("a", 10);
         ledger.used("b", 20);
         ledger.used("c", 30);
-        ledger.touch("a", 0);
+        assert!(ledger.touch("a", 0, 60).is_empty());
         assert_eq!(ledger.total(), 60);
         assert_eq!(ledger.pop_oldest(None).as_deref(), Some("b"));
         assert_eq!(ledger.pop_oldest(Some("c")).as_deref(), Some("a"));
@@ -137,8 +151,9 @@ mod tests {
             ("new".into(), 99),
             ("older-still".into(), 3),
         ]);
-        // Found in the order of their last write: "old" before "older-still".
-        assert_eq!(ledger.total(), 6);
+        // Found in the order of their last write: "old" before "older-still";
+        // "new" keeps its place, at the cost the scan found.
+        assert_eq!(ledger.total(), 2 + 99 + 3);
         assert_eq!(ledger.pop_oldest(None).as_deref(), Some("old"));
         assert_eq!(ledger.pop_oldest(None).as_deref(), Some("older-still"));
         assert_eq!(ledger.pop_oldest(None).as_deref(), Some("new"));
@@ -174,7 +189,7 @@ mod tests {
         for key in ["a", "b", "c"] {
             assert!(ledger.make_room(key, 10, 30).is_empty());
         }
-        ledger.touch("a", 0);
+        assert!(ledger.touch("a", 0, 60).is_empty());
         assert_eq!(ledger.make_room("d", 15, 30), ["b", "c"]);
         assert_eq!(ledger.total(), 25);
         // Rewriting an entry frees its old cost first.
@@ -184,5 +199,21 @@ mod tests {
         assert_eq!(ledger.pop_over(25).as_deref(), Some("a"));
         // Larger than the whole budget: everything else goes.
         assert_eq!(ledger.make_room("e", 40, 30), ["d"]);
+    }
+
+    /// Regression: an entry the ledger did not know (written by another
+    /// process, or planted) was added when read without making room for
+    /// it, and the directory stayed over its budget.
+    #[test]
+    fn an_unknown_entry_read_makes_room_for_itself() {
+        let mut ledger = Ledger::default();
+        for key in ["a", "b", "c"] {
+            assert!(ledger.make_room(key, 10, 30).is_empty());
+        }
+        assert_eq!(ledger.touch("found", 15, 30), ["a", "b"]);
+        assert_eq!(ledger.total(), 25);
+        // Known now: a later read keeps its cost and takes nothing.
+        assert!(ledger.touch("found", 99, 30).is_empty());
+        assert_eq!(ledger.total(), 25);
     }
 }

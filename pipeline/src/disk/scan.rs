@@ -1,32 +1,28 @@
 //! The opening scan: the cache directory made ready (created for this
-//! user alone), cut-off writes cleared, and what it already holds added to
-//! the ledger, down to the budget; then the operations asked for meanwhile,
-//! in order.
+//! user alone; one of another user's is refused when the cache is built),
+//! cut-off writes cleared, and what it already holds added to the ledger,
+//! down to the budget; then the operations asked for meanwhile, in order.
 //!
 //! Runs once, on the `thumbpipe-disk-scan` thread, when the cache opens;
 //! reads do not wait for it (they run on the disk threads), and every
-//! operation that changes an entry waits in `Store::deferred` until it
-//! ends, so that nothing it does can be undone by the scan. Nothing here
-//! trusts the directory: files are found by the names cacache gives them,
-//! never through a link, and only those are ever removed.
+//! operation that changes an entry waits for it (`deferred.rs`), so that
+//! nothing it does can be undone by the scan. Nothing here trusts the
+//! directory: files are found by the names cacache gives them, links are
+//! not followed (on Unix), and only files by those names are removed.
 
 use std::collections::HashSet;
 use std::path::Path;
-use std::sync::PoisonError;
 use std::time::{Duration, SystemTime};
 
+use super::entry::entry_cost;
 use super::layout;
-use super::store::{Store, entry_cost, missing_is_fine};
+use super::store::{Store, Which, missing_is_fine};
 
 /// How old a file in cacache's `tmp` directory, or a content file no
 /// index line names, must be to be removed when the cache opens: a write
 /// that old was cut off (its process killed), not one under way in
 /// another process.
 const ABANDONED_AFTER: Duration = Duration::from_secs(60);
-
-/// Bytes of bodies held for writes asked for during the scan; past it,
-/// they are not written. As many as may wait for a disk thread.
-pub(super) const DEFERRED_LIMIT: usize = super::MAX_QUEUED_WRITE_BYTES as usize;
 
 impl Store {
     /// Makes the directory ready, removes the files of writes cut off by a
@@ -43,63 +39,106 @@ impl Store {
         self.run_deferred();
     }
 
-    /// Applies the deferred operations in order, until none is left; only
-    /// then do new ones run at once, so that none overtakes an older one.
-    fn run_deferred(&self) {
-        loop {
-            let batch = {
-                let mut deferred = self.deferred.lock().unwrap_or_else(PoisonError::into_inner);
-                match deferred.as_mut() {
-                    Some(queue) if !queue.is_empty() => std::mem::take(queue),
-                    _ => {
-                        *deferred = None;
-                        return;
-                    }
-                }
-            };
-            for operation in batch {
-                self.apply(operation);
-            }
-        }
-    }
-
     fn add_found_entries(&self) {
         let now = SystemTime::now();
-        let listing = layout::list(&self.dir, now.checked_sub(ABANDONED_AFTER).unwrap_or(now));
+        let quiet_since = now.checked_sub(ABANDONED_AFTER).unwrap_or(now);
+        // Per entry: when it was written, its cost, its key, its content.
+        let mut found = Vec::new();
+        let mut claims_wrong = Vec::new();
+        let listing = layout::list(&self.dir, quiet_since, |entry, bucket| {
+            // A content file missing, or not the size its line claims:
+            // corrupt, and its claim is not counted (a line may claim any
+            // size, and would evict every older entry).
+            let content = layout::content_path(&self.dir, &entry.integrity).filter(|path| {
+                std::fs::symlink_metadata(path)
+                    .is_ok_and(|file| file.is_file() && file.len() == entry.size as u64)
+            });
+            let Some(content) = content else {
+                return claims_wrong.push((entry.key, entry.integrity));
+            };
+            // An entry costs its content and its whole bucket file: bytes
+            // that no line accounts for (damaged lines beside a good one)
+            // are still the cache's.
+            let cost = entry_cost(&entry).max((entry.size as u64).saturating_add(bucket));
+            found.push((entry.time, cost, entry.key, content));
+        });
         for _ in 0..listing.failures {
             self.failed();
         }
         for bucket in &listing.bad_buckets {
+            // Looked at again: another process may have written to it
+            // since it was listed.
+            let regular = std::fs::symlink_metadata(bucket).is_ok_and(|m| m.is_file());
+            if regular && !abandoned(bucket, SystemTime::now()) {
+                continue;
+            }
             super::DiskCounters::add(&self.counters.corrupt);
             if missing_is_fine(std::fs::remove_file(bucket)).is_err() {
                 self.failed();
             }
         }
-        let named: HashSet<_> = listing
-            .entries
+        for (key, integrity) in claims_wrong {
+            self.forget_now(&key, &Which::Holding(integrity), true);
+        }
+        let named: HashSet<&Path> = found
             .iter()
-            .filter_map(|(entry, _)| layout::content_path(&self.dir, &entry.integrity))
+            .map(|(.., content)| content.as_path())
             .collect();
         remove_unnamed_content(&self.dir, &named);
-        // An entry costs its content and its whole bucket file: bytes that
-        // no line accounts for (damaged lines beside a good one) are still
-        // the cache's.
-        let mut found: Vec<_> = listing
-            .entries
-            .into_iter()
-            .map(|(entry, bucket)| {
-                let cost = entry_cost(&entry).max((entry.size as u64).saturating_add(bucket));
-                (entry.time, cost, entry.key)
-            })
-            .collect();
         found.sort_unstable();
         let found = found
             .into_iter()
-            .map(|(_, cost, key)| (key, cost))
+            .map(|(_, cost, key, _)| (key, cost))
             .collect();
         self.ledger().merge_found(found);
         self.evict();
     }
+}
+
+/// Refuses a cache directory that exists and belongs to another user: it
+/// could have been made first by someone else (in a shared temporary
+/// directory, say), to read what this user's app loads or to plant images
+/// for its URLs. One of this user's that others may write to is made
+/// theirs no more (0700). On Unix, this user is the owner of
+/// `/proc/self` (Linux), or else of a file this process creates in the
+/// directory; elsewhere, nothing is checked. A stat or two on the
+/// builder's thread, when the pipeline is built.
+pub(super) fn check_owner(dir: &Path) -> Result<(), crate::BuildError> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
+        let Ok(metadata) = std::fs::metadata(dir) else {
+            // Created, for this user alone, by the scan.
+            return Ok(());
+        };
+        let me = std::fs::metadata("/proc/self")
+            .map(|proc| proc.uid())
+            .or_else(|_| {
+                let probe = dir.join(format!(".thumbpipe-owner-{}", std::process::id()));
+                let created = std::fs::OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .open(&probe)
+                    .and_then(|file| file.metadata());
+                let _ = std::fs::remove_file(&probe);
+                created.map(|file| file.uid())
+            });
+        // Without a way to tell, a directory that cannot be written to is
+        // counted as such when used.
+        let Ok(me) = me else { return Ok(()) };
+        if me != metadata.uid() {
+            return Err(crate::BuildError::Config(format!(
+                "disk_cache_dir '{}' belongs to another user (uid {}): use a directory of \
+                 your own, such as the platform's cache directory for your app",
+                dir.display(),
+                metadata.uid()
+            )));
+        }
+        if metadata.is_dir() && metadata.permissions().mode() & 0o077 != 0 {
+            let _ = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700));
+        }
+    }
+    Ok(())
 }
 
 /// Creates `dir` if needed, readable by this user alone (on Unix, 0700, as
@@ -160,10 +199,10 @@ fn is_temporary_name(name: &str) -> bool {
 /// older than [`ABANDONED_AFTER`] (younger ones may be another process's
 /// writes, their lines not written yet): the body of a write cut off
 /// between its file and its line, or of an entry whose line was damaged.
-fn remove_unnamed_content(dir: &Path, named: &HashSet<std::path::PathBuf>) {
+fn remove_unnamed_content(dir: &Path, named: &HashSet<&Path>) {
     let now = SystemTime::now();
     for file in layout::content_files(dir) {
-        if !named.contains(&file) && abandoned(&file, now) {
+        if !named.contains(file.as_path()) && abandoned(&file, now) {
             let _ = std::fs::remove_file(&file);
         }
     }

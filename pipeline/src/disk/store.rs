@@ -2,64 +2,28 @@
 //! the disk threads.
 //!
 //! Owned by the [`super::DiskCache`] and its jobs (an `Arc`); every method
-//! blocks on the file system and runs on a `thumbpipe-disk-N` thread. An
-//! entry is a cacache index line (its key, its body's SHA-256, and an
-//! envelope: the response's caching policy, or how a thumbnail was made)
-//! and a content file. Every content file begins with its key, so no two
-//! keys share one (cacache names files by their hash: two URLs with the
-//! same bytes, a default avatar, would otherwise share a file, and evicting
-//! one would take the other's), and a file read back is checked against
-//! the key asked for as well as its hash. Each key has one index line: a
-//! rewrite or a refresh replaces it. cacache writes the entries; they are
-//! read back through `layout.rs`, which trusts nothing in the directory.
-//! The opening scan is `scan.rs`.
+//! blocks on the file system and runs on a `thumbpipe-disk-N` thread. What
+//! an entry is, its framing and its cost, is `entry.rs`; each key has one
+//! index line: a rewrite or a refresh replaces it. cacache writes the
+//! entries; they are read back through `layout.rs`, which trusts nothing
+//! in the directory. The opening scan is `scan.rs`, the operations that
+//! wait for it `deferred.rs`, the thumbnails `thumbnails.rs`.
 
-use std::collections::{HashMap, HashSet};
-use std::panic::AssertUnwindSafe;
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
-use std::time::SystemTime;
 
 use bytes::Bytes;
-use http_cache_semantics::{BeforeRequest, CachePolicy};
-use url::Url;
+use http_cache_semantics::CachePolicy;
 
+use super::deferred::{Deferred, Waiting};
+use super::entry::{
+    ENVELOPE_VERSION, Envelope, entry_cost, frame, frame_len, line_cost, stored_policy, unframe,
+};
 use super::layout::{self, Unreadable};
 use super::ledger::Ledger;
-use super::{DiskCounters, Head, request_parts, sane_age};
-use crate::{TargetSize, Thumbnail};
-
-/// What the index stores beside a response's body.
-#[derive(serde::Serialize, serde::Deserialize)]
-struct Envelope {
-    /// The layout of this record; another is read as a miss.
-    version: u32,
-    policy: CachePolicy,
-}
-
-const ENVELOPE_VERSION: u32 = 1;
-
-/// What the index stores beside a thumbnail's pixels.
-#[derive(serde::Serialize, serde::Deserialize)]
-struct ThumbnailEnvelope {
-    /// How the thumbnail was made: another value is read as a miss, so a
-    /// release that decodes differently does not serve old thumbnails.
-    version: u32,
-    width: u32,
-    height: u32,
-    /// The integrity (SHA-256) of the response's content file it was made
-    /// from.
-    original: String,
-}
-
-const THUMBNAIL_VERSION: u32 = 1;
-
-/// Bytes an index line costs beyond its key and envelope: the line's hash
-/// and the entry's other fields (207 to 210 bytes in cacache 13's lines),
-/// rounded up so that the ledger never counts less than the directory
-/// holds.
-const INDEX_LINE_OVERHEAD: u64 = 256;
+use super::stall::Stall;
+use super::{DiskCounters, Head};
 
 /// The shared state of the disk threads.
 #[derive(Debug)]
@@ -71,17 +35,13 @@ pub(super) struct Store {
     /// asked for while the entries already on disk are not yet in the
     /// ledger (which could not keep the budget without them): done in the
     /// order they were asked for, when the scan ends. `None` once it has.
-    pub(super) deferred: Mutex<Option<Vec<Deferred>>>,
-    /// Thumbnails waiting for the write of the response they were decoded
-    /// from, by its key: written after it.
-    waiting: Mutex<HashMap<String, Vec<WaitingThumbnail>>>,
+    pub(super) deferred: Mutex<Option<Waiting>>,
     /// Keys being written, refreshed or removed: one such operation per
     /// key at a time, so that two threads never interleave on one entry.
     busy: Mutex<HashSet<String>>,
     free: Condvar,
-    /// Set when a read took longer than its deadline, cleared when a disk
-    /// job finishes: while it is set, loads do not ask the disk.
-    pub(super) stalled: AtomicBool,
+    /// Whether the disk answers reads in time.
+    pub(super) stall: Stall,
     pub(super) counters: Arc<DiskCounters>,
     /// Tests: while set, every read blocks, as on a disk that hangs.
     #[cfg(test)]
@@ -106,123 +66,30 @@ impl Drop for KeyHold<'_> {
     }
 }
 
-/// An operation on an entry waiting for the scan. (A policy is half a
-/// kilobyte: boxed, so that a removal is not as large.)
-#[derive(Debug)]
-pub(super) enum Deferred {
-    Write {
-        key: String,
-        policy: Box<CachePolicy>,
-        body: Bytes,
-    },
-    Refresh {
-        head: Box<Head>,
-        policy: Box<CachePolicy>,
-    },
-    Forget(String),
+/// Which of a key's entries a removal is for. One decided on a read
+/// (the entry was found corrupt) is for the entry read, not for one
+/// written since by another thread.
+#[derive(Clone, Debug)]
+pub(super) enum Which {
+    /// Whatever the key holds.
+    Any,
+    /// The entry whose content has this hash.
+    Holding(cacache::Integrity),
+    /// A bucket no reader can use, if it still is one.
+    Unreadable,
 }
 
-impl Deferred {
-    /// Bytes of body it holds.
-    pub(super) fn held(&self) -> usize {
-        match self {
-            Self::Write { body, .. } => body.len(),
-            Self::Refresh { .. } | Self::Forget(_) => 0,
+impl Which {
+    /// Whether `found`, what the key's bucket holds now, is the entry meant
+    /// (anything, for [`Which::Any`]).
+    fn matches(&self, found: &Result<Option<cacache::Metadata>, Unreadable>) -> bool {
+        match (self, found) {
+            (Self::Any, _) => true,
+            (Self::Holding(integrity), Ok(Some(entry))) => entry.integrity == *integrity,
+            (Self::Unreadable, Err(Unreadable::Corrupt)) => true,
+            _ => false,
         }
     }
-}
-
-/// A thumbnail waiting for its response's write.
-#[derive(Debug)]
-pub(super) struct WaitingThumbnail {
-    pub(super) target: TargetSize,
-    pub(super) body: Bytes,
-    pub(super) made: Thumbnail,
-}
-
-/// The index key of `url`'s thumbnail for `target`; a response's key is
-/// its URL.
-fn thumbnail_key(url: &str, target: TargetSize) -> String {
-    format!(
-        "thumbnail/v{THUMBNAIL_VERSION} {}x{} {url}",
-        target.width, target.height
-    )
-}
-
-/// `bytes` as stored under `key`: the key's length (4 bytes, little
-/// endian), the key, the bytes.
-fn frame(key: &str, bytes: &[u8]) -> Vec<u8> {
-    let mut framed = Vec::with_capacity(4 + key.len() + bytes.len());
-    framed.extend_from_slice(&(key.len() as u32).to_le_bytes());
-    framed.extend_from_slice(key.as_bytes());
-    framed.extend_from_slice(bytes);
-    framed
-}
-
-fn frame_len(key: &str) -> usize {
-    4 + key.len()
-}
-
-/// The bytes of a content file stored under `key`, or `None` if it was
-/// stored under another.
-fn unframe(key: &str, mut framed: Vec<u8>) -> Option<Vec<u8>> {
-    let stored_len = u32::from_le_bytes(framed.get(..4)?.try_into().ok()?) as usize;
-    if stored_len != key.len() || framed.get(4..frame_len(key))? != key.as_bytes() {
-        return None;
-    }
-    framed.drain(..frame_len(key));
-    Some(framed)
-}
-
-/// The caching policy stored in a response's index entry under `key`, if
-/// it is in this release's layout and the caching rules can use it: its
-/// `Age` is within [`super::MAX_AGE_SECONDS`] (as every policy this cache writes
-/// is, `response_parts` sees to it) and asking it whether it is fresh does
-/// not panic. An index line is read from a directory anyone with access to
-/// it may have written.
-fn stored_policy(key: &str, metadata: serde_json::Value) -> Option<CachePolicy> {
-    // Every `Age` header, whatever the case of its name (the policy's
-    // loader lowercases names, so `AGE` would be read as `age`).
-    let sane = match metadata.pointer("/policy/res") {
-        None => true,
-        Some(serde_json::Value::Object(headers)) => headers
-            .iter()
-            .filter(|(name, _)| name.eq_ignore_ascii_case("age"))
-            .all(|(_, value)| match value {
-                serde_json::Value::String(age) => sane_age(Some(age)),
-                serde_json::Value::Array(ages) => ages.iter().all(|age| sane_age(age.as_str())),
-                _ => false,
-            }),
-        Some(_) => false,
-    };
-    if !sane {
-        return None;
-    }
-    let envelope = serde_json::from_value::<Envelope>(metadata)
-        .ok()
-        .filter(|envelope| envelope.version == ENVELOPE_VERSION)?;
-    let request = request_parts(&Url::parse(key).ok()?)?;
-    let policy = envelope.policy;
-    let usable = std::panic::catch_unwind(AssertUnwindSafe(|| {
-        let now = SystemTime::now();
-        let _ = policy.before_request(&request, now);
-        policy.time_to_live(now)
-    }));
-    usable.is_ok().then_some(policy)
-}
-
-/// What `entry` costs in the ledger: its content file and its index line.
-pub(super) fn entry_cost(entry: &cacache::Metadata) -> u64 {
-    let envelope = serde_json::to_string(&entry.metadata).map_or(0, |m| m.len());
-    (entry.size as u64).saturating_add(line_cost(&entry.key, envelope))
-}
-
-/// The bytes an index line for `key` with `envelope_len` bytes of envelope
-/// costs.
-fn line_cost(key: &str, envelope_len: usize) -> u64 {
-    (key.len() as u64)
-        .saturating_add(envelope_len as u64)
-        .saturating_add(INDEX_LINE_OVERHEAD)
 }
 
 /// Removes `key`'s content file and index; an entry already gone, in part
@@ -256,11 +123,10 @@ impl Store {
             dir,
             budget,
             ledger: Mutex::new(Ledger::default()),
-            deferred: Mutex::new(Some(Vec::new())),
-            waiting: Mutex::new(HashMap::new()),
+            deferred: Mutex::new(Some(Waiting::default())),
             busy: Mutex::new(HashSet::new()),
             free: Condvar::new(),
-            stalled: AtomicBool::new(false),
+            stall: Stall::default(),
             counters: Arc::new(DiskCounters::default()),
             #[cfg(test)]
             hang: (Mutex::new(false), Condvar::new()),
@@ -268,7 +134,7 @@ impl Store {
     }
 
     /// Tests: blocks while [`Store::hang`] is set.
-    fn wait_while_hung(&self) {
+    pub(super) fn wait_while_hung(&self) {
         #[cfg(test)]
         {
             let mut hung = self.hang.0.lock().unwrap_or_else(PoisonError::into_inner);
@@ -304,8 +170,22 @@ impl Store {
         self.ledger.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    pub(super) fn waiting(&self) -> MutexGuard<'_, HashMap<String, Vec<WaitingThumbnail>>> {
-        self.waiting.lock().unwrap_or_else(PoisonError::into_inner)
+    /// A disk operation finished: the disk answers.
+    pub(super) fn answered(&self) {
+        self.stall.answered();
+    }
+
+    /// Records `key`, just read, as used: at its known cost, or at `cost`
+    /// if the ledger did not know it (another process wrote it, or the
+    /// scan had not reached it), having made room for it.
+    pub(super) fn touch(&self, key: &str, cost: u64) {
+        let victims = self.ledger().touch(key, cost, self.budget);
+        for victim in &victims {
+            self.remove_victim(victim);
+        }
+        if !victims.is_empty() {
+            self.publish();
+        }
     }
 
     /// The index entry of the response stored under `key`, if its body is
@@ -313,13 +193,19 @@ impl Store {
     pub(super) fn read_head(&self, key: &str, max_bytes: u64) -> Option<Head> {
         self.wait_while_hung();
         let entry = self.entry(key)?;
-        let size = entry.size.checked_sub(frame_len(key))? as u64;
+        let this = Which::Holding(entry.integrity.clone());
+        let Some(size) = entry.size.checked_sub(frame_len(key)) else {
+            // Smaller than its own frame: no body this cache wrote.
+            self.discard_corrupt(key, this);
+            return None;
+        };
+        let size = size as u64;
         if size > max_bytes {
             return None;
         }
         let cost = entry_cost(&entry);
         let Some(policy) = stored_policy(key, entry.metadata) else {
-            self.discard_corrupt(key);
+            self.discard_corrupt(key, this);
             return None;
         };
         Some(Head {
@@ -340,7 +226,7 @@ impl Store {
             .map(|framed| unframe(&head.key, framed));
         match body {
             Ok(Some(body)) => {
-                self.ledger().touch(&head.key, head.cost);
+                self.touch(&head.key, head.cost);
                 Some(body)
             }
             Err(Unreadable::Failed) => {
@@ -350,25 +236,19 @@ impl Store {
             // A hash, size or key that does not match, or a file gone:
             // corrupt, unless the entry was removed or rewritten meanwhile.
             _ => {
-                let unchanged = layout::find(&self.dir, &head.key)
-                    .ok()
-                    .flatten()
-                    .is_some_and(|entry| entry.integrity == head.integrity);
-                if unchanged {
-                    self.discard_corrupt(&head.key);
-                }
+                self.discard_corrupt(&head.key, Which::Holding(head.integrity.clone()));
                 None
             }
         }
     }
 
-    pub(super) fn discard_corrupt(&self, key: &str) {
-        DiskCounters::add(&self.counters.corrupt);
-        self.forget(key);
+    /// Removes `key`'s entry `which`, found corrupt, and counts it, if the
+    /// key still holds it (once: the scan or another read may have
+    /// removed it first).
+    pub(super) fn discard_corrupt(&self, key: &str, which: Which) {
+        self.forget_entry(key, which, true);
     }
 
-    /// Writes `body` and its policy under `key`; asked for during the
-    /// scan, at its end.
     pub(super) fn write(&self, key: String, policy: CachePolicy, body: Bytes) {
         let write = Deferred::Write {
             key,
@@ -380,33 +260,7 @@ impl Store {
         }
     }
 
-    /// Runs `operation` now, or queues it behind the scan while the scan
-    /// runs (writes up to [`super::scan::DEFERRED_LIMIT`] bytes of bodies;
-    /// past it, a write is dropped).
-    fn after_scan(&self, operation: Deferred) -> Option<Deferred> {
-        let mut deferred = self.deferred.lock().unwrap_or_else(PoisonError::into_inner);
-        let Some(queue) = deferred.as_mut() else {
-            return Some(operation);
-        };
-        let held: usize = queue.iter().map(Deferred::held).sum();
-        if held.saturating_add(operation.held()) <= super::scan::DEFERRED_LIMIT {
-            queue.push(operation);
-        } else {
-            DiskCounters::add(&self.counters.writes_skipped);
-        }
-        None
-    }
-
-    /// Does an operation the scan held back.
-    pub(super) fn apply(&self, operation: Deferred) {
-        match operation {
-            Deferred::Write { key, policy, body } => self.write_now(key, *policy, body),
-            Deferred::Refresh { head, policy } => self.refresh_now(&head, *policy),
-            Deferred::Forget(key) => self.forget_now(&key),
-        }
-    }
-
-    fn write_now(&self, key: String, policy: CachePolicy, body: Bytes) {
+    pub(super) fn write_now(&self, key: String, policy: CachePolicy, body: Bytes) {
         let envelope = Envelope {
             version: ENVELOPE_VERSION,
             policy,
@@ -422,7 +276,7 @@ impl Store {
     /// add up to more than the budget, and the files on disk are theirs,
     /// the one being written, and the victims being removed. Bytes too
     /// large for the whole budget are not written.
-    fn put(&self, key: &str, metadata: serde_json::Value, bytes: &[u8]) {
+    pub(super) fn put(&self, key: &str, metadata: serde_json::Value, bytes: &[u8]) {
         let _hold = self.hold(key);
         let framed = frame(key, bytes);
         let cost = (framed.len() as u64).saturating_add(line_cost(key, metadata.to_string().len()));
@@ -467,7 +321,7 @@ impl Store {
         }
     }
 
-    fn refresh_now(&self, head: &Head, policy: CachePolicy) {
+    pub(super) fn refresh_now(&self, head: &Head, policy: CachePolicy) {
         let key = head.key.as_str();
         let _hold = self.hold(key);
         if !policy.is_storable() {
@@ -508,148 +362,40 @@ impl Store {
         self.publish();
     }
 
-    /// The thumbnail of `url` for `target` made from the response stored
-    /// for `url`, if that response is still fresh and unchanged. A
-    /// thumbnail whose response has changed or gone is removed.
-    pub(super) fn read_thumbnail(&self, url: &Url, target: TargetSize) -> Option<Thumbnail> {
-        self.wait_while_hung();
-        let key = thumbnail_key(url.as_str(), target);
-        let entry = self.entry(&key)?;
-        let made = serde_json::from_value::<ThumbnailEnvelope>(entry.metadata)
-            .ok()
-            .filter(|made| made.version == THUMBNAIL_VERSION);
-        let Some(made) = made else {
-            self.discard_corrupt(&key);
-            return None;
-        };
-        // A thumbnail has the size a decode of the target gives: within
-        // the target, at least a pixel.
-        let fits =
-            (1..=target.width).contains(&made.width) && (1..=target.height).contains(&made.height);
-        let expected = u64::from(made.width)
-            .checked_mul(u64::from(made.height))
-            .and_then(|pixels| pixels.checked_mul(4))
-            .and_then(|bytes| bytes.checked_add(frame_len(&key) as u64));
-        if !fits || expected != Some(entry.size as u64) {
-            self.discard_corrupt(&key);
-            return None;
-        }
-        let original = match layout::find(&self.dir, url.as_str()) {
-            Ok(Some(original)) => original,
-            Ok(None) | Err(Unreadable::Missing | Unreadable::Corrupt) => {
-                self.forget(&key);
-                return None;
-            }
-            Err(Unreadable::Failed) => {
-                self.failed();
-                return None;
-            }
-        };
-        if original.integrity.to_string() != made.original {
-            self.forget(&key);
-            return None;
-        }
-        let original_cost = entry_cost(&original);
-        // A policy that cannot be used is the response's to remove, when
-        // it is read.
-        let fresh = stored_policy(url.as_str(), original.metadata)
-            .zip(request_parts(url))
-            .is_some_and(|(policy, request)| {
-                matches!(
-                    policy.before_request(&request, SystemTime::now()),
-                    BeforeRequest::Fresh(_)
-                )
-            });
-        if !fresh {
-            return None;
-        }
-        let pixels = layout::read_content(&self.dir, &entry.integrity, entry.size as u64)
-            .map(|framed| unframe(&key, framed));
-        match pixels {
-            Ok(Some(pixels)) => {
-                let mut ledger = self.ledger();
-                // The response too: the thumbnail is no use without it.
-                ledger.touch(url.as_str(), original_cost);
-                ledger.touch(&key, entry.size as u64 + line_cost(&key, 0));
-                Some(Thumbnail {
-                    url: Arc::from(url.as_str()),
-                    width: made.width,
-                    height: made.height,
-                    pixels: Arc::from(pixels),
-                })
-            }
-            Err(Unreadable::Failed) => {
-                self.failed();
-                None
-            }
-            _ => {
-                self.discard_corrupt(&key);
-                None
-            }
-        }
-    }
-
-    /// Writes `thumbnail`, made from `body`, if `body` is the response
-    /// stored under `url` now and the same thumbnail is not there yet. Not
-    /// while the cache is being scanned.
-    pub(super) fn write_thumbnail(
-        &self,
-        url: &str,
-        target: TargetSize,
-        body: &[u8],
-        thumbnail: &Thumbnail,
-    ) {
-        let scanning = self
-            .deferred
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .is_some();
-        if scanning {
-            return;
-        }
-        let Ok(Some(original)) = layout::find(&self.dir, url) else {
-            return;
-        };
-        if original.integrity.check(frame(url, body)).is_err() {
-            return;
-        }
-        let key = thumbnail_key(url, target);
-        let original_integrity = original.integrity.to_string();
-        // Already there (a stale response revalidated and decoded again).
-        let kept = layout::find(&self.dir, &key)
-            .ok()
-            .flatten()
-            .and_then(|entry| serde_json::from_value::<ThumbnailEnvelope>(entry.metadata).ok())
-            .is_some_and(|made| {
-                made.version == THUMBNAIL_VERSION
-                    && made.original == original_integrity
-                    && (made.width, made.height) == (thumbnail.width, thumbnail.height)
-            });
-        if kept {
-            return;
-        }
-        let made = ThumbnailEnvelope {
-            version: THUMBNAIL_VERSION,
-            width: thumbnail.width,
-            height: thumbnail.height,
-            original: original_integrity,
-        };
-        match serde_json::to_value(&made) {
-            Ok(metadata) => self.put(&key, metadata, &thumbnail.pixels),
-            Err(_) => self.failed(),
-        }
-    }
-
     /// Removes `key`'s entry, if any, from disk and the ledger; asked for
     /// during the scan, at its end, in order with the writes.
     pub(super) fn forget(&self, key: &str) {
-        if let Some(Deferred::Forget(key)) = self.after_scan(Deferred::Forget(key.to_owned())) {
-            self.forget_now(&key);
+        self.forget_entry(key, Which::Any, false);
+    }
+
+    /// Removes `key`'s entry `which`, if the key still holds it; counted
+    /// as corrupt if `corrupt`.
+    pub(super) fn forget_entry(&self, key: &str, which: Which, corrupt: bool) {
+        let forget = Deferred::Forget {
+            key: key.to_owned(),
+            which,
+            corrupt,
+        };
+        if let Some(Deferred::Forget {
+            key,
+            which,
+            corrupt,
+        }) = self.after_scan(forget)
+        {
+            self.forget_now(&key, &which, corrupt);
         }
     }
 
-    fn forget_now(&self, key: &str) {
+    /// [`Store::forget_entry`], now.
+    pub(super) fn forget_now(&self, key: &str, which: &Which, corrupt: bool) {
         let _hold = self.hold(key);
+        let found = layout::find(&self.dir, key);
+        if !which.matches(&found) {
+            return;
+        }
+        if corrupt && matches!(found, Ok(Some(_)) | Err(Unreadable::Corrupt)) {
+            DiskCounters::add(&self.counters.corrupt);
+        }
         self.remove_held(key);
     }
 
@@ -680,7 +426,7 @@ impl Store {
         }
     }
 
-    fn remove_victim(&self, victim: &str) {
+    pub(super) fn remove_victim(&self, victim: &str) {
         match remove_entry(&self.dir, victim) {
             Ok(()) => DiskCounters::add(&self.counters.evicted),
             Err(_) => self.failed(),
@@ -689,12 +435,12 @@ impl Store {
 
     /// `key`'s index entry, if any; a failed read is counted, and a bucket
     /// no reader can use is removed.
-    fn entry(&self, key: &str) -> Option<cacache::Metadata> {
+    pub(super) fn entry(&self, key: &str) -> Option<cacache::Metadata> {
         match layout::find(&self.dir, key) {
             Ok(entry) => entry,
             Err(Unreadable::Missing) => None,
             Err(Unreadable::Corrupt) => {
-                self.discard_corrupt(key);
+                self.discard_corrupt(key, Which::Unreadable);
                 None
             }
             Err(Unreadable::Failed) => {
@@ -710,70 +456,5 @@ impl Store {
             (ledger.total(), ledger.len() as u64)
         };
         self.counters.set_usage(bytes, entries);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn policy() -> CachePolicy {
-        let url = Url::parse("http://a.test/1.jpg").unwrap();
-        let request = request_parts(&url).unwrap();
-        let mut headers = http::HeaderMap::new();
-        headers.insert(
-            http::header::CACHE_CONTROL,
-            http::HeaderValue::from_static("max-age=600"),
-        );
-        let response = super::super::response_parts(http::StatusCode::OK, &headers);
-        CachePolicy::new_options(
-            &request,
-            &response,
-            SystemTime::now(),
-            super::super::cache_options(),
-        )
-    }
-
-    /// Regression: writes asked for during the opening scan waited for
-    /// its end, removals did not; a removal that came after a write (a
-    /// `no-store` answer, a redirect) ran first, and the held write then
-    /// stored the body it had removed, to be served fresh.
-    #[test]
-    fn a_removal_during_the_scan_is_not_undone_by_an_earlier_write() {
-        let dir = std::env::temp_dir().join(format!("thumbpipe-scan-order-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        let store = Store::new(dir.clone(), 1 << 20);
-        let key = "http://a.test/1.jpg".to_owned();
-        store.write(key.clone(), policy(), Bytes::from_static(b"image"));
-        store.forget(&key);
-        store.write(
-            "http://a.test/2.jpg".into(),
-            policy(),
-            Bytes::from_static(b"kept"),
-        );
-        store.scan();
-        assert!(layout::find(&dir, &key).unwrap().is_none());
-        assert!(store.read_head(&key, 1 << 20).is_none());
-        // The write after it is done, in order.
-        let kept = store.read_head("http://a.test/2.jpg", 1 << 20).unwrap();
-        assert_eq!(store.read_body(&kept).as_deref(), Some(&b"kept"[..]));
-        let _ = std::fs::remove_dir_all(&dir);
-    }
-
-    #[test]
-    fn a_frame_holds_its_key() {
-        let framed = frame("http://a/1.jpg", b"body");
-        assert_eq!(
-            unframe("http://a/1.jpg", framed.clone()).as_deref(),
-            Some(&b"body"[..])
-        );
-        assert_eq!(unframe("http://a/2.jpg", framed.clone()), None);
-        assert_eq!(unframe("http://a/1.jpg", framed[..10].to_vec()), None);
-        assert_eq!(unframe("x", Vec::new()), None);
-        // Two keys with the same bytes have files of their own.
-        assert_ne!(
-            cacache::Integrity::from(frame("a", b"same")),
-            cacache::Integrity::from(frame("b", b"same"))
-        );
     }
 }

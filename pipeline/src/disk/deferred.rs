@@ -1,0 +1,192 @@
+//! Deferred: the operations that change an entry (writes, refreshes,
+//! removals), asked for while the opening scan runs.
+//!
+//! Until the scan has added what the directory holds to the ledger, the
+//! ledger cannot keep the budget, so these wait in `Store::deferred`, in
+//! the order they were asked for, and the scan's thread does them when it
+//! ends; only once none is left do new ones run at once, so that none
+//! overtakes an older one. The bodies they hold are bounded: past
+//! [`DEFERRED_LIMIT`], a write becomes a removal of the older copy (which
+//! would now be wrong), and is counted as skipped.
+
+use std::sync::PoisonError;
+
+use bytes::Bytes;
+use http_cache_semantics::CachePolicy;
+
+use super::store::{Store, Which};
+use super::{DiskCounters, Head};
+
+/// Bytes of bodies held for writes asked for during the scan; past it,
+/// they are not written. As many as may wait for a disk thread.
+pub(super) const DEFERRED_LIMIT: usize = super::MAX_QUEUED_WRITE_BYTES as usize;
+
+/// An operation on an entry waiting for the scan. (A policy is half a
+/// kilobyte: boxed, so that a removal is not as large.)
+#[derive(Debug)]
+pub(super) enum Deferred {
+    Write {
+        key: String,
+        policy: Box<CachePolicy>,
+        body: Bytes,
+    },
+    Refresh {
+        head: Box<Head>,
+        policy: Box<CachePolicy>,
+    },
+    Forget {
+        key: String,
+        which: Which,
+        /// Counted as corrupt, if it is still there.
+        corrupt: bool,
+    },
+}
+
+/// The operations waiting for the scan, and the bytes of bodies they hold.
+#[derive(Debug, Default)]
+pub(super) struct Waiting {
+    operations: Vec<Deferred>,
+    held: usize,
+}
+
+impl Store {
+    /// Runs `operation` now (returned), or queues it behind the scan while
+    /// the scan runs.
+    pub(super) fn after_scan(&self, operation: Deferred) -> Option<Deferred> {
+        let mut deferred = self.deferred.lock().unwrap_or_else(PoisonError::into_inner);
+        let Some(waiting) = deferred.as_mut() else {
+            return Some(operation);
+        };
+        let operation = match operation {
+            Deferred::Write { body, key, .. }
+                if waiting.held.saturating_add(body.len()) > DEFERRED_LIMIT =>
+            {
+                DiskCounters::add(&self.counters.writes_skipped);
+                Deferred::Forget {
+                    key,
+                    which: Which::Any,
+                    corrupt: false,
+                }
+            }
+            Deferred::Write { key, policy, body } => {
+                waiting.held += body.len();
+                Deferred::Write { key, policy, body }
+            }
+            other => other,
+        };
+        waiting.operations.push(operation);
+        None
+    }
+
+    /// Does an operation the scan held back.
+    fn apply(&self, operation: Deferred) {
+        match operation {
+            Deferred::Write { key, policy, body } => self.write_now(key, *policy, body),
+            Deferred::Refresh { head, policy } => self.refresh_now(&head, *policy),
+            Deferred::Forget {
+                key,
+                which,
+                corrupt,
+            } => self.forget_now(&key, &which, corrupt),
+        }
+    }
+
+    /// Applies the deferred operations in order, until none is left; only
+    /// then do new ones run at once, so that none overtakes an older one.
+    pub(super) fn run_deferred(&self) {
+        loop {
+            let batch = {
+                let mut deferred = self.deferred.lock().unwrap_or_else(PoisonError::into_inner);
+                match deferred.as_mut() {
+                    Some(waiting) if !waiting.operations.is_empty() => {
+                        waiting.held = 0;
+                        std::mem::take(&mut waiting.operations)
+                    }
+                    _ => {
+                        *deferred = None;
+                        return;
+                    }
+                }
+            };
+            for operation in batch {
+                self.apply(operation);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::layout;
+    use super::*;
+    use std::time::SystemTime;
+    use url::Url;
+
+    fn policy() -> CachePolicy {
+        let url = Url::parse("http://a.test/1.jpg").unwrap();
+        let request = super::super::request_parts(&url).unwrap();
+        let mut headers = http::HeaderMap::new();
+        headers.insert(
+            http::header::CACHE_CONTROL,
+            http::HeaderValue::from_static("max-age=600"),
+        );
+        let response = super::super::response_parts(http::StatusCode::OK, &headers);
+        CachePolicy::new_options(
+            &request,
+            &response,
+            SystemTime::now(),
+            super::super::cache_options(),
+        )
+    }
+
+    fn scratch(name: &str) -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!("thumbpipe-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        dir
+    }
+
+    /// Regression: writes asked for during the opening scan waited for
+    /// its end, removals did not; a removal that came after a write (a
+    /// `no-store` answer, a redirect) ran first, and the held write then
+    /// stored the body it had removed, to be served fresh.
+    #[test]
+    fn a_removal_during_the_scan_is_not_undone_by_an_earlier_write() {
+        let dir = scratch("scan-order");
+        let store = Store::new(dir.clone(), 1 << 20);
+        let key = "http://a.test/1.jpg".to_owned();
+        store.write(key.clone(), policy(), Bytes::from_static(b"image"));
+        store.forget(&key);
+        store.write(
+            "http://a.test/2.jpg".into(),
+            policy(),
+            Bytes::from_static(b"kept"),
+        );
+        store.scan();
+        assert!(layout::find(&dir, &key).unwrap().is_none());
+        assert!(store.read_head(&key, 1 << 20).is_none());
+        // The write after it is done, in order.
+        let kept = store.read_head("http://a.test/2.jpg", 1 << 20).unwrap();
+        assert_eq!(store.read_body(&kept).as_deref(), Some(&b"kept"[..]));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// Regression: a write dropped for want of room during the scan left
+    /// the older copy on disk, to be served in place of the newer body.
+    #[test]
+    fn a_write_with_no_room_during_the_scan_removes_the_older_copy() {
+        let dir = scratch("scan-room");
+        let key = "http://a.test/1.jpg".to_owned();
+        let older = Store::new(dir.clone(), 64 << 20);
+        older.scan();
+        older.write(key.clone(), policy(), Bytes::from_static(b"old"));
+        assert!(older.read_head(&key, u64::MAX).is_some());
+        let store = Store::new(dir.clone(), 64 << 20);
+        let filler = Bytes::from(vec![1; DEFERRED_LIMIT]);
+        store.write("http://a.test/2.jpg".into(), policy(), filler);
+        store.write(key.clone(), policy(), Bytes::from_static(b"new"));
+        store.scan();
+        assert!(store.read_head(&key, u64::MAX).is_none());
+        assert_eq!(store.counters.snapshot().writes_skipped, 1);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
