@@ -1,8 +1,8 @@
 //! The disk cache trusts nothing it reads: a header that would overflow the
 //! caching rules, a policy stored by an older release, a `tmp` that is a
 //! link, content files and index buckets that are links to `/dev/zero` or
-//! FIFOs, a thumbnail entry that claims another size, a directory that
-//! belongs to another user. Each costs at most a refetch: no panic, no
+//! FIFOs, a thumbnail entry that claims another size, an index line that
+//! claims a size not its file's, a directory that belongs to another user. Each costs at most a refetch: no panic, no
 //! hang, no file of anyone else's removed.
 
 use std::os::unix::fs::PermissionsExt as _;
@@ -134,6 +134,46 @@ fn a_stored_policy_that_cannot_be_used_is_removed_and_fetched_again() {
     server.reset_stats();
     let mut third = responses_only(&scratch.0, 1 << 20);
     assert_eq!(load(&mut third, std::slice::from_ref(&image)), vec![Ok(12)]);
+    assert_eq!(server.stats().requests_started, 0);
+}
+
+/// Regression: the opening scan counted each entry at the size its index
+/// line claims, so a line claiming a terabyte made the scan evict every
+/// entry written before it to make room. Now an entry whose content file
+/// is not the size claimed is corrupt: it alone is removed.
+#[test]
+fn an_index_line_claiming_a_size_not_its_files_evicts_nothing_else() {
+    let scratch = Scratch::new("disk-claimed-size");
+    let server = server(Some(Duration::from_secs(600)));
+    let urls: Vec<String> = (20..23).map(|id| url(&server, id)).collect();
+    {
+        let mut first = responses_only(&scratch.0, 1 << 20);
+        assert_eq!(load(&mut first, &urls), vec![Ok(20), Ok(21), Ok(22)]);
+        written(&first, 3);
+    }
+    let key = url::Url::parse(&urls[2]).unwrap().to_string();
+    let entry = cacache::metadata_sync(&scratch.0, &key).unwrap().unwrap();
+    let planted = cacache::WriteOpts::new()
+        .integrity(entry.integrity.clone())
+        .size(1 << 40)
+        .metadata(entry.metadata.clone());
+    cacache::index::insert(&scratch.0, &key, planted).unwrap();
+    server.reset_stats();
+    let mut second = responses_only(&scratch.0, 1 << 20);
+    // The scan is done once it has dealt with the planted line, one way
+    // or the other.
+    assert!(eventually(|| {
+        let disk = second.stats().disk;
+        disk.corrupt + disk.evicted > 0
+    }));
+    assert!(eventually(|| idle(&second)));
+    let disk = second.stats().disk;
+    assert_eq!(
+        (disk.corrupt, disk.evicted, disk.entries),
+        (1, 0, 2),
+        "{disk:?}"
+    );
+    assert_eq!(load(&mut second, &urls[..2]), vec![Ok(20), Ok(21)]);
     assert_eq!(server.stats().requests_started, 0);
 }
 
