@@ -129,7 +129,7 @@
 //! | requests waiting to be drained | 10,000 | [`Error::TooManyPending`], with no work started: a UI that never drains holds a bounded number of thumbnails | [`Config::max_pending_requests`] |
 //! | disk cache (opt-in) | 256 MiB when a directory is set | least recently used entries are removed before a write that would pass it; a response larger than the budget is not written | [`Config::disk_cache_dir`], [`Config::disk_cache_bytes`] |
 //! | a disk cache read | 250 ms | the load goes to the network, and later loads skip the disk, but for one probe a second, until a disk operation finishes | [`Config::disk_read_timeout`] |
-//! | bodies of writes waiting for the disk | 16 MiB | a response or thumbnail is not written ([`DiskStats::writes_skipped`]) | - |
+//! | bodies of writes waiting for the disk | 16 MiB (and 16 MiB more while the opening scan runs) | a response or thumbnail is not written ([`DiskStats::writes_skipped`]) | - |
 //! | dropping the pipeline | 0.5 s for a decode still running, as long for a `file://` read or the disk cache's pending writes | the thread finishes that job alone and exits; nothing is delivered or woken after the drop | - |
 //!
 //! Change them with [`Config`]:

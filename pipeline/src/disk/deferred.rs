@@ -5,20 +5,22 @@
 //! ledger cannot keep the budget, so these wait in `Store::deferred`, in
 //! the order they were asked for, and the scan's thread does them when it
 //! ends; only once none is left do new ones run at once, so that none
-//! overtakes an older one. The bodies they hold are bounded: past
-//! [`DEFERRED_LIMIT`], a write becomes a removal of the older copy (which
-//! would now be wrong), and is counted as skipped.
+//! overtakes an older one. The bodies they hold are bounded apart from
+//! those waiting for a disk thread: past [`DEFERRED_LIMIT`], a write
+//! becomes a removal of the older copy (which would now be wrong), and is
+//! counted as skipped.
 
 use std::sync::PoisonError;
 
 use bytes::Bytes;
 use http_cache_semantics::CachePolicy;
 
-use super::store::{Store, Which};
+use super::removal::Which;
+use super::store::Store;
 use super::{DiskCounters, Head};
 
 /// Bytes of bodies held for writes asked for during the scan; past it,
-/// they are not written. As many as may wait for a disk thread.
+/// they are not written. As many as may wait for a disk thread besides.
 pub(super) const DEFERRED_LIMIT: usize = super::MAX_QUEUED_WRITE_BYTES as usize;
 
 /// An operation on an entry waiting for the scan. (A policy is half a
@@ -99,7 +101,6 @@ impl Store {
                 let mut deferred = self.deferred.lock().unwrap_or_else(PoisonError::into_inner);
                 match deferred.as_mut() {
                     Some(waiting) if !waiting.operations.is_empty() => {
-                        waiting.held = 0;
                         std::mem::take(&mut waiting.operations)
                     }
                     _ => {
@@ -109,7 +110,20 @@ impl Store {
                 }
             };
             for operation in batch {
+                // Its body counts until it is written.
+                let held = match &operation {
+                    Deferred::Write { body, .. } => body.len(),
+                    _ => 0,
+                };
                 self.apply(operation);
+                if let Some(waiting) = self
+                    .deferred
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .as_mut()
+                {
+                    waiting.held = waiting.held.saturating_sub(held);
+                }
             }
         }
     }
@@ -118,32 +132,8 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::super::layout;
+    use super::super::policy::fresh_policy;
     use super::*;
-    use std::time::SystemTime;
-    use url::Url;
-
-    fn policy() -> CachePolicy {
-        let url = Url::parse("http://a.test/1.jpg").unwrap();
-        let request = super::super::request_parts(&url).unwrap();
-        let mut headers = http::HeaderMap::new();
-        headers.insert(
-            http::header::CACHE_CONTROL,
-            http::HeaderValue::from_static("max-age=600"),
-        );
-        let response = super::super::response_parts(http::StatusCode::OK, &headers);
-        CachePolicy::new_options(
-            &request,
-            &response,
-            SystemTime::now(),
-            super::super::cache_options(),
-        )
-    }
-
-    fn scratch(name: &str) -> std::path::PathBuf {
-        let dir = std::env::temp_dir().join(format!("thumbpipe-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        dir
-    }
 
     /// Regression: writes asked for during the opening scan waited for
     /// its end, removals did not; a removal that came after a write (a
@@ -151,14 +141,14 @@ mod tests {
     /// stored the body it had removed, to be served fresh.
     #[test]
     fn a_removal_during_the_scan_is_not_undone_by_an_earlier_write() {
-        let dir = scratch("scan-order");
+        let dir = super::super::policy::scratch("scan-order");
         let store = Store::new(dir.clone(), 1 << 20);
         let key = "http://a.test/1.jpg".to_owned();
-        store.write(key.clone(), policy(), Bytes::from_static(b"image"));
+        store.write(key.clone(), fresh_policy(), Bytes::from_static(b"image"));
         store.forget(&key);
         store.write(
             "http://a.test/2.jpg".into(),
-            policy(),
+            fresh_policy(),
             Bytes::from_static(b"kept"),
         );
         store.scan();
@@ -174,16 +164,16 @@ mod tests {
     /// the older copy on disk, to be served in place of the newer body.
     #[test]
     fn a_write_with_no_room_during_the_scan_removes_the_older_copy() {
-        let dir = scratch("scan-room");
+        let dir = super::super::policy::scratch("scan-room");
         let key = "http://a.test/1.jpg".to_owned();
         let older = Store::new(dir.clone(), 64 << 20);
         older.scan();
-        older.write(key.clone(), policy(), Bytes::from_static(b"old"));
+        older.write(key.clone(), fresh_policy(), Bytes::from_static(b"old"));
         assert!(older.read_head(&key, u64::MAX).is_some());
         let store = Store::new(dir.clone(), 64 << 20);
         let filler = Bytes::from(vec![1; DEFERRED_LIMIT]);
-        store.write("http://a.test/2.jpg".into(), policy(), filler);
-        store.write(key.clone(), policy(), Bytes::from_static(b"new"));
+        store.write("http://a.test/2.jpg".into(), fresh_policy(), filler);
+        store.write(key.clone(), fresh_policy(), Bytes::from_static(b"new"));
         store.scan();
         assert!(store.read_head(&key, u64::MAX).is_none());
         assert_eq!(store.counters.snapshot().writes_skipped, 1);

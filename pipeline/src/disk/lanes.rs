@@ -1,13 +1,16 @@
 //! Lanes: the order of the disk's writes.
 //!
-//! Every operation that changes a URL's entries (its response written,
-//! refreshed or removed, a thumbnail made from it written) joins the lane
-//! of that URL, and a lane's operations run one at a time, in the order
-//! they were asked for, on whichever disk thread is free; lanes of
-//! different URLs run side by side. So a removal asked for after a write
-//! is never undone by it, and a thumbnail is written after the response it
-//! was decoded from. The bodies that queued writes hold are counted and
-//! bounded ([`super::MAX_QUEUED_WRITE_BYTES`]).
+//! Every operation the fetch and decode stages ask for on a URL's entries
+//! (its response written, refreshed or removed, a thumbnail made from it
+//! written) joins the lane of that URL, and a lane's operations run one at
+//! a time, in the order they were asked for, on whichever disk thread is
+//! free; lanes of different URLs run side by side. So a removal asked for
+//! after a write is never undone by it, and a thumbnail is written after
+//! the response it was decoded from. (Removals the disk decides itself, of
+//! an entry a read found corrupt and of eviction victims, run where they
+//! are found: they name the entry they remove, `store::Which`.) The bodies
+//! that queued writes hold are counted and bounded
+//! ([`super::MAX_QUEUED_WRITE_BYTES`]).
 //!
 //! Called from the fetch stage's tasks and the decode threads, which never
 //! wait for a lane; run on the `thumbpipe-disk-N` threads. A lane ends when
@@ -86,7 +89,13 @@ impl Lanes {
         job: impl FnOnce(&Store) + Send + 'static,
     ) -> bool {
         let bytes = bytes as u64;
-        let before = self.held.fetch_add(bytes, Relaxed);
+        let admitted = self.held.fetch_update(Relaxed, Relaxed, |before| {
+            let past = bytes > 0 && before > 0 && before.saturating_add(bytes) > limit;
+            (!past).then(|| before.saturating_add(bytes))
+        });
+        if admitted.is_err() {
+            return false;
+        }
         let queued = Queued {
             job: Box::new(job),
             _held: Held {
@@ -94,9 +103,6 @@ impl Lanes {
                 bytes,
             },
         };
-        if bytes > 0 && before > 0 && before.saturating_add(bytes) > limit {
-            return false;
-        }
         {
             let mut lanes = self.lock();
             if let Some(lane) = lanes.get_mut(&url) {
@@ -122,7 +128,6 @@ impl Lanes {
         while let Some(Queued { job, _held }) = next {
             // One that panics ends alone: the lane goes on.
             let _ = std::panic::catch_unwind(AssertUnwindSafe(|| job(store)));
-            store.answered();
             drop(_held);
             let mut lanes = self.lock();
             next = lanes.get_mut(url).and_then(VecDeque::pop_front);

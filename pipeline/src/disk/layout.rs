@@ -229,11 +229,14 @@ pub(super) fn find(dir: &Path, key: &str) -> Result<Option<cacache::Metadata>, U
 /// What a walk of the directory found.
 #[derive(Debug, Default)]
 pub(super) struct Listing {
-    /// Bucket files no reader can use: not regular files, too large, or
-    /// holding no live entry and last changed before `quiet_since` (a
-    /// younger one may be another process's write under way). Removed by
-    /// the caller.
+    /// Bucket files no reader can use: not regular files, or too large.
+    /// Removed by the caller.
     pub(super) bad_buckets: Vec<PathBuf>,
+    /// Bucket files holding no live entry (removals only, or damaged
+    /// lines), last changed before `quiet_since` (a younger one may be
+    /// another process's write under way). Removed by the caller, if they
+    /// are still quiet.
+    pub(super) dead_buckets: Vec<PathBuf>,
     /// Buckets that could not be read (a permission, an I/O error).
     pub(super) failures: u64,
 }
@@ -260,7 +263,7 @@ pub(super) fn list(
                     .and_then(|metadata| metadata.modified())
                     .is_ok_and(|modified| modified < quiet_since);
                 if live.is_empty() && quiet {
-                    listing.bad_buckets.push(bucket);
+                    listing.dead_buckets.push(bucket);
                 }
                 let len = bytes.len() as u64;
                 for entry in live {
@@ -348,9 +351,9 @@ mod tests {
         // A bucket of removals only: kept while it may be another
         // process's, then removed.
         let listing = list(&dir, SystemTime::UNIX_EPOCH, |_, _| panic!("no live entry"));
-        assert!(listing.bad_buckets.is_empty());
+        assert!(listing.bad_buckets.is_empty() && listing.dead_buckets.is_empty());
         let later = SystemTime::now() + std::time::Duration::from_secs(1);
-        assert_eq!(list(&dir, later, |_, _| {}).bad_buckets.len(), 1);
+        assert_eq!(list(&dir, later, |_, _| {}).dead_buckets.len(), 1);
         assert_eq!(content_files(&dir).len(), 1);
         let _ = std::fs::remove_dir_all(&dir);
     }

@@ -39,6 +39,18 @@ impl Ledger {
         self.insert(key.to_owned(), cost, stamp);
     }
 
+    /// Records `key` as just used, keeping its cost, if the ledger knows
+    /// it; returns whether it does.
+    pub(super) fn touch_known(&mut self, key: &str) -> bool {
+        match self.entries.get(key) {
+            Some(&(known, _)) => {
+                self.used(key, known);
+                true
+            }
+            None => false,
+        }
+    }
+
     /// Records `key` as just used, keeping its cost; if the ledger did not
     /// know it (another process wrote it), at `cost`, having made room for
     /// it within `budget` as [`Ledger::make_room`] does. Returns the keys

@@ -28,7 +28,8 @@
 //! until it answers again (`stall.rs`). The operations on one URL's
 //! entries run in the order they were asked for (`lanes.rs`); writes
 //! waiting for a thread hold copies of their bodies, at most
-//! [`MAX_QUEUED_WRITE_BYTES`], never the fetch stage's body budget. The
+//! [`MAX_QUEUED_WRITE_BYTES`] (and while the opening scan runs, as many
+//! again waiting for it), never the fetch stage's body budget. The
 //! threads end with the fetcher.
 //!
 //! Nothing in the directory is trusted (`layout.rs`): it may hold what a
@@ -42,6 +43,7 @@ mod lanes;
 mod layout;
 mod ledger;
 mod policy;
+mod removal;
 mod scan;
 mod stall;
 mod stats;
@@ -73,6 +75,8 @@ pub(crate) struct Head {
     /// Bytes of the body.
     pub(crate) size: u64,
     integrity: cacache::Integrity,
+    /// When its index line was written.
+    time: u128,
     /// What the entry costs in the ledger.
     cost: u64,
 }
@@ -163,9 +167,9 @@ impl DiskCache {
     }
 
     /// Queues an operation on the entries of the URL `key` that holds
-    /// `bytes` bytes of bodies, in that URL's lane, nobody waiting for it, unless the writes
-    /// queued already hold [`MAX_QUEUED_WRITE_BYTES`] (counted as skipped);
-    /// returns whether it was queued.
+    /// `bytes` bytes of bodies, in that URL's lane, nobody waiting for it,
+    /// unless the writes queued already hold [`MAX_QUEUED_WRITE_BYTES`]
+    /// (counted as skipped); returns whether it was queued.
     fn queue(&self, key: String, bytes: usize, job: impl FnOnce(&Store) + Send + 'static) -> bool {
         let queued = self.lanes.push(
             &self.threads,

@@ -76,6 +76,28 @@ pub(super) fn reusable(policy: &CachePolicy, request: &http::request::Parts) -> 
     }
 }
 
+/// Tests: a policy of a response fresh for ten minutes.
+#[cfg(test)]
+pub(super) fn fresh_policy() -> CachePolicy {
+    let url = Url::parse("http://a.test/1.jpg").unwrap();
+    let mut headers = http::HeaderMap::new();
+    headers.insert(
+        http::header::CACHE_CONTROL,
+        http::HeaderValue::from_static("max-age=600"),
+    );
+    let response = response_parts(http::StatusCode::OK, &headers);
+    let request = request_parts(&url).unwrap();
+    CachePolicy::new_options(&request, &response, SystemTime::now(), cache_options())
+}
+
+/// Tests: a new, empty scratch directory `thumbpipe-{name}-{pid}`.
+#[cfg(test)]
+pub(super) fn scratch(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("thumbpipe-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

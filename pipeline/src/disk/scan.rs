@@ -16,7 +16,8 @@ use std::time::{Duration, SystemTime};
 
 use super::entry::entry_cost;
 use super::layout;
-use super::store::{Store, Which, missing_is_fine};
+use super::removal::{Which, missing_is_fine};
+use super::store::Store;
 
 /// How old a file in cacache's `tmp` directory, or a content file no
 /// index line names, must be to be removed when the cache opens: a write
@@ -54,7 +55,7 @@ impl Store {
                     .is_ok_and(|file| file.is_file() && file.len() == entry.size as u64)
             });
             let Some(content) = content else {
-                return claims_wrong.push((entry.key, entry.integrity));
+                return claims_wrong.push((entry.key.clone(), Which::entry(&entry)));
             };
             // An entry costs its content and its whole bucket file: bytes
             // that no line accounts for (damaged lines beside a good one)
@@ -65,20 +66,20 @@ impl Store {
         for _ in 0..listing.failures {
             self.failed();
         }
-        for bucket in &listing.bad_buckets {
-            // Looked at again: another process may have written to it
-            // since it was listed.
-            let regular = std::fs::symlink_metadata(bucket).is_ok_and(|m| m.is_file());
-            if regular && !abandoned(bucket, SystemTime::now()) {
-                continue;
-            }
+        // A dead bucket is looked at again: another process may have
+        // written to it since it was listed.
+        let still_dead = listing
+            .dead_buckets
+            .iter()
+            .filter(|bucket| abandoned(bucket, SystemTime::now()));
+        for bucket in listing.bad_buckets.iter().chain(still_dead) {
             super::DiskCounters::add(&self.counters.corrupt);
             if missing_is_fine(std::fs::remove_file(bucket)).is_err() {
                 self.failed();
             }
         }
-        for (key, integrity) in claims_wrong {
-            self.forget_now(&key, &Which::Holding(integrity), true);
+        for (key, which) in claims_wrong {
+            self.forget_now(&key, &which, true);
         }
         let named: HashSet<&Path> = found
             .iter()

@@ -2,8 +2,9 @@
 //!
 //! Set when a read misses its deadline; while it is set, loads do not ask
 //! the disk, except one probe a second, so that a disk that hangs costs
-//! one wait, not one per load. Any disk operation that finishes (a probe,
-//! a write, a read that was late) clears it. Read and set by the fetch
+//! one wait, not one per load. A disk operation that reaches the disk and
+//! finishes (a probe, a read that was late, a write, a removal) clears
+//! it. Read and set by the fetch
 //! stage's tasks and the disk threads; it holds no thread.
 
 use std::sync::{Mutex, PoisonError};

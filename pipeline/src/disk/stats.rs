@@ -39,11 +39,12 @@ pub struct DiskStats {
     /// [`crate::Config::disk_read_timeout`]: the load went to the network.
     pub read_timeouts: u64,
     /// Loads that did not ask the disk because a read had timed out and
-    /// no disk operation had finished since: they went to the network.
+    /// no disk operation had finished since (but for one probe a second):
+    /// they went to the network.
     pub reads_skipped: u64,
     /// Responses and thumbnails not written because the writes already
-    /// waiting for the disk held 16 MiB of bodies (counted apart while the
-    /// directory is being scanned).
+    /// waiting for the disk held 16 MiB of bodies (as many again may wait
+    /// for the opening scan, counted apart).
     pub writes_skipped: u64,
     /// Gauge: bytes the cache's entries take, as its ledger counts them
     /// (content files and index lines).

@@ -7,10 +7,11 @@
 //! index line: a rewrite or a refresh replaces it. cacache writes the
 //! entries; they are read back through `layout.rs`, which trusts nothing
 //! in the directory. The opening scan is `scan.rs`, the operations that
-//! wait for it `deferred.rs`, the thumbnails `thumbnails.rs`.
+//! wait for it `deferred.rs`, removals `removal.rs`, the thumbnails
+//! `thumbnails.rs`.
 
 use std::collections::HashSet;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 
 use bytes::Bytes;
@@ -22,6 +23,7 @@ use super::entry::{
 };
 use super::layout::{self, Unreadable};
 use super::ledger::Ledger;
+use super::removal::{Which, remove_entry, remove_line};
 use super::stall::Stall;
 use super::{DiskCounters, Head};
 
@@ -49,7 +51,7 @@ pub(super) struct Store {
 }
 
 /// A key held by one operation; released when dropped.
-struct KeyHold<'a> {
+pub(super) struct KeyHold<'a> {
     store: &'a Store,
     key: String,
 }
@@ -63,57 +65,6 @@ impl Drop for KeyHold<'_> {
             .unwrap_or_else(PoisonError::into_inner);
         busy.remove(&self.key);
         self.store.free.notify_all();
-    }
-}
-
-/// Which of a key's entries a removal is for. One decided on a read
-/// (the entry was found corrupt) is for the entry read, not for one
-/// written since by another thread.
-#[derive(Clone, Debug)]
-pub(super) enum Which {
-    /// Whatever the key holds.
-    Any,
-    /// The entry whose content has this hash.
-    Holding(cacache::Integrity),
-    /// A bucket no reader can use, if it still is one.
-    Unreadable,
-}
-
-impl Which {
-    /// Whether `found`, what the key's bucket holds now, is the entry meant
-    /// (anything, for [`Which::Any`]).
-    fn matches(&self, found: &Result<Option<cacache::Metadata>, Unreadable>) -> bool {
-        match (self, found) {
-            (Self::Any, _) => true,
-            (Self::Holding(integrity), Ok(Some(entry))) => entry.integrity == *integrity,
-            (Self::Unreadable, Err(Unreadable::Corrupt)) => true,
-            _ => false,
-        }
-    }
-}
-
-/// Removes `key`'s content file and index; an entry already gone, in part
-/// or whole, is fine. The index is marked first, so that the entry is
-/// absent for every reader even if a file cannot be removed. A bucket no
-/// reader can use (a link, a FIFO, too large) is removed whatever it
-/// holds.
-fn remove_entry(dir: &Path, key: &str) -> std::io::Result<()> {
-    match layout::find(dir, key) {
-        Ok(None) | Err(Unreadable::Missing) => {}
-        Ok(Some(entry)) => {
-            cacache::index::delete(dir, key).map_err(std::io::Error::other)?;
-            missing_is_fine(layout::remove_content(dir, &entry.integrity))?;
-        }
-        Err(Unreadable::Corrupt) => {}
-        Err(Unreadable::Failed) => return Err(std::io::ErrorKind::PermissionDenied.into()),
-    }
-    missing_is_fine(std::fs::remove_file(layout::bucket_path(dir, key)))
-}
-
-pub(super) fn missing_is_fine(result: std::io::Result<()>) -> std::io::Result<()> {
-    match result {
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        other => other,
     }
 }
 
@@ -154,7 +105,7 @@ impl Store {
     }
 
     /// Waits until no other operation holds `key`, and holds it.
-    fn hold(&self, key: &str) -> KeyHold<'_> {
+    pub(super) fn hold(&self, key: &str) -> KeyHold<'_> {
         let mut busy = self.busy.lock().unwrap_or_else(PoisonError::into_inner);
         while busy.contains(key) {
             busy = self.free.wait(busy).unwrap_or_else(PoisonError::into_inner);
@@ -175,10 +126,19 @@ impl Store {
         self.stall.answered();
     }
 
-    /// Records `key`, just read, as used: at its known cost, or at `cost`
-    /// if the ledger did not know it (another process wrote it, or the
-    /// scan had not reached it), having made room for it.
-    pub(super) fn touch(&self, key: &str, cost: u64) {
+    /// Records `key`'s entry `read`, just read, as used: at its known cost,
+    /// or, if the ledger did not know it (another process wrote it, or the
+    /// scan had not reached it) and the key still holds it, at `cost`,
+    /// having made room for it.
+    pub(super) fn touch(&self, key: &str, read: &Which, cost: u64) {
+        if self.ledger().touch_known(key) {
+            return;
+        }
+        // Not an entry removed since it was read: it would take room no
+        // file uses.
+        if !read.matches(&layout::find(&self.dir, key)) {
+            return;
+        }
         let victims = self.ledger().touch(key, cost, self.budget);
         for victim in &victims {
             self.remove_victim(victim);
@@ -193,7 +153,7 @@ impl Store {
     pub(super) fn read_head(&self, key: &str, max_bytes: u64) -> Option<Head> {
         self.wait_while_hung();
         let entry = self.entry(key)?;
-        let this = Which::Holding(entry.integrity.clone());
+        let this = Which::entry(&entry);
         let Some(size) = entry.size.checked_sub(frame_len(key)) else {
             // Smaller than its own frame: no body this cache wrote.
             self.discard_corrupt(key, this);
@@ -213,6 +173,7 @@ impl Store {
             policy,
             size,
             integrity: entry.integrity,
+            time: entry.time,
             cost,
         })
     }
@@ -226,7 +187,7 @@ impl Store {
             .map(|framed| unframe(&head.key, framed));
         match body {
             Ok(Some(body)) => {
-                self.touch(&head.key, head.cost);
+                self.touch(&head.key, &head.line(), head.cost);
                 Some(body)
             }
             Err(Unreadable::Failed) => {
@@ -236,17 +197,10 @@ impl Store {
             // A hash, size or key that does not match, or a file gone:
             // corrupt, unless the entry was removed or rewritten meanwhile.
             _ => {
-                self.discard_corrupt(&head.key, Which::Holding(head.integrity.clone()));
+                self.discard_corrupt(&head.key, head.line());
                 None
             }
         }
-    }
-
-    /// Removes `key`'s entry `which`, found corrupt, and counts it, if the
-    /// key still holds it (once: the scan or another read may have
-    /// removed it first).
-    pub(super) fn discard_corrupt(&self, key: &str, which: Which) {
-        self.forget_entry(key, which, true);
     }
 
     pub(super) fn write(&self, key: String, policy: CachePolicy, body: Bytes) {
@@ -285,8 +239,18 @@ impl Store {
         }
         self.make_room(key, cost);
         // The old entry's file (its content is its own: the key is in it)
-        // and index line.
-        if remove_entry(&self.dir, key).is_err() {
+        // and index line; the file is kept if it holds these very bytes,
+        // so that a reader never finds it missing.
+        let same_bytes = layout::find(&self.dir, key)
+            .ok()
+            .flatten()
+            .is_some_and(|old| old.integrity == cacache::Integrity::from(&framed));
+        let cleared = if same_bytes {
+            remove_line(&self.dir, key)
+        } else {
+            remove_entry(&self.dir, key)
+        };
+        if cleared.is_err() {
             self.failed();
         }
         let written = cacache::WriteOpts::new()
@@ -299,7 +263,10 @@ impl Store {
                 writer.commit()
             });
         match written {
-            Ok(_) => DiskCounters::add(&self.counters.written),
+            Ok(_) => {
+                DiskCounters::add(&self.counters.written);
+                self.answered();
+            }
             Err(_) => {
                 self.failed();
                 self.ledger().remove(key);
@@ -347,72 +314,15 @@ impl Store {
             .integrity(entry.integrity)
             .size(entry.size)
             .metadata(metadata);
-        let replaced = cacache::index::delete(&self.dir, key)
-            .map_err(std::io::Error::other)
-            .and_then(|()| {
-                missing_is_fine(std::fs::remove_file(layout::bucket_path(&self.dir, key)))
-            })
-            .and_then(|()| {
-                cacache::index::insert(&self.dir, key, options).map_err(std::io::Error::other)
-            });
-        if replaced.is_err() {
-            self.failed();
-            self.remove_held(key);
-        }
-        self.publish();
-    }
-
-    /// Removes `key`'s entry, if any, from disk and the ledger; asked for
-    /// during the scan, at its end, in order with the writes.
-    pub(super) fn forget(&self, key: &str) {
-        self.forget_entry(key, Which::Any, false);
-    }
-
-    /// Removes `key`'s entry `which`, if the key still holds it; counted
-    /// as corrupt if `corrupt`.
-    pub(super) fn forget_entry(&self, key: &str, which: Which, corrupt: bool) {
-        let forget = Deferred::Forget {
-            key: key.to_owned(),
-            which,
-            corrupt,
-        };
-        if let Some(Deferred::Forget {
-            key,
-            which,
-            corrupt,
-        }) = self.after_scan(forget)
-        {
-            self.forget_now(&key, &which, corrupt);
-        }
-    }
-
-    /// [`Store::forget_entry`], now.
-    pub(super) fn forget_now(&self, key: &str, which: &Which, corrupt: bool) {
-        let _hold = self.hold(key);
-        let found = layout::find(&self.dir, key);
-        if !which.matches(&found) {
-            return;
-        }
-        if corrupt && matches!(found, Ok(Some(_)) | Err(Unreadable::Corrupt)) {
-            DiskCounters::add(&self.counters.corrupt);
-        }
-        self.remove_held(key);
-    }
-
-    /// [`Store::forget`], for an operation that holds `key` already.
-    fn remove_held(&self, key: &str) {
-        self.ledger().remove(key);
-        if remove_entry(&self.dir, key).is_err() {
-            self.failed();
-        }
-        self.publish();
-    }
-
-    /// Evicts the least recently used entries while the ledger is over the
-    /// budget.
-    pub(super) fn evict(&self) {
-        while let Some(victim) = self.ledger().pop_over(self.budget) {
-            self.remove_victim(&victim);
+        let replaced = remove_line(&self.dir, key).and_then(|()| {
+            cacache::index::insert(&self.dir, key, options).map_err(std::io::Error::other)
+        });
+        match replaced {
+            Ok(_) => self.answered(),
+            Err(_) => {
+                self.failed();
+                self.remove_held(key);
+            }
         }
         self.publish();
     }
@@ -423,13 +333,6 @@ impl Store {
         let victims = self.ledger().make_room(key, cost, self.budget);
         for victim in victims {
             self.remove_victim(&victim);
-        }
-    }
-
-    pub(super) fn remove_victim(&self, victim: &str) {
-        match remove_entry(&self.dir, victim) {
-            Ok(()) => DiskCounters::add(&self.counters.evicted),
-            Err(_) => self.failed(),
         }
     }
 

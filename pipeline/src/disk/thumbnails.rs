@@ -18,8 +18,9 @@ use super::entry::{
     thumbnail_key, unframe,
 };
 use super::layout::{self, Unreadable};
+use super::removal::Which;
 use super::request_parts;
-use super::store::{Store, Which};
+use super::store::Store;
 use crate::{TargetSize, Thumbnail};
 
 impl Store {
@@ -32,7 +33,7 @@ impl Store {
         let entry = self.entry(&key)?;
         // Removals below are of this entry only: a thread may have
         // written a newer one meanwhile.
-        let this = || Which::Holding(entry.integrity.clone());
+        let this = || Which::entry(&entry);
         let made = serde_json::from_value::<ThumbnailEnvelope>(entry.metadata.clone())
             .ok()
             .filter(|made| made.version == THUMBNAIL_VERSION);
@@ -68,6 +69,7 @@ impl Store {
             return None;
         }
         let original_cost = entry_cost(&original);
+        let original_line = Which::entry(&original);
         // A policy that cannot be used is the response's to remove, when
         // it is read.
         let fresh = stored_policy(url.as_str(), original.metadata)
@@ -86,8 +88,8 @@ impl Store {
         match pixels {
             Ok(Some(pixels)) => {
                 // The response too: the thumbnail is no use without it.
-                self.touch(url.as_str(), original_cost);
-                self.touch(&key, entry_cost(&entry));
+                self.touch(url.as_str(), &original_line, original_cost);
+                self.touch(&key, &this(), entry_cost(&entry));
                 Some(Thumbnail {
                     url: Arc::from(url.as_str()),
                     width: made.width,
