@@ -19,7 +19,8 @@ use std::time::{Duration, Instant};
 
 use lru::LruCache;
 
-use crate::{TargetSize, Thumbnail};
+use crate::Thumbnail;
+use crate::request::TargetSize;
 
 /// A cache key: the URL and the box the thumbnail was made for.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]

@@ -9,8 +9,8 @@ use std::panic::AssertUnwindSafe;
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use crate::rows::SubscriptionId;
-use crate::{Error, TargetSize, Thumbnail};
+use crate::request::{SubscriptionId, TargetSize};
+use crate::{Error, Thumbnail};
 
 /// A finished load for one subscription.
 #[derive(Debug)]

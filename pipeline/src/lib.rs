@@ -185,6 +185,7 @@ mod fetch;
 mod load;
 mod metrics;
 mod queue;
+mod request;
 mod rows;
 mod thumbnail;
 mod workers;
@@ -205,7 +206,7 @@ pub use disk::DiskStats;
 pub use error::{BuildError, Error};
 pub use fetch::{Fetch, FetchFn, HttpFetcher, fetch_fn};
 pub use metrics::Stats;
-pub use rows::{Priority, TargetSize};
+pub use request::{Priority, TargetSize};
 pub use thumbnail::Thumbnail;
 
 use cache::{CacheLimits, CacheView};
@@ -213,7 +214,7 @@ use decode::DecodePool;
 use deliver::{Delivery, Outbox, Waker, unset_waker};
 use load::{LoadHandle, Parts};
 use metrics::Metrics;
-use rows::SubscriptionId;
+use request::SubscriptionId;
 
 /// The thumbnail pipeline, keyed by row keys of type `K` (a row index, an
 /// item id: anything small, hashable and cloneable).

@@ -8,8 +8,8 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use crate::Priority;
-use crate::load::TaskId;
+use crate::request::Priority;
+use crate::request::TaskId;
 
 #[derive(Debug, Default)]
 pub(crate) struct TaskQueue {

@@ -4,8 +4,7 @@
 //!
 //! Owned by the [`Pipeline`] handle and run on the caller's (UI) thread:
 //! every method here only updates a map and sends to the load actor through
-//! its handle (an unbounded channel), so none of them blocks or awaits. The
-//! request's parameters, [`Priority`] and [`TargetSize`], live here too.
+//! its handle (an unbounded channel), so none of them blocks or awaits.
 
 use std::collections::HashSet;
 use std::hash::Hash;
@@ -14,50 +13,8 @@ use std::time::{Duration, Instant};
 
 use crate::deliver::Delivery;
 use crate::metrics::Metrics;
+use crate::request::{Priority, SubscriptionId, TargetSize};
 use crate::{Completion, Error, Pipeline, Thumbnail, fetch};
-
-/// Identifies one request of one row: its generation. Allocated by
-/// [`Pipeline::request`], unique and increasing over a pipeline's life.
-pub(crate) type SubscriptionId = u64;
-
-/// How urgently a row wants its thumbnail. The fetch and decode queues
-/// serve [`Priority::Destination`], then [`Priority::Visible`], then
-/// [`Priority::Prefetch`], and within a priority the newest request first.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
-pub enum Priority {
-    /// Rows near the viewport, loaded ahead of need.
-    Prefetch,
-    /// Rows on screen now.
-    #[default]
-    Visible,
-    /// Rows where a coasting list will come to rest
-    /// ([`crate::CoastPrediction::resting_rows`]): served before the rows
-    /// it passes on the way, which will have left by the time theirs
-    /// arrive.
-    Destination,
-}
-
-/// The box a thumbnail must fit in. The image is scaled down to fit inside
-/// it, keeping its aspect ratio, and never scaled up.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct TargetSize {
-    /// Largest width, in pixels.
-    pub width: u32,
-    /// Largest height, in pixels.
-    pub height: u32,
-}
-
-impl TargetSize {
-    /// A `width` x `height` box.
-    pub const fn new(width: u32, height: u32) -> Self {
-        Self { width, height }
-    }
-
-    /// A square box.
-    pub const fn square(side: u32) -> Self {
-        Self::new(side, side)
-    }
-}
 
 /// A row's current request.
 pub(crate) struct Row {

@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use crate::TargetSize;
+use crate::request::TargetSize;
 
 /// A decoded, downscaled image: RGBA8, shared without copying.
 #[derive(Clone, Debug, PartialEq, Eq)]

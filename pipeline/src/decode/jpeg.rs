@@ -275,7 +275,7 @@ mod tests {
     use super::super::decode_thumbnail;
     use super::super::tests::LIMITS;
     use super::*;
-    use crate::TargetSize;
+    use crate::request::TargetSize;
 
     /// A JPEG is decoded at the smallest DCT scale that covers the
     /// thumbnail, and the thumbnail has the size and content of the full

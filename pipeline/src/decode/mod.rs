@@ -33,8 +33,9 @@ use image::{ColorType, DynamicImage, ImageDecoder as _, ImageFormat, ImageReader
 
 pub(crate) use pool::{DecodeJob, DecodeOutcome, DecodePool, SHUTDOWN_PATIENCE};
 
+use crate::request::TargetSize;
 use crate::thumbnail::fit_inside;
-use crate::{Config, Error, TargetSize, Thumbnail};
+use crate::{Config, Error, Thumbnail};
 
 /// Bytes to a thumbnail: the decode stage's seam. The default,
 /// [`ImageDecoder`], decodes the formats it lists under the config's

@@ -19,9 +19,10 @@ use bytes::Bytes;
 use tokio_util::sync::CancellationToken;
 
 use super::{Decode, catch_panic};
-use crate::load::TaskId;
 use crate::queue::TaskQueue;
-use crate::{Error, Priority, TargetSize, Thumbnail};
+use crate::request::TaskId;
+use crate::request::{Priority, TargetSize};
+use crate::{Error, Thumbnail};
 
 /// One decode for the pool.
 pub(crate) struct DecodeJob {

@@ -16,7 +16,7 @@ use http_cache_semantics::CachePolicy;
 use url::Url;
 
 use super::{request_parts, sane_age};
-use crate::TargetSize;
+use crate::request::TargetSize;
 
 /// What the index stores beside a response's body.
 #[derive(serde::Serialize, serde::Deserialize)]

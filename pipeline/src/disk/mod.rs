@@ -57,8 +57,9 @@ use bytes::Bytes;
 use http_cache_semantics::CachePolicy;
 use url::Url;
 
+use crate::request::TargetSize;
 use crate::workers::Workers;
-use crate::{BuildError, TargetSize, Thumbnail};
+use crate::{BuildError, Thumbnail};
 use lanes::Lanes;
 pub(crate) use policy::{cache_options, request_parts, response_parts};
 use policy::{reusable, sane_age};

@@ -21,7 +21,8 @@ use super::layout::{self, Unreadable};
 use super::removal::Which;
 use super::request_parts;
 use super::store::Store;
-use crate::{TargetSize, Thumbnail};
+use crate::Thumbnail;
+use crate::request::TargetSize;
 
 impl Store {
     /// The thumbnail of `url` for `target` made from the response stored

@@ -9,7 +9,7 @@
 use ::egui::Vec2;
 use ::egui::load::SizeHint;
 
-use crate::TargetSize;
+use crate::request::TargetSize;
 
 /// The smallest thumbnail side: smaller boxes share it.
 const MIN_SIDE: u32 = 16;

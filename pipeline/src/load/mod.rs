@@ -52,7 +52,6 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use url::Url;
 
-pub(crate) use registry::TaskId;
 use registry::{Joined, Left, Stage, TaskRegistry};
 use schedule::{FetchScheduler, Removed};
 
@@ -62,8 +61,8 @@ use crate::deliver::{Delivery, Outbox, Waker, wake};
 use crate::disk::DiskCache;
 use crate::fetch::{Fetch, host_key};
 use crate::metrics::Metrics;
-use crate::rows::SubscriptionId;
-use crate::{CacheStats, Error, Priority, TargetSize, Thumbnail};
+use crate::request::{Priority, SubscriptionId, TargetSize, TaskId};
+use crate::{CacheStats, Error, Thumbnail};
 
 /// The UI side's handle on the load actor. Every method sends one message
 /// and returns at once; the actor ends when the handle is dropped.

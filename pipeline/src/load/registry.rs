@@ -12,12 +12,8 @@ use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 use url::Url;
 
-use crate::Priority;
 use crate::cache::CacheKey;
-use crate::rows::SubscriptionId;
-
-/// Identifies one load task for its whole life; allocated here, increasing.
-pub(crate) type TaskId = u64;
+use crate::request::{Priority, SubscriptionId, TaskId};
 
 /// How far a task has got.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -209,7 +205,7 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
-    use crate::TargetSize;
+    use crate::request::TargetSize;
 
     fn key(url: &str, side: u32) -> CacheKey {
         CacheKey {

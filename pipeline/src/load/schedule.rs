@@ -9,9 +9,9 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::registry::TaskId;
-use crate::Priority;
 use crate::queue::TaskQueue;
+use crate::request::Priority;
+use crate::request::TaskId;
 
 /// Where a task was when it left the scheduler.
 #[derive(Debug, PartialEq, Eq)]
