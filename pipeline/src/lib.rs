@@ -13,9 +13,12 @@
 //! The modules are private; everything public is re-exported here, except
 //! `egui` (cargo feature `egui`). In the order a request travels:
 //!
-//! - `rows`: the UI side, [`Pipeline::request`] / [`Pipeline::drain`]; one
-//!   live request per row, cancelled when the row asks for something else
-//!   or leaves the view. The request's [`Priority`] and [`TargetSize`].
+//! - `request`: what a request is made of, [`Priority`] and [`TargetSize`],
+//!   and the ids of requests and loads; a leaf every stage may use.
+//! - `pipeline`: the [`Pipeline`] handle and its builder
+//!   (`pipeline/builder.rs`), and the UI side, `pipeline/rows.rs`:
+//!   [`Pipeline::request`] / [`Pipeline::drain`], one live request per row,
+//!   cancelled when the row asks for something else or leaves the view.
 //! - `load`: the load actor, a dispatcher over plain-data parts:
 //!   `load/registry.rs` (one shared task per url and size: coalescing,
 //!   subscribers, stages) and `load/schedule.rs` (the fetch queue and
@@ -30,9 +33,10 @@
 //! - `disk` (opt-in, [`Config::disk_cache_dir`]): the HTTP cache on disk
 //!   that the [`HttpFetcher`] asks before the network, with the decoded
 //!   thumbnails beside their responses; `disk/store.rs` reads and writes
-//!   the entries, `disk/layout.rs` reads the directory without trusting
-//!   it, `disk/scan.rs` is the opening scan, `disk/ledger.rs` keeps the
-//!   byte budget. Its threads, `thumbpipe-disk-N` and
+//!   the entries, `disk/lanes.rs` keeps each URL's operations in order,
+//!   `disk/layout.rs` reads the directory without trusting it,
+//!   `disk/scan.rs` is the opening scan, `disk/ledger.rs` keeps the byte
+//!   budget. Its threads, `thumbpipe-disk-N` and
 //!   `thumbpipe-disk-scan`, are `workers.rs`, as is the `file://` thread.
 //! - `decode`: the [`Decode`] trait and its default [`ImageDecoder`]
 //!   (JPEG's scaled path in `decode/jpeg.rs`), and the decode pool
@@ -184,18 +188,11 @@ mod error;
 mod fetch;
 mod load;
 mod metrics;
+mod pipeline;
 mod queue;
 mod request;
-mod rows;
 mod thumbnail;
 mod workers;
-
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
-
-use tokio::runtime::{Handle, Runtime};
-use tokio_util::sync::CancellationToken;
 
 pub use cache::CacheStats;
 pub use coast::{CoastModel, CoastPrediction, ExponentialDecay, ListGeometry, RowVisit};
@@ -206,336 +203,6 @@ pub use disk::DiskStats;
 pub use error::{BuildError, Error};
 pub use fetch::{Fetch, FetchFn, HttpFetcher, fetch_fn};
 pub use metrics::Stats;
+pub use pipeline::{Pipeline, PipelineBuilder};
 pub use request::{Priority, TargetSize};
 pub use thumbnail::Thumbnail;
-
-use cache::{CacheLimits, CacheView};
-use decode::DecodePool;
-use deliver::{Delivery, Outbox, Waker, unset_waker};
-use load::{LoadHandle, Parts};
-use metrics::Metrics;
-use request::SubscriptionId;
-
-/// The thumbnail pipeline, keyed by row keys of type `K` (a row index, an
-/// item id: anything small, hashable and cloneable).
-///
-/// Owns an I/O runtime (`thumbpipe-io-N`, unless built
-/// [`with_runtime`](PipelineBuilder::runtime)), the decode threads
-/// (`thumbpipe-decode-N`) and the load actor. Dropping it cancels every
-/// request and ends its threads and tasks in bounded time (see its `Drop`);
-/// no completion arrives and the waker is not called after that.
-pub struct Pipeline<K> {
-    rows: HashMap<K, rows::Row>,
-    /// Which row owns each pending request.
-    owners: HashMap<SubscriptionId, K>,
-    /// Results decided on the UI side (a bad URL), returned by the next
-    /// `drain` if their request is still current.
-    ready: Vec<Delivery>,
-    /// Requests refused past `max_pending`, ended by the next `drain` with
-    /// [`Error::TooManyPending`].
-    refused: Vec<SubscriptionId>,
-    next_id: SubscriptionId,
-    default_ttl: Duration,
-    /// Whether `file://` URLs may be requested (`Config::file_root` is set).
-    files_allowed: bool,
-    /// `Config::max_pending_requests`.
-    max_pending: usize,
-    /// The load actor; dropping it ends the actor.
-    loads: LoadHandle,
-    deliveries: std::sync::mpsc::Receiver<Delivery>,
-    metrics: Arc<Metrics>,
-    cache_stats: Arc<Mutex<CacheStats>>,
-    /// The default fetcher's disk cache counters, when it has one.
-    disk_counters: Option<Arc<disk::DiskCounters>>,
-    /// The cache's entries, read by [`Pipeline::cached`] without waiting.
-    cache_view: CacheView,
-    waker: Arc<Mutex<Option<Waker>>>,
-    root: CancellationToken,
-    decode_pool: Arc<DecodePool>,
-    /// Present when the pipeline owns its runtime.
-    runtime: Option<Runtime>,
-}
-
-/// Builds a [`Pipeline`] with a runtime, fetcher or decoder of your own.
-///
-/// ```
-/// # #[tokio::main]
-/// # async fn main() -> Result<(), thumbpipe::BuildError> {
-/// let pipeline = thumbpipe::Pipeline::<u64>::builder()
-///     .config(thumbpipe::Config::default())
-///     .runtime(tokio::runtime::Handle::current())
-///     .build()?;
-/// # Ok(())
-/// # }
-/// ```
-#[must_use]
-pub struct PipelineBuilder<K> {
-    config: Config,
-    runtime: Option<Handle>,
-    fetcher: Option<Arc<dyn Fetch>>,
-    decoder: Option<Arc<dyn Decode>>,
-    rows: std::marker::PhantomData<fn() -> K>,
-}
-
-impl<K> PipelineBuilder<K> {
-    /// Settings; default [`Config::default`].
-    pub fn config(mut self, config: Config) -> Self {
-        self.config = config;
-        self
-    }
-
-    /// Runs the I/O side (the load actor and fetches) on this runtime instead
-    /// of the pipeline's own.
-    pub fn runtime(mut self, handle: Handle) -> Self {
-        self.runtime = Some(handle);
-        self
-    }
-
-    /// Keeps an HTTP cache of up to `max_bytes` on disk in `dir`: sets
-    /// [`Config::disk_cache_dir`] and [`Config::disk_cache_bytes`] (after
-    /// [`PipelineBuilder::config`], which replaces them).
-    ///
-    /// ```
-    /// let pipeline = thumbpipe::Pipeline::<u64>::builder()
-    ///     .disk_cache(std::env::temp_dir().join("my-app-thumbnails"), 100 << 20)
-    ///     .build()?;
-    /// # Ok::<(), thumbpipe::BuildError>(())
-    /// ```
-    pub fn disk_cache(mut self, dir: impl Into<std::path::PathBuf>, max_bytes: u64) -> Self {
-        self.config.disk_cache_dir = Some(dir.into());
-        self.config.disk_cache_bytes = max_bytes;
-        self
-    }
-
-    /// Fetches with `fetcher` instead of an [`HttpFetcher`] (which is what
-    /// keeps the disk cache: a custom fetcher has none).
-    pub fn fetcher(mut self, fetcher: impl Fetch) -> Self {
-        self.fetcher = Some(Arc::new(fetcher));
-        self
-    }
-
-    /// Decodes with `decoder` instead of an [`ImageDecoder`] (the config's
-    /// dimension and allocation limits then are the decoder's business).
-    pub fn decoder(mut self, decoder: impl Decode) -> Self {
-        self.decoder = Some(Arc::new(decoder));
-        self
-    }
-
-    /// Starts the pipeline's threads and its load actor.
-    pub fn build(self) -> Result<Pipeline<K>, BuildError> {
-        let config = self.config;
-        config.validate()?;
-        let (runtime, handle) = match self.runtime {
-            Some(handle) => (None, handle),
-            None => {
-                let runtime = io_runtime(config.io_threads)?;
-                let handle = runtime.handle().clone();
-                (Some(runtime), handle)
-            }
-        };
-        let (fetcher, disk_counters, thumbnails): (Arc<dyn Fetch>, _, _) = match self.fetcher {
-            Some(fetcher) => (fetcher, None, None),
-            None => {
-                // reqwest's client needs a runtime context to build.
-                let _entered = handle.enter();
-                let fetcher = HttpFetcher::new(&config)?;
-                let disk = fetcher.disk_cache();
-                let counters = disk.as_ref().map(|disk| disk.counters());
-                // Thumbnails on disk are what the default decoder makes.
-                let thumbnails =
-                    disk.filter(|_| config.disk_cache_thumbnails && self.decoder.is_none());
-                (Arc::new(fetcher), counters, thumbnails)
-            }
-        };
-        let decode: Arc<dyn Decode> = match self.decoder {
-            Some(decoder) => decoder,
-            None => Arc::new(ImageDecoder::new(&config)),
-        };
-        let decode_pool = Arc::new(DecodePool::start(
-            config.decode_threads,
-            config.large_image_pixels,
-            decode,
-        )?);
-        let (outbox, deliveries) = std::sync::mpsc::channel();
-        let metrics = Arc::new(Metrics::default());
-        let cache_stats = Arc::new(Mutex::new(CacheStats::default()));
-        let waker = Arc::new(Mutex::new(None));
-        let root = CancellationToken::new();
-        let cache_view = CacheView::default();
-        let parts = Parts {
-            fetcher,
-            thumbnails,
-            decode_pool: Arc::clone(&decode_pool),
-            outbox: Outbox::new(outbox, Arc::clone(&waker)),
-            metrics: Arc::clone(&metrics),
-            cache_stats: Arc::clone(&cache_stats),
-            cache_limits: CacheLimits {
-                cost: config.cache_cost_limit,
-                count: config.cache_count_limit,
-            },
-            cache_view: cache_view.clone(),
-            max_per_host: config.max_concurrent_fetches,
-            max_in_flight: config.max_fetches_in_flight,
-            max_body_bytes: config.max_body_bytes,
-            max_bytes_awaiting_decode: config.max_bytes_awaiting_decode,
-            root: root.clone(),
-        };
-        let loads = load::start(parts, &handle);
-        Ok(Pipeline {
-            rows: HashMap::new(),
-            owners: HashMap::new(),
-            ready: Vec::new(),
-            refused: Vec::new(),
-            next_id: 0,
-            default_ttl: config.cache_ttl,
-            files_allowed: config.file_root.is_some(),
-            max_pending: config.max_pending_requests,
-            loads,
-            deliveries,
-            metrics,
-            cache_stats,
-            disk_counters,
-            cache_view,
-            waker,
-            root,
-            decode_pool,
-            runtime,
-        })
-    }
-}
-
-fn io_runtime(threads: usize) -> std::io::Result<Runtime> {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(threads)
-        // reqwest resolves host names on the blocking pool: one thread is
-        // enough, and bounds it. File URLs have a thread of their own.
-        .max_blocking_threads(1)
-        .thread_name_fn(|| {
-            use std::sync::atomic::{AtomicUsize, Ordering};
-            static NEXT: AtomicUsize = AtomicUsize::new(0);
-            format!("thumbpipe-io-{}", NEXT.fetch_add(1, Ordering::Relaxed))
-        })
-        .enable_all()
-        .build()
-}
-
-impl<K> Pipeline<K> {
-    /// A pipeline with `config`, its own I/O runtime and an [`HttpFetcher`].
-    pub fn new(config: Config) -> Result<Self, BuildError> {
-        Self::builder().config(config).build()
-    }
-
-    /// A pipeline whose I/O side runs on `handle`'s runtime.
-    pub fn with_runtime(handle: Handle, config: Config) -> Result<Self, BuildError> {
-        Self::builder().config(config).runtime(handle).build()
-    }
-
-    /// A builder, for a runtime, fetcher or decoder of your own.
-    pub fn builder() -> PipelineBuilder<K> {
-        PipelineBuilder {
-            config: Config::default(),
-            runtime: None,
-            fetcher: None,
-            decoder: None,
-            rows: std::marker::PhantomData,
-        }
-    }
-
-    /// Sets the callback run (on a pipeline thread) when completions are
-    /// ready to drain; with egui, `move || ctx.request_repaint()`.
-    ///
-    /// It is never called after the pipeline's drop has returned: the drop
-    /// waits for a call in progress, and so does a later `set_waker`. So
-    /// the waker must not drop the pipeline or call `set_waker` itself, nor
-    /// wait for the thread that does. A panic in it is caught and ignored.
-    pub fn set_waker(&self, waker: impl Fn() + Send + Sync + 'static) {
-        if let Ok(mut slot) = self.waker.lock() {
-            *slot = Some(Arc::new(waker));
-        }
-    }
-
-    /// The pipeline's counters and gauges now.
-    pub fn stats(&self) -> Stats {
-        let cache = self.cache_stats.lock().map(|s| *s).unwrap_or_default();
-        let disk = self
-            .disk_counters
-            .as_ref()
-            .map(|counters| counters.snapshot())
-            .unwrap_or_default();
-        self.metrics.snapshot(cache, disk)
-    }
-}
-
-impl<K> Drop for Pipeline<K> {
-    /// Cancels everything and ends the pipeline's threads and tasks; no
-    /// completion arrives and the waker is not called after it returns.
-    ///
-    /// It waits at most half a second for a decode still running (a decode
-    /// cannot be interrupted) and as long for a `file://` read, or the disk
-    /// cache's reads and writes, in progress:
-    /// a thread still busy then is left to finish that one job and exit on
-    /// its own. Its own runtime gets 100 ms to stop. With a runtime of your
-    /// own, the load tasks end at their next poll; dropped outside that
-    /// runtime's tasks (and not on a current-thread runtime, whose one
-    /// thread this would be), it also waits, at most a second, until they
-    /// have. A pipeline with no such stuck job drops in milliseconds.
-    fn drop(&mut self) {
-        self.root.cancel();
-        unset_waker(&self.waker);
-        self.decode_pool.shutdown(decode::SHUTDOWN_PATIENCE);
-        match self.runtime.take() {
-            Some(runtime) => shut_down(runtime),
-            // In a task, or anywhere on a current-thread runtime, waiting
-            // could hold up the very thread that would poll them; they end
-            // at their next poll without doing work.
-            None if can_wait_for_tasks() => {
-                self.loads.wait_ended(TASKS_PATIENCE);
-            }
-            None => {}
-        }
-    }
-}
-
-/// Whether this thread may block waiting for tasks of a caller's runtime:
-/// not from inside a task, nor on a current-thread runtime (in its
-/// `block_on`, this thread is the only one that could poll them).
-fn can_wait_for_tasks() -> bool {
-    if tokio::task::try_id().is_some() {
-        return false;
-    }
-    Handle::try_current().map_or(true, |handle| {
-        handle.runtime_flavor() != tokio::runtime::RuntimeFlavor::CurrentThread
-    })
-}
-
-/// How long dropping the pipeline waits for the load tasks on a caller's
-/// runtime.
-const TASKS_PATIENCE: Duration = Duration::from_secs(1);
-
-/// How long dropping the pipeline waits for its own runtime's threads.
-const RUNTIME_PATIENCE: Duration = Duration::from_millis(100);
-
-/// Shuts the pipeline's own runtime down and joins its threads, waiting at
-/// most [`RUNTIME_PATIENCE`]. Inside another runtime, where tokio refuses
-/// to block, a helper thread does it and is joined.
-fn shut_down(runtime: Runtime) {
-    if Handle::try_current().is_err() {
-        return runtime.shutdown_timeout(RUNTIME_PATIENCE);
-    }
-    let mut slot = Some(runtime);
-    std::thread::scope(|scope| {
-        let helper = std::thread::Builder::new()
-            .name("thumbpipe-drop".into())
-            .spawn_scoped(scope, || {
-                if let Some(runtime) = slot.take() {
-                    runtime.shutdown_timeout(RUNTIME_PATIENCE);
-                }
-            });
-        if let Ok(helper) = helper {
-            let _ = helper.join();
-        }
-    });
-    if let Some(runtime) = slot.take() {
-        runtime.shutdown_background();
-    }
-}

@@ -1,0 +1,191 @@
+//! The builder: a [`Pipeline`] started with a runtime, fetcher or decoder
+//! of the app's own, or the defaults. Runs once, on the caller's thread:
+//! it validates the config, starts the threads and the load actor, and
+//! returns the handle (or the first error, with nothing left running).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use tokio::runtime::{Handle, Runtime};
+use tokio_util::sync::CancellationToken;
+
+use super::Pipeline;
+use crate::cache::{CacheLimits, CacheView};
+use crate::decode::DecodePool;
+use crate::deliver::Outbox;
+use crate::load::{self, Parts};
+use crate::metrics::Metrics;
+use crate::{BuildError, CacheStats, Config, Decode, Fetch, HttpFetcher, ImageDecoder};
+
+/// Builds a [`Pipeline`] with a runtime, fetcher or decoder of your own.
+///
+/// ```
+/// # #[tokio::main]
+/// # async fn main() -> Result<(), thumbpipe::BuildError> {
+/// let pipeline = thumbpipe::Pipeline::<u64>::builder()
+///     .config(thumbpipe::Config::default())
+///     .runtime(tokio::runtime::Handle::current())
+///     .build()?;
+/// # Ok(())
+/// # }
+/// ```
+#[must_use]
+pub struct PipelineBuilder<K> {
+    config: Config,
+    runtime: Option<Handle>,
+    fetcher: Option<Arc<dyn Fetch>>,
+    decoder: Option<Arc<dyn Decode>>,
+    rows: std::marker::PhantomData<fn() -> K>,
+}
+
+impl<K> PipelineBuilder<K> {
+    pub(super) fn new() -> Self {
+        Self {
+            config: Config::default(),
+            runtime: None,
+            fetcher: None,
+            decoder: None,
+            rows: std::marker::PhantomData,
+        }
+    }
+
+    /// Settings; default [`Config::default`].
+    pub fn config(mut self, config: Config) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// Runs the I/O side (the load actor and fetches) on this runtime instead
+    /// of the pipeline's own.
+    pub fn runtime(mut self, handle: Handle) -> Self {
+        self.runtime = Some(handle);
+        self
+    }
+
+    /// Keeps an HTTP cache of up to `max_bytes` on disk in `dir`: sets
+    /// [`Config::disk_cache_dir`] and [`Config::disk_cache_bytes`] (after
+    /// [`PipelineBuilder::config`], which replaces them).
+    ///
+    /// ```
+    /// let pipeline = thumbpipe::Pipeline::<u64>::builder()
+    ///     .disk_cache(std::env::temp_dir().join("my-app-thumbnails"), 100 << 20)
+    ///     .build()?;
+    /// # Ok::<(), thumbpipe::BuildError>(())
+    /// ```
+    pub fn disk_cache(mut self, dir: impl Into<std::path::PathBuf>, max_bytes: u64) -> Self {
+        self.config.disk_cache_dir = Some(dir.into());
+        self.config.disk_cache_bytes = max_bytes;
+        self
+    }
+
+    /// Fetches with `fetcher` instead of an [`HttpFetcher`] (which is what
+    /// keeps the disk cache: a custom fetcher has none).
+    pub fn fetcher(mut self, fetcher: impl Fetch) -> Self {
+        self.fetcher = Some(Arc::new(fetcher));
+        self
+    }
+
+    /// Decodes with `decoder` instead of an [`ImageDecoder`] (the config's
+    /// dimension and allocation limits then are the decoder's business).
+    pub fn decoder(mut self, decoder: impl Decode) -> Self {
+        self.decoder = Some(Arc::new(decoder));
+        self
+    }
+
+    /// Starts the pipeline's threads and its load actor.
+    pub fn build(self) -> Result<Pipeline<K>, BuildError> {
+        let config = self.config;
+        config.validate()?;
+        let (runtime, handle) = match self.runtime {
+            Some(handle) => (None, handle),
+            None => {
+                let runtime = io_runtime(config.io_threads)?;
+                let handle = runtime.handle().clone();
+                (Some(runtime), handle)
+            }
+        };
+        let (fetcher, disk_counters, thumbnails): (Arc<dyn Fetch>, _, _) = match self.fetcher {
+            Some(fetcher) => (fetcher, None, None),
+            None => {
+                // reqwest's client needs a runtime context to build.
+                let _entered = handle.enter();
+                let fetcher = HttpFetcher::new(&config)?;
+                let disk = fetcher.disk_cache();
+                let counters = disk.as_ref().map(|disk| disk.counters());
+                // Thumbnails on disk are what the default decoder makes.
+                let thumbnails =
+                    disk.filter(|_| config.disk_cache_thumbnails && self.decoder.is_none());
+                (Arc::new(fetcher), counters, thumbnails)
+            }
+        };
+        let decode: Arc<dyn Decode> = match self.decoder {
+            Some(decoder) => decoder,
+            None => Arc::new(ImageDecoder::new(&config)),
+        };
+        let decode_pool = Arc::new(DecodePool::start(
+            config.decode_threads,
+            config.large_image_pixels,
+            decode,
+        )?);
+        let (outbox, deliveries) = std::sync::mpsc::channel();
+        let metrics = Arc::new(Metrics::default());
+        let cache_stats = Arc::new(Mutex::new(CacheStats::default()));
+        let waker = Arc::new(Mutex::new(None));
+        let root = CancellationToken::new();
+        let cache_view = CacheView::default();
+        let parts = Parts {
+            fetcher,
+            thumbnails,
+            decode_pool: Arc::clone(&decode_pool),
+            outbox: Outbox::new(outbox, Arc::clone(&waker)),
+            metrics: Arc::clone(&metrics),
+            cache_stats: Arc::clone(&cache_stats),
+            cache_limits: CacheLimits {
+                cost: config.cache_cost_limit,
+                count: config.cache_count_limit,
+            },
+            cache_view: cache_view.clone(),
+            max_per_host: config.max_concurrent_fetches,
+            max_in_flight: config.max_fetches_in_flight,
+            max_body_bytes: config.max_body_bytes,
+            max_bytes_awaiting_decode: config.max_bytes_awaiting_decode,
+            root: root.clone(),
+        };
+        let loads = load::start(parts, &handle);
+        Ok(Pipeline {
+            rows: HashMap::new(),
+            owners: HashMap::new(),
+            ready: Vec::new(),
+            refused: Vec::new(),
+            next_id: 0,
+            default_ttl: config.cache_ttl,
+            files_allowed: config.file_root.is_some(),
+            max_pending: config.max_pending_requests,
+            loads,
+            deliveries,
+            metrics,
+            cache_stats,
+            disk_counters,
+            cache_view,
+            waker,
+            root,
+            decode_pool,
+            runtime,
+        })
+    }
+}
+
+fn io_runtime(threads: usize) -> std::io::Result<Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(threads)
+        // reqwest resolves host names on the blocking pool: one thread is
+        // enough, and bounds it. File URLs have a thread of their own.
+        .max_blocking_threads(1)
+        .thread_name_fn(|| {
+            use std::sync::atomic::{AtomicUsize, Ordering};
+            static NEXT: AtomicUsize = AtomicUsize::new(0);
+            format!("thumbpipe-io-{}", NEXT.fetch_add(1, Ordering::Relaxed))
+        })
+        .enable_all()
+        .build()
+}

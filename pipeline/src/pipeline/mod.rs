@@ -1,0 +1,183 @@
+//! The pipeline handle: what an app holds. Owns the I/O runtime (unless
+//! given one), the decode pool and the load actor's handle, and the UI
+//! side's rows (`rows.rs`): one live request per row key, sent to the load
+//! actor and matched with the completions that come back. Built by
+//! `builder.rs`. Its methods run on the caller's (UI) thread and never
+//! block; dropping it cancels every request and ends its threads and
+//! tasks in bounded time.
+
+mod builder;
+mod rows;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::runtime::{Handle, Runtime};
+use tokio_util::sync::CancellationToken;
+
+pub use builder::PipelineBuilder;
+
+use crate::cache::CacheView;
+use crate::decode::{self, DecodePool};
+use crate::deliver::{Delivery, Waker, unset_waker};
+use crate::disk;
+use crate::load::LoadHandle;
+use crate::metrics::Metrics;
+use crate::request::SubscriptionId;
+use crate::{BuildError, CacheStats, Config, Stats};
+
+/// The thumbnail pipeline, keyed by row keys of type `K` (a row index, an
+/// item id: anything small, hashable and cloneable).
+///
+/// Owns an I/O runtime (`thumbpipe-io-N`, unless built
+/// [`with_runtime`](PipelineBuilder::runtime)), the decode threads
+/// (`thumbpipe-decode-N`) and the load actor. Dropping it cancels every
+/// request and ends its threads and tasks in bounded time (see its `Drop`);
+/// no completion arrives and the waker is not called after that.
+pub struct Pipeline<K> {
+    rows: HashMap<K, rows::Row>,
+    /// Which row owns each pending request.
+    owners: HashMap<SubscriptionId, K>,
+    /// Results decided on the UI side (a bad URL), returned by the next
+    /// `drain` if their request is still current.
+    ready: Vec<Delivery>,
+    /// Requests refused past `max_pending`, ended by the next `drain` with
+    /// [`Error::TooManyPending`].
+    refused: Vec<SubscriptionId>,
+    next_id: SubscriptionId,
+    default_ttl: Duration,
+    /// Whether `file://` URLs may be requested (`Config::file_root` is set).
+    files_allowed: bool,
+    /// `Config::max_pending_requests`.
+    max_pending: usize,
+    /// The load actor; dropping it ends the actor.
+    loads: LoadHandle,
+    deliveries: std::sync::mpsc::Receiver<Delivery>,
+    metrics: Arc<Metrics>,
+    cache_stats: Arc<Mutex<CacheStats>>,
+    /// The default fetcher's disk cache counters, when it has one.
+    disk_counters: Option<Arc<disk::DiskCounters>>,
+    /// The cache's entries, read by [`Pipeline::cached`] without waiting.
+    cache_view: CacheView,
+    waker: Arc<Mutex<Option<Waker>>>,
+    root: CancellationToken,
+    decode_pool: Arc<DecodePool>,
+    /// Present when the pipeline owns its runtime.
+    runtime: Option<Runtime>,
+}
+
+impl<K> Pipeline<K> {
+    /// A pipeline with `config`, its own I/O runtime and an [`HttpFetcher`](crate::HttpFetcher).
+    pub fn new(config: Config) -> Result<Self, BuildError> {
+        Self::builder().config(config).build()
+    }
+
+    /// A pipeline whose I/O side runs on `handle`'s runtime.
+    pub fn with_runtime(handle: Handle, config: Config) -> Result<Self, BuildError> {
+        Self::builder().config(config).runtime(handle).build()
+    }
+
+    /// A builder, for a runtime, fetcher or decoder of your own.
+    pub fn builder() -> PipelineBuilder<K> {
+        PipelineBuilder::new()
+    }
+
+    /// Sets the callback run (on a pipeline thread) when completions are
+    /// ready to drain; with egui, `move || ctx.request_repaint()`.
+    ///
+    /// It is never called after the pipeline's drop has returned: the drop
+    /// waits for a call in progress, and so does a later `set_waker`. So
+    /// the waker must not drop the pipeline or call `set_waker` itself, nor
+    /// wait for the thread that does. A panic in it is caught and ignored.
+    pub fn set_waker(&self, waker: impl Fn() + Send + Sync + 'static) {
+        if let Ok(mut slot) = self.waker.lock() {
+            *slot = Some(Arc::new(waker));
+        }
+    }
+
+    /// The pipeline's counters and gauges now.
+    pub fn stats(&self) -> Stats {
+        let cache = self.cache_stats.lock().map(|s| *s).unwrap_or_default();
+        let disk = self
+            .disk_counters
+            .as_ref()
+            .map(|counters| counters.snapshot())
+            .unwrap_or_default();
+        self.metrics.snapshot(cache, disk)
+    }
+}
+
+impl<K> Drop for Pipeline<K> {
+    /// Cancels everything and ends the pipeline's threads and tasks; no
+    /// completion arrives and the waker is not called after it returns.
+    ///
+    /// It waits at most half a second for a decode still running (a decode
+    /// cannot be interrupted) and as long for a `file://` read, or the disk
+    /// cache's reads and writes, in progress:
+    /// a thread still busy then is left to finish that one job and exit on
+    /// its own. Its own runtime gets 100 ms to stop. With a runtime of your
+    /// own, the load tasks end at their next poll; dropped outside that
+    /// runtime's tasks (and not on a current-thread runtime, whose one
+    /// thread this would be), it also waits, at most a second, until they
+    /// have. A pipeline with no such stuck job drops in milliseconds.
+    fn drop(&mut self) {
+        self.root.cancel();
+        unset_waker(&self.waker);
+        self.decode_pool.shutdown(decode::SHUTDOWN_PATIENCE);
+        match self.runtime.take() {
+            Some(runtime) => shut_down(runtime),
+            // In a task, or anywhere on a current-thread runtime, waiting
+            // could hold up the very thread that would poll them; they end
+            // at their next poll without doing work.
+            None if can_wait_for_tasks() => {
+                self.loads.wait_ended(TASKS_PATIENCE);
+            }
+            None => {}
+        }
+    }
+}
+
+/// Whether this thread may block waiting for tasks of a caller's runtime:
+/// not from inside a task, nor on a current-thread runtime (in its
+/// `block_on`, this thread is the only one that could poll them).
+fn can_wait_for_tasks() -> bool {
+    if tokio::task::try_id().is_some() {
+        return false;
+    }
+    Handle::try_current().map_or(true, |handle| {
+        handle.runtime_flavor() != tokio::runtime::RuntimeFlavor::CurrentThread
+    })
+}
+
+/// How long dropping the pipeline waits for the load tasks on a caller's
+/// runtime.
+const TASKS_PATIENCE: Duration = Duration::from_secs(1);
+
+/// How long dropping the pipeline waits for its own runtime's threads.
+const RUNTIME_PATIENCE: Duration = Duration::from_millis(100);
+
+/// Shuts the pipeline's own runtime down and joins its threads, waiting at
+/// most [`RUNTIME_PATIENCE`]. Inside another runtime, where tokio refuses
+/// to block, a helper thread does it and is joined.
+fn shut_down(runtime: Runtime) {
+    if Handle::try_current().is_err() {
+        return runtime.shutdown_timeout(RUNTIME_PATIENCE);
+    }
+    let mut slot = Some(runtime);
+    std::thread::scope(|scope| {
+        let helper = std::thread::Builder::new()
+            .name("thumbpipe-drop".into())
+            .spawn_scoped(scope, || {
+                if let Some(runtime) = slot.take() {
+                    runtime.shutdown_timeout(RUNTIME_PATIENCE);
+                }
+            });
+        if let Ok(helper) = helper {
+            let _ = helper.join();
+        }
+    });
+    if let Some(runtime) = slot.take() {
+        runtime.shutdown_background();
+    }
+}
