@@ -34,123 +34,40 @@
 //! Where to change what: a new priority is a [`Priority`] variant (the
 //! queues order by it); a new stage between fetch and decode is a
 //! [`Stage`] and an [`Event`] handled here; the order fetches start in is
-//! `schedule.rs`.
+//! `schedule.rs`, how a fetch task runs `fetches.rs`. The UI side's handle
+//! and the guards of the actor's end are `handle.rs`.
 
+mod fetches;
+mod handle;
 mod registry;
 mod schedule;
+mod times;
 
-use std::panic::AssertUnwindSafe;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use futures::FutureExt as _;
-use futures::future::BoxFuture;
 use tokio::runtime::Handle;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use url::Url;
 
+use fetches::is_http;
+pub(crate) use handle::LoadHandle;
+use handle::{Command, EndGuard, LiveTasks};
 use registry::{Joined, Left, Stage, TaskRegistry};
 use schedule::{FetchScheduler, Removed};
+use times::LoadTimes;
 
 use crate::cache::{CacheKey, CacheLimits, CacheView, ThumbnailCache};
 use crate::decode::{DecodeJob, DecodeOutcome, DecodePool};
-use crate::deliver::{Delivery, Outbox, Waker, wake};
+use crate::deliver::{Delivery, Outbox};
 use crate::disk::DiskCache;
 use crate::fetch::{Fetch, host_key};
 use crate::metrics::Metrics;
-use crate::request::{Priority, SubscriptionId, TargetSize, TaskId};
+use crate::request::{Priority, SubscriptionId, TaskId};
 use crate::{CacheStats, Error, Thumbnail};
-
-/// The UI side's handle on the load actor. Every method sends one message
-/// and returns at once; the actor ends when the handle is dropped.
-#[derive(Debug)]
-pub(crate) struct LoadHandle {
-    commands: mpsc::UnboundedSender<Command>,
-    /// Set if the actor ended while the pipeline still wanted it.
-    ended: Arc<AtomicBool>,
-    /// The actor's task and its fetch tasks not yet ended.
-    live: LiveTasks,
-}
-
-impl LoadHandle {
-    /// Waits at most `patience` until the actor's task and every fetch task
-    /// have ended (after the root token is cancelled, each ends at its next
-    /// poll); returns whether they have. Must not be called from a task of
-    /// the runtime they run on, which may be the one to poll them.
-    pub(crate) fn wait_ended(&self, patience: Duration) -> bool {
-        self.live.wait_none(patience)
-    }
-
-    /// Whether the actor has ended while the pipeline was in use (its
-    /// runtime was shut down, or it panicked): nothing sent will be answered
-    /// and nothing pending will arrive.
-    pub(crate) fn ended(&self) -> bool {
-        self.ended.load(Ordering::Acquire) || self.commands.is_closed()
-    }
-
-    /// Asks for `url` fitted to `target` for subscription `id`: delivered
-    /// from the cache, joined to a load under way, or loaded. Returns
-    /// whether the actor will answer.
-    pub(crate) fn subscribe(
-        &self,
-        id: SubscriptionId,
-        url: Arc<str>,
-        parsed: Url,
-        target: TargetSize,
-        priority: Priority,
-        ttl: Duration,
-    ) -> bool {
-        self.send(Command::Subscribe {
-            id,
-            key: CacheKey { url, target },
-            url: parsed,
-            priority,
-            ttl,
-        }) && !self.ended()
-    }
-
-    /// Ends subscription `id`; its load is cancelled if nobody else wants it.
-    pub(crate) fn unsubscribe(&self, id: SubscriptionId) {
-        self.send(Command::Unsubscribe(id));
-    }
-
-    pub(crate) fn set_priority(&self, id: SubscriptionId, priority: Priority) {
-        self.send(Command::SetPriority(id, priority));
-    }
-
-    /// Drops every cached size of `url`.
-    pub(crate) fn forget(&self, url: Arc<str>) {
-        self.send(Command::Forget(url));
-    }
-
-    /// Drops every cached thumbnail.
-    pub(crate) fn forget_all(&self) {
-        self.send(Command::ForgetAll);
-    }
-
-    fn send(&self, command: Command) -> bool {
-        self.commands.send(command).is_ok()
-    }
-}
-
-/// From the UI side, through a [`LoadHandle`].
-#[derive(Debug)]
-enum Command {
-    Subscribe {
-        id: SubscriptionId,
-        key: CacheKey,
-        url: Url,
-        priority: Priority,
-        ttl: Duration,
-    },
-    Unsubscribe(SubscriptionId),
-    SetPriority(SubscriptionId, Priority),
-    Forget(Arc<str>),
-    ForgetAll,
-}
 
 /// From the fetch tasks and decode threads.
 enum Event {
@@ -209,65 +126,7 @@ pub(crate) fn start(parts: Parts, runtime: &Handle) -> LoadHandle {
         let _live = actor_task;
         actor.run(inbox, reports, guard).await;
     });
-    LoadHandle {
-        commands,
-        ended,
-        live,
-    }
-}
-
-/// Counts the actor's task and its fetch tasks that have not ended, so that
-/// dropping the pipeline can wait until none of them runs. A task counts
-/// from before it is spawned until its future is dropped: when it returns,
-/// or when its runtime drops it unpolled.
-#[derive(Clone, Debug, Default)]
-struct LiveTasks(Arc<(Mutex<usize>, Condvar)>);
-
-impl LiveTasks {
-    fn enter(&self) -> LiveTask {
-        *self.0.0.lock().unwrap_or_else(PoisonError::into_inner) += 1;
-        LiveTask(self.clone())
-    }
-
-    fn wait_none(&self, patience: Duration) -> bool {
-        let (count, ended) = &*self.0;
-        let count = count.lock().unwrap_or_else(PoisonError::into_inner);
-        let (count, _) = ended
-            .wait_timeout_while(count, patience, |count| *count > 0)
-            .unwrap_or_else(PoisonError::into_inner);
-        *count == 0
-    }
-}
-
-/// One live task; dropped with the task's future.
-struct LiveTask(LiveTasks);
-
-impl Drop for LiveTask {
-    fn drop(&mut self) {
-        let (count, ended) = &*self.0.0;
-        *count.lock().unwrap_or_else(PoisonError::into_inner) -= 1;
-        ended.notify_all();
-    }
-}
-
-/// Marks the actor ended and wakes the UI when the actor stops while the
-/// pipeline still wants it: its runtime shut down under it (the task is
-/// dropped), or it panicked. The UI's next `drain` then ends every pending
-/// request with [`Error::Shutdown`] instead of leaving it waiting forever.
-/// Dropped with the actor's task; silent when the pipeline ended it.
-struct EndGuard {
-    root: CancellationToken,
-    ended: Arc<AtomicBool>,
-    waker: Arc<Mutex<Option<Waker>>>,
-}
-
-impl Drop for EndGuard {
-    fn drop(&mut self) {
-        if !self.root.is_cancelled() {
-            self.ended.store(true, Ordering::Release);
-            wake(&self.waker);
-        }
-    }
+    LoadHandle::new(commands, ended, live)
 }
 
 struct LoadActor {
@@ -286,31 +145,6 @@ struct LoadActor {
     /// How long the last loads took, from their fetch's start to their
     /// thumbnail: the median is [`crate::Stats::recent_load_micros`].
     load_times: LoadTimes,
-}
-
-/// The durations of the last [`LoadTimes::KEPT`] loads that fetched and
-/// decoded a thumbnail.
-#[derive(Debug, Default)]
-struct LoadTimes {
-    recent: std::collections::VecDeque<Duration>,
-}
-
-impl LoadTimes {
-    const KEPT: usize = 32;
-
-    fn record(&mut self, took: Duration) {
-        if self.recent.len() == Self::KEPT {
-            self.recent.pop_front();
-        }
-        self.recent.push_back(took);
-    }
-
-    /// The median, zero before the first load.
-    fn median(&self) -> Duration {
-        let mut sorted: Vec<Duration> = self.recent.iter().copied().collect();
-        sorted.sort_unstable();
-        sorted.get(sorted.len() / 2).copied().unwrap_or_default()
-    }
 }
 
 /// How often expired cache entries are swept.
@@ -577,54 +411,6 @@ impl LoadActor {
         }
     }
 
-    /// Starts queued fetches while their hosts have free slots and the
-    /// bodies awaiting a decode are within their budget.
-    fn start_fetches(&mut self) {
-        while self.awaiting_decode < self.parts.max_bytes_awaiting_decode {
-            let Some(task_id) = self.scheduler.next() else {
-                break;
-            };
-            let Some(task) = self.registry.advance(task_id, Stage::Fetching) else {
-                self.scheduler.remove(task_id);
-                continue;
-            };
-            Metrics::add(&self.parts.metrics.fetches_started, 1);
-            let fetch = guarded_fetch(&*self.parts.fetcher, &task.url, self.parts.max_body_bytes);
-            // A decoded thumbnail on disk is looked up first.
-            let on_disk = self
-                .parts
-                .thumbnails
-                .as_ref()
-                .filter(|_| is_http(&task.url))
-                .map(|disk| disk.lookup_thumbnail(&task.url, task.key.target));
-            let fetch = async move {
-                if let Some(lookup) = on_disk
-                    && let Some(thumbnail) = lookup.await
-                {
-                    return Event::FromDisk(task_id, thumbnail);
-                }
-                Event::Fetched(task_id, fetch.await)
-            };
-            let cancel = task.cancel.clone();
-            let events = self.events.clone();
-            let live = self.live.enter();
-            // A task per fetch, not a future polled by the actor: connecting
-            // (and a TLS handshake) happens inside the fetch future, and on
-            // the actor's one task it would hold up every command behind it
-            // and serialize a burst of connections under tokio's budget.
-            tokio::spawn(async move {
-                let _live = live;
-                tokio::select! {
-                    biased;
-                    _ = cancel.cancelled() => {}
-                    event = fetch => {
-                        let _ = events.send(event);
-                    }
-                }
-            });
-        }
-    }
-
     /// Updates the gauges and the cache's published counters.
     fn publish(&self) {
         let metrics = &self.parts.metrics;
@@ -636,43 +422,4 @@ impl LoadActor {
             *stats = self.cache.stats();
         }
     }
-}
-
-/// Whether `url` is one the disk cache may hold (`http` or `https`).
-fn is_http(url: &Url) -> bool {
-    matches!(url.scheme(), "http" | "https")
-}
-
-/// `fetcher`'s fetch of `url`, with a panic (in `fetch` itself, on the
-/// actor's task, or in its future) turned into [`Error::FetcherPanicked`]:
-/// a custom fetcher must not end the actor or keep a slot forever.
-fn guarded_fetch(
-    fetcher: &dyn Fetch,
-    url: &Url,
-    max_bytes: u64,
-) -> BoxFuture<'static, Result<Bytes, Error>> {
-    let panicked = {
-        let url = url.to_string();
-        move |payload: Box<dyn std::any::Any + Send>| Error::FetcherPanicked {
-            url,
-            reason: panic_message(&*payload),
-        }
-    };
-    match std::panic::catch_unwind(AssertUnwindSafe(|| fetcher.fetch(url.clone(), max_bytes))) {
-        Ok(fetch) => Box::pin(
-            AssertUnwindSafe(fetch)
-                .catch_unwind()
-                .map(|outcome| outcome.unwrap_or_else(|payload| Err(panicked(payload)))),
-        ),
-        Err(payload) => Box::pin(std::future::ready(Err(panicked(payload)))),
-    }
-}
-
-/// A panic's message, when it has one.
-fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
-    payload
-        .downcast_ref::<&str>()
-        .map(|message| (*message).to_owned())
-        .or_else(|| payload.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "no message".to_owned())
 }
