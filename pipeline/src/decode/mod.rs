@@ -198,7 +198,7 @@ pub(crate) fn decode_thumbnail(
             let (width, height) = header.dimensions();
             // How the camera held the picture (EXIF, where the format has
             // it); an unreadable tag is no reason to refuse the image.
-            let orientation = orientation_of(&mut header);
+            let orientation = orientation_of(&mut header, format);
             // What a full decode allocates: the decoder's output in its own
             // layout (16 bits a sample for a 16-bit PNG), and an 8-bit RGBA
             // copy of it when that layout is not one the resize takes.
@@ -215,8 +215,9 @@ pub(crate) fn decode_thumbnail(
         // browsers) decode, such as one whose APP14 segment is shorter
         // than its kind (Pillow's `truncated_app14.jpg`): with libjpeg's
         // route, the frame header says the size.
-        Err(error) => match jpeg::frame_size(bytes)
-            .filter(|_| format == ImageFormat::Jpeg && limits.jpeg_dct_scaling)
+        Err(error) => match (format == ImageFormat::Jpeg && limits.jpeg_dct_scaling)
+            .then(|| jpeg::frame_size(bytes))
+            .flatten()
         {
             Some((width, height, orientation)) => (width, height, orientation, 0),
             None => {
@@ -367,9 +368,12 @@ pub(crate) fn decode_thumbnail(
 /// may begin with JPEG's `Exif\0\0` before its TIFF header (as Pillow and
 /// other writers put it); `image` reads the TIFF header only, so such a
 /// chunk is read here, as browsers read it.
-fn orientation_of(header: &mut impl image::ImageDecoder) -> Orientation {
+fn orientation_of(header: &mut impl image::ImageDecoder, format: ImageFormat) -> Orientation {
     match header.orientation() {
         Ok(orientation) if orientation != Orientation::NoTransforms => orientation,
+        // Only WebP's chunk is read again (for a JPEG it would parse the
+        // file's headers a second time, for nothing).
+        _ if format != ImageFormat::WebP => Orientation::NoTransforms,
         _ => header
             .exif_metadata()
             .ok()

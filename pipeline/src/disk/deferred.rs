@@ -54,7 +54,7 @@ pub(super) struct Waiting {
 impl Store {
     /// Runs `operation` now (returned), or queues it behind the scan while
     /// the scan runs.
-    pub(super) fn after_scan(&self, operation: Deferred) -> Option<Deferred> {
+    fn after_scan(&self, operation: Deferred) -> Option<Deferred> {
         let mut deferred = self.deferred.lock().unwrap_or_else(PoisonError::into_inner);
         let Some(waiting) = deferred.as_mut() else {
             return Some(operation);
@@ -78,6 +78,13 @@ impl Store {
         };
         waiting.operations.push(operation);
         None
+    }
+
+    /// Does `operation` now, or after the scan while the scan runs.
+    pub(super) fn run_or_defer(&self, operation: Deferred) {
+        if let Some(operation) = self.after_scan(operation) {
+            self.apply(operation);
+        }
     }
 
     /// Does an operation the scan held back.

@@ -51,20 +51,6 @@ impl Ledger {
         }
     }
 
-    /// Records `key` as just used, keeping its cost; if the ledger did not
-    /// know it (another process wrote it), at `cost`, having made room for
-    /// it within `budget` as [`Ledger::make_room`] does. Returns the keys
-    /// taken out.
-    pub(super) fn touch(&mut self, key: &str, cost: u64, budget: u64) -> Vec<String> {
-        match self.entries.get(key) {
-            Some(&(known, _)) => {
-                self.used(key, known);
-                Vec::new()
-            }
-            None => self.make_room(key, cost, budget),
-        }
-    }
-
     /// Makes room for `key` at `cost` bytes within `budget`, in one step
     /// so that two threads cannot both count on the same room: drops
     /// `key`'s old cost, takes the least recently used other entries out
@@ -146,7 +132,7 @@ mod tests {
         ledger.used("a", 10);
         ledger.used("b", 20);
         ledger.used("c", 30);
-        assert!(ledger.touch("a", 0, 60).is_empty());
+        assert!(ledger.touch_known("a"));
         assert_eq!(ledger.total(), 60);
         assert_eq!(ledger.pop_oldest(None).as_deref(), Some("b"));
         assert_eq!(ledger.pop_oldest(Some("c")).as_deref(), Some("a"));
@@ -201,7 +187,7 @@ mod tests {
         for key in ["a", "b", "c"] {
             assert!(ledger.make_room(key, 10, 30).is_empty());
         }
-        assert!(ledger.touch("a", 0, 60).is_empty());
+        assert!(ledger.touch_known("a"));
         assert_eq!(ledger.make_room("d", 15, 30), ["b", "c"]);
         assert_eq!(ledger.total(), 25);
         // Rewriting an entry frees its old cost first.
@@ -222,10 +208,11 @@ mod tests {
         for key in ["a", "b", "c"] {
             assert!(ledger.make_room(key, 10, 30).is_empty());
         }
-        assert_eq!(ledger.touch("found", 15, 30), ["a", "b"]);
+        assert!(!ledger.touch_known("found"));
+        assert_eq!(ledger.make_room("found", 15, 30), ["a", "b"]);
         assert_eq!(ledger.total(), 25);
         // Known now: a later read keeps its cost and takes nothing.
-        assert!(ledger.touch("found", 99, 30).is_empty());
+        assert!(ledger.touch_known("found"));
         assert_eq!(ledger.total(), 25);
     }
 }

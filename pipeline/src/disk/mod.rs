@@ -350,8 +350,7 @@ mod tests {
 
     impl<K> Rig<K> {
         fn new(name: &str, config: crate::Config) -> Self {
-            let dir = std::env::temp_dir().join(format!("thumbpipe-{name}-{}", std::process::id()));
-            let _ = std::fs::remove_dir_all(&dir);
+            let dir = policy::scratch(name);
             let config = crate::Config {
                 disk_cache_dir: Some(dir.clone()),
                 ..config

@@ -63,11 +63,27 @@ impl Which {
 /// reader can use (a link, a FIFO, too large) is removed whatever it
 /// holds.
 pub(super) fn remove_entry(dir: &Path, key: &str) -> std::io::Result<()> {
+    remove_entry_keeping(dir, key, None)
+}
+
+/// [`remove_entry`], leaving the content file if it holds the bytes
+/// `keep` (about to be written again: a reader never finds the file
+/// missing). Hashed only when the sizes match.
+pub(super) fn remove_entry_keeping(
+    dir: &Path,
+    key: &str,
+    keep: Option<&[u8]>,
+) -> std::io::Result<()> {
     match layout::find(dir, key) {
         Ok(None) | Err(Unreadable::Missing) => {}
         Ok(Some(entry)) => {
             cacache::index::delete(dir, key).map_err(std::io::Error::other)?;
-            missing_is_fine(layout::remove_content(dir, &entry.integrity))?;
+            let same = keep.is_some_and(|bytes| {
+                entry.size == bytes.len() && entry.integrity.check(bytes).is_ok()
+            });
+            if !same {
+                missing_is_fine(layout::remove_content(dir, &entry.integrity))?;
+            }
         }
         Err(Unreadable::Corrupt) => {}
         Err(Unreadable::Failed) => return Err(std::io::ErrorKind::PermissionDenied.into()),
@@ -115,19 +131,11 @@ impl Store {
     /// Removes `key`'s entry `which`, if the key still holds it; counted
     /// as corrupt if `corrupt`.
     pub(super) fn forget_entry(&self, key: &str, which: Which, corrupt: bool) {
-        let forget = Deferred::Forget {
+        self.run_or_defer(Deferred::Forget {
             key: key.to_owned(),
             which,
             corrupt,
-        };
-        if let Some(Deferred::Forget {
-            key,
-            which,
-            corrupt,
-        }) = self.after_scan(forget)
-        {
-            self.forget_now(&key, &which, corrupt);
-        }
+        });
     }
 
     /// [`Store::forget_entry`], now.

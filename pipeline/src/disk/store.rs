@@ -23,7 +23,7 @@ use super::entry::{
 };
 use super::layout::{self, Unreadable};
 use super::ledger::Ledger;
-use super::removal::{Which, remove_entry, remove_line};
+use super::removal::{Which, remove_entry_keeping, remove_line};
 use super::stall::Stall;
 use super::{DiskCounters, Head};
 
@@ -139,7 +139,7 @@ impl Store {
         if !read.matches(&layout::find(&self.dir, key)) {
             return;
         }
-        let victims = self.ledger().touch(key, cost, self.budget);
+        let victims = self.ledger().make_room(key, cost, self.budget);
         for victim in &victims {
             self.remove_victim(victim);
         }
@@ -204,14 +204,11 @@ impl Store {
     }
 
     pub(super) fn write(&self, key: String, policy: CachePolicy, body: Bytes) {
-        let write = Deferred::Write {
+        self.run_or_defer(Deferred::Write {
             key,
             policy: Box::new(policy),
             body,
-        };
-        if let Some(Deferred::Write { key, policy, body }) = self.after_scan(write) {
-            self.write_now(key, *policy, body);
-        }
+        });
     }
 
     pub(super) fn write_now(&self, key: String, policy: CachePolicy, body: Bytes) {
@@ -239,18 +236,8 @@ impl Store {
         }
         self.make_room(key, cost);
         // The old entry's file (its content is its own: the key is in it)
-        // and index line; the file is kept if it holds these very bytes,
-        // so that a reader never finds it missing.
-        let same_bytes = layout::find(&self.dir, key)
-            .ok()
-            .flatten()
-            .is_some_and(|old| old.integrity == cacache::Integrity::from(&framed));
-        let cleared = if same_bytes {
-            remove_line(&self.dir, key)
-        } else {
-            remove_entry(&self.dir, key)
-        };
-        if cleared.is_err() {
+        // and index line; the file is kept if it holds these very bytes.
+        if remove_entry_keeping(&self.dir, key, Some(&framed)).is_err() {
             self.failed();
         }
         let written = cacache::WriteOpts::new()
@@ -279,13 +266,10 @@ impl Store {
     /// the entry is still the one read; a policy that may not be stored
     /// any more removes it.
     pub(super) fn refresh(&self, head: &Head, policy: CachePolicy) {
-        let refresh = Deferred::Refresh {
+        self.run_or_defer(Deferred::Refresh {
             head: Box::new(head.clone()),
             policy: Box::new(policy),
-        };
-        if let Some(Deferred::Refresh { head, policy }) = self.after_scan(refresh) {
-            self.refresh_now(&head, *policy);
-        }
+        });
     }
 
     pub(super) fn refresh_now(&self, head: &Head, policy: CachePolicy) {
