@@ -50,8 +50,9 @@ pub struct Config {
     pub max_body_bytes: u64,
     /// Bytes of response bodies held between the network and the decoders:
     /// bodies being read and bodies waiting for (or in) a decode. Past it,
-    /// no new fetch starts and an [`crate::HttpFetcher`] reads no new body
-    /// until decodes catch up; a cancelled load's body is freed at once.
+    /// no new fetch starts and no new body is read (by an
+    /// [`crate::HttpFetcher`], a `file://` read or the disk cache) until
+    /// decodes catch up; a cancelled load's body is freed at once.
     /// Without it, a slow decoder and a fast server would pile up bodies:
     /// 200 rows of 16 MiB images are 3.2 GB. A body larger than the whole
     /// budget still loads, alone. Default: 64 MiB (four bodies at
@@ -177,7 +178,10 @@ pub struct Config {
     pub file_root: Option<PathBuf>,
     /// A directory for an HTTP cache on disk, so that a restarted app
     /// shows its thumbnails without the network. Default: `None`, no disk
-    /// cache. Used by the default fetcher ([`crate::HttpFetcher`]) only.
+    /// cache. The cache is a layer in front of the pipeline's fetcher,
+    /// the default one or yours ([`crate::PipelineBuilder::fetcher`]),
+    /// and keeps what that fetcher's [`crate::Fetch::fetch_response`]
+    /// returns with headers that allow it; `http` and `https` URLs only.
     ///
     /// Responses are stored with their headers, and HTTP's caching rules
     /// decide (computed by the `http-cache-semantics` crate, as a private

@@ -28,11 +28,13 @@
 //!   waiting ([`Pipeline::cached`]).
 //! - `queue`: the serving order of the fetch and decode queues: by
 //!   priority, newest first.
-//! - `fetch`: the [`Fetch`] trait, its reqwest implementation
+//! - `fetch`: the [`Fetch`] trait, what it is asked and answers
+//!   ([`FetchRequest`], [`FetchResponse`]), its reqwest implementation
 //!   [`HttpFetcher`], and [`fetch_fn`].
-//! - `disk` (opt-in, [`Config::disk_cache_dir`]): the HTTP cache on disk
-//!   that the [`HttpFetcher`] asks before the network, with the decoded
-//!   thumbnails beside their responses; `disk/store.rs` reads and writes
+//! - `disk` (opt-in, [`Config::disk_cache_dir`]): the HTTP cache on disk, a
+//!   layer in front of the pipeline's [`Fetch`] (`disk/tier.rs`) that owns
+//!   every caching decision, and beside it the decoded thumbnails, which
+//!   the load actor asks before a fetch; `disk/store.rs` reads and writes
 //!   the entries, `disk/lanes.rs` keeps each URL's operations in order,
 //!   `disk/layout.rs` reads the directory without trusting it,
 //!   `disk/scan.rs` is the opening scan, `disk/ledger.rs` keeps the byte
@@ -75,10 +77,13 @@
 //!
 //! - **A new priority**: a [`Priority`] variant; both queues (`queue.rs`)
 //!   order by it, and the registry gives a task its subscribers' highest.
-//! - **A new stage** between the cache and the network: a `Stage` in
-//!   `load/registry.rs`, an `Event` the actor handles in `load/mod.rs`
-//!   (as the disk cache's decoded thumbnails are `FromDisk`), and a seam
-//!   trait like [`Fetch`] if it is pluggable.
+//! - **A layer in front of the network** (a cache, a header hook, a rate
+//!   limiter): a [`Fetch`] that wraps the pipeline's fetcher, as
+//!   `disk/tier.rs` does, made by the builder (`pipeline/builder.rs`).
+//! - **A new stage** the actor schedules: a `Stage` in
+//!   `load/registry.rs` and an `Event` the actor handles in `load/mod.rs`
+//!   (as the thumbnail tier's lookup is `LookingUp` and `LookedUp`), and a
+//!   seam trait like [`Fetch`] if it is pluggable.
 //! - **A new image format**: an `image` cargo feature in
 //!   `pipeline/Cargo.toml` and a name in [`SUPPORTED_FORMATS`]; a faster
 //!   path for it in its own file like `decode/jpeg.rs`.
@@ -201,7 +206,7 @@ pub use decode::{Decode, ImageDecoder, SUPPORTED_FORMATS, thumbnail_from_bytes};
 pub use deliver::Completion;
 pub use disk::DiskStats;
 pub use error::{BuildError, Error};
-pub use fetch::{Fetch, FetchFn, HttpFetcher, fetch_fn};
+pub use fetch::{Fetch, FetchFn, FetchRequest, FetchResponse, HttpFetcher, fetch_fn};
 pub use metrics::Stats;
 pub use pipeline::{Pipeline, PipelineBuilder};
 pub use request::{Priority, TargetSize};

@@ -6,6 +6,10 @@
 
 use std::sync::Arc;
 
+use bytes::Bytes;
+use futures::future::BoxFuture;
+use url::Url;
+
 use crate::request::TargetSize;
 
 /// A decoded, downscaled image: RGBA8, shared without copying.
@@ -26,6 +30,23 @@ impl Thumbnail {
     pub fn cost(&self) -> usize {
         self.pixels.len()
     }
+}
+
+/// A tier of decoded thumbnails kept beside the fetch stage (the disk
+/// cache's): the load actor asks it before a load's fetch, and offers it
+/// every thumbnail decoded, with the body it came from. The actor's seam to
+/// it; the tier decides what it keeps.
+pub(crate) trait ThumbnailTier: Send + Sync + 'static {
+    /// Whether it may hold thumbnails of `url`: if not, it is not asked.
+    fn keeps(&self, url: &Url) -> bool;
+
+    /// The thumbnail of `url` at `target`, if it has one. Dropping the
+    /// future abandons the lookup.
+    fn lookup(&self, url: &Url, target: TargetSize) -> BoxFuture<'static, Option<Thumbnail>>;
+
+    /// Offers `thumbnail`, decoded from `body`, for `url` and `target`.
+    /// Called on a decode thread; returns at once, copying what it keeps.
+    fn offer(&self, url: &Url, target: TargetSize, body: &Bytes, thumbnail: &Thumbnail);
 }
 
 /// The largest size with `width`/`height`'s aspect ratio that fits in

@@ -14,11 +14,14 @@
 //!
 //! Whether a response may be stored, and whether a stored one may be used
 //! without asking the server, is decided by `http-cache-semantics` (as a
-//! private cache, `policy.rs`); the fetch stage sends its revalidation
-//! request and stores what comes back.
+//! private cache, `policy.rs`). The cache is a layer, [`DiskTier`]
+//! (`tier.rs`): a [`crate::Fetch`] in front of the pipeline's fetcher
+//! that serves, revalidates and stores responses, and the load actor's
+//! tier of decoded thumbnails; nothing outside `disk/` names anything
+//! else here.
 //!
-//! Run by the [`crate::HttpFetcher`]: every read, write and eviction
-//! happens on its `thumbpipe-disk-N` threads (the opening scan on
+//! Run by the [`DiskTier`] the pipeline's builder makes: every read,
+//! write and eviction happens on its `thumbpipe-disk-N` threads (the opening scan on
 //! `thumbpipe-disk-scan`, `scan.rs`), never on the I/O runtime or the UI
 //! thread, and a read whose load was cancelled before a thread reached it
 //! is skipped. A disk that fails (read-only, full, corrupt) costs only the
@@ -29,8 +32,8 @@
 //! entries run in the order they were asked for (`lanes.rs`); writes
 //! waiting for a thread hold copies of their bodies, at most
 //! [`MAX_QUEUED_WRITE_BYTES`] (and while the opening scan runs, as many
-//! again waiting for it), never the fetch stage's body budget. The
-//! threads end with the fetcher.
+//! again waiting for it), never the pipeline's body budget. The
+//! threads end with the layer, when the pipeline is dropped.
 //!
 //! Nothing in the directory is trusted (`layout.rs`): it may hold what a
 //! crash, a bad disk, another release or another program left.
@@ -49,6 +52,7 @@ mod stall;
 mod stats;
 mod store;
 mod thumbnails;
+mod tier;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -66,6 +70,7 @@ use policy::{reusable, sane_age};
 pub(crate) use stats::DiskCounters;
 pub use stats::DiskStats;
 use store::Store;
+pub(crate) use tier::DiskTier;
 
 /// A stored response's index entry: what the caching rules need, before
 /// its body is read.
@@ -87,8 +92,8 @@ pub(crate) struct Head {
 /// costs its entries, not memory).
 pub(crate) const MAX_QUEUED_WRITE_BYTES: u64 = 16 * 1024 * 1024;
 
-/// An HTTP cache in a directory, with a byte budget. Cloned fetchers share
-/// it.
+/// An HTTP cache in a directory, with a byte budget, owned by its
+/// [`DiskTier`].
 #[derive(Debug)]
 pub(crate) struct DiskCache {
     store: Arc<Store>,
@@ -266,11 +271,11 @@ impl DiskCache {
         &self,
         url: &Url,
         target: TargetSize,
-        body: Bytes,
+        body: &[u8],
         thumbnail: Thumbnail,
     ) {
         let key = url.to_string();
-        let body = Bytes::copy_from_slice(&body);
+        let body = Bytes::copy_from_slice(body);
         let bytes = body.len() + thumbnail.pixels.len();
         self.queue(key.clone(), bytes, move |store| {
             store.write_thumbnail(&key, target, &body, &thumbnail);
@@ -338,12 +343,12 @@ impl DiskCache {
 mod tests {
     use super::*;
 
-    /// A pipeline over a disk cache in a new scratch directory, with its
-    /// fetcher and the cache itself at hand.
+    /// A pipeline over a disk cache in a new scratch directory, with the
+    /// cache's layer at hand. It keeps no thumbnails: every load reads a
+    /// response's head.
     struct Rig<K> {
         pipeline: crate::Pipeline<K>,
-        fetcher: crate::HttpFetcher,
-        disk: Arc<DiskCache>,
+        tier: Arc<DiskTier>,
         dir: std::path::PathBuf,
         _runtime: tokio::runtime::Runtime,
     }
@@ -351,28 +356,31 @@ mod tests {
     impl<K> Rig<K> {
         fn new(name: &str, config: crate::Config) -> Self {
             let dir = policy::scratch(name);
-            let config = crate::Config {
-                disk_cache_dir: Some(dir.clone()),
-                ..config
-            };
             let runtime = tokio::runtime::Runtime::new().unwrap();
             let fetcher = {
                 let _entered = runtime.enter();
                 crate::HttpFetcher::new(&config).unwrap()
             };
-            let disk = fetcher.disk_cache().unwrap();
+            let tier = Arc::new(DiskTier::open(Arc::new(fetcher), dir.clone(), &config).unwrap());
             let pipeline = crate::Pipeline::builder()
                 .config(config)
-                .fetcher(fetcher.clone())
+                .fetcher(Arc::clone(&tier))
                 .build()
                 .unwrap();
             Self {
                 pipeline,
-                fetcher,
-                disk,
+                tier,
                 dir,
                 _runtime: runtime,
             }
+        }
+
+        fn disk(&self) -> &DiskCache {
+            self.tier.disk()
+        }
+
+        fn stats(&self) -> DiskStats {
+            self.tier.stats()()
         }
     }
 
@@ -392,26 +400,21 @@ mod tests {
             disk_read_timeout: Duration::from_millis(100),
             ..crate::Config::default()
         };
-        let Rig {
-            mut pipeline,
-            fetcher,
-            disk,
-            dir,
-            _runtime,
-        } = Rig::<usize>::new("hung-disk", config.clone());
-        disk.hang(true);
+        let mut rig = Rig::<usize>::new("hung-disk", config.clone());
+        rig.disk().hang(true);
         let started = std::time::Instant::now();
         for row in 0..100 {
             let url = format!("{}?w=64&h=64", server.image_url(row as u32));
-            pipeline.request(row, &url, TargetSize::square(32), crate::Priority::Visible);
+            rig.pipeline
+                .request(row, &url, TargetSize::square(32), crate::Priority::Visible);
         }
         let mut done = Vec::new();
         while done.len() < 100 && started.elapsed() < Duration::from_secs(60) {
-            done.extend(pipeline.drain());
+            done.extend(rig.pipeline.drain());
             std::thread::sleep(Duration::from_millis(5));
         }
         let took = started.elapsed();
-        let stats = fetcher.disk_stats().unwrap();
+        let stats = rig.stats();
         eprintln!("100 rows over a hung disk: {took:?}, {stats:?}");
         assert_eq!(done.len(), 100, "{stats:?}");
         assert!(done.iter().all(|c| c.result.is_ok()));
@@ -423,7 +426,8 @@ mod tests {
             "{stats:?}"
         );
         assert_eq!(stats.misses, 100);
-        disk.hang(false);
+        rig.disk().hang(false);
+        let Rig { pipeline, dir, .. } = rig;
         drop(pipeline);
         let _ = std::fs::remove_dir_all(&dir);
     }
@@ -444,11 +448,11 @@ mod tests {
         let url = format!("{}?w=64&h=64", server.image_url(1));
         let Rig {
             mut pipeline,
-            fetcher,
-            disk,
+            tier,
             dir,
             _runtime,
         } = Rig::<u32>::new("stalled-disk", crate::Config::default());
+        let stats = tier.stats();
         // Each load asks for another size, so that the memory cache does
         // not answer it.
         let mut load = |row: u32| {
@@ -472,16 +476,16 @@ mod tests {
         };
         assert!(load(0).is_ok());
         let started = std::time::Instant::now();
-        while fetcher.disk_stats().unwrap().written == 0 {
+        while stats().written == 0 {
             assert!(started.elapsed() < Duration::from_secs(10), "never written");
             std::thread::sleep(Duration::from_millis(5));
         }
         drop(server);
-        disk.stall();
+        tier.disk().stall();
         assert!(load(1).is_err(), "offline, and the disk is skipped");
         std::thread::sleep(stall::PROBE_EVERY);
         let loaded = load(2);
-        let stats = fetcher.disk_stats().unwrap();
+        let stats = stats();
         assert!(loaded.is_ok(), "{loaded:?} {stats:?}");
         assert_eq!(stats.hits, 1, "{stats:?}");
         drop(pipeline);

@@ -1,8 +1,9 @@
-//! The body budget: how many bytes of response bodies the [`HttpFetcher`]
-//! holds between the network and the decoders, streaming or waiting for a
-//! decode.
+//! The body budget: how many bytes of response bodies a pipeline's fetches
+//! hold between the network (or the disk cache) and the decoders, streaming
+//! or waiting for a decode.
 //!
-//! Owned by one fetcher and shared by its fetches. A fetch reserves its
+//! Owned by the load actor, one per pipeline, and lent to every fetch in its
+//! [`FetchRequest`]. A fetch reserves its
 //! body's size (the server's `Content-Length`, or the body cap when there is
 //! none) before it reads the body, waiting while the budget is spent, so a
 //! stalled decoder stops the reading instead of piling bodies up. The
@@ -11,7 +12,7 @@
 //! cancelled. A reservation is all or nothing, so two half-read bodies can
 //! never wait for each other.
 //!
-//! [`HttpFetcher`]: crate::HttpFetcher
+//! [`FetchRequest`]: crate::FetchRequest
 
 use std::sync::Arc;
 
@@ -62,6 +63,11 @@ impl BodyBudget {
 }
 
 impl Reservation {
+    /// A reservation of nothing, for a body outside any budget.
+    pub(crate) fn none() -> Self {
+        Self(None)
+    }
+
     /// `body` as [`Bytes`] that hold the reservation, cut down to the body's
     /// size, until the last copy is dropped.
     pub(crate) fn hold(mut self, body: Vec<u8>) -> Bytes {

@@ -1,37 +1,44 @@
 //! Fetch: the bytes of a URL, asynchronously, cancellable, with a body cap.
 //!
 //! Owns the HTTP client, and the file root that `file://` URLs may read
-//! under. [`Fetch`] is the stage's seam: the default
-//! [`HttpFetcher`] uses reqwest (rustls, connections reused), and tests or
-//! benchmarks plug in anything else. A fetch is a future on the pipeline's
-//! I/O runtime; it is cancelled by dropping it, which closes its connection.
-//! The client lives as long as the pipeline. An `http` fetch is `http.rs`
-//! (with the disk cache's decisions), its errors `errors.rs`, a `file://`
-//! read `file.rs`, the bytes bodies may hold `budget.rs`.
+//! under. [`Fetch`] is the stage's seam: the default [`HttpFetcher`] uses
+//! reqwest (rustls, connections reused), and tests or benchmarks plug in
+//! anything else; a layer in front of a fetcher (the disk cache, `disk/`)
+//! is a [`Fetch`] too. A fetch is a future on the pipeline's I/O runtime;
+//! it is cancelled by dropping it, which closes its connection. The client
+//! lives as long as the pipeline. What a fetch is given and answers is
+//! `exchange.rs`, an `http` fetch `http.rs`, its errors `errors.rs`, a
+//! `file://` read `file.rs`, the bytes bodies may hold `budget.rs`.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
+use futures::FutureExt as _;
 use futures::future::BoxFuture;
 use url::Url;
 
-use crate::disk::DiskCache;
-use crate::{BuildError, Config, DiskStats, Error};
+use crate::{BuildError, Config, Error};
 
 mod budget;
 mod errors;
+mod exchange;
 mod file;
 mod http;
 
-use budget::BodyBudget;
+pub(crate) use budget::BodyBudget;
 use errors::{causes, redirect_policy};
+pub use exchange::{FetchRequest, FetchResponse};
 use file::{FileReader, files_off};
 
 /// A source of image bytes.
 ///
 /// Implementations must be cancellable by drop: the pipeline drops the
-/// future of a fetch nobody wants any more.
+/// future of a fetch nobody wants any more. [`Fetch::fetch`] is all a
+/// source of bytes needs; a source that speaks HTTP also implements
+/// [`Fetch::fetch_response`], which the pipeline calls, so that the disk
+/// cache ([`Config::disk_cache_dir`]) can keep what it returns and
+/// revalidate it.
 ///
 /// ```
 /// use bytes::Bytes;
@@ -51,6 +58,61 @@ use file::{FileReader, files_off};
 pub trait Fetch: Send + Sync + 'static {
     /// The body at `url`, refusing with [`Error::TooLarge`] past `max_bytes`.
     fn fetch(&self, url: Url, max_bytes: u64) -> BoxFuture<'static, Result<Bytes, Error>>;
+
+    /// The response to `request`: its body, and the status, headers and
+    /// final URL that HTTP's caching rules read. The pipeline calls this
+    /// one. By default it is [`Fetch::fetch`]'s body as a `200 OK` with no
+    /// headers, which the disk cache never keeps; the request's headers
+    /// are not sent.
+    ///
+    /// ```
+    /// use bytes::Bytes;
+    /// use futures::future::BoxFuture;
+    /// use thumbpipe::{Error, Fetch, FetchRequest, FetchResponse};
+    ///
+    /// /// Bytes that stay fresh for a day, so the disk cache keeps them.
+    /// struct Daily(Bytes);
+    ///
+    /// impl Fetch for Daily {
+    ///     fn fetch(&self, _url: url::Url, _max_bytes: u64) -> BoxFuture<'static, Result<Bytes, Error>> {
+    ///         let bytes = self.0.clone();
+    ///         Box::pin(async move { Ok(bytes) })
+    ///     }
+    ///
+    ///     fn fetch_response(
+    ///         &self,
+    ///         request: FetchRequest,
+    ///     ) -> BoxFuture<'static, Result<FetchResponse, Error>> {
+    ///         let mut headers = http::HeaderMap::new();
+    ///         headers.insert(http::header::CACHE_CONTROL, "max-age=86400".parse().unwrap());
+    ///         let response = FetchResponse::new(request.url, self.0.clone())
+    ///             .with_headers(http::StatusCode::OK, headers);
+    ///         Box::pin(async move { Ok(response) })
+    ///     }
+    /// }
+    /// ```
+    fn fetch_response(
+        &self,
+        request: FetchRequest,
+    ) -> BoxFuture<'static, Result<FetchResponse, Error>> {
+        let FetchRequest { url, max_bytes, .. } = request;
+        let body = self.fetch(url.clone(), max_bytes);
+        Box::pin(body.map(move |body| Ok(FetchResponse::new(url, body?))))
+    }
+}
+
+/// A shared fetcher fetches as the one it shares.
+impl<F: Fetch + ?Sized> Fetch for Arc<F> {
+    fn fetch(&self, url: Url, max_bytes: u64) -> BoxFuture<'static, Result<Bytes, Error>> {
+        (**self).fetch(url, max_bytes)
+    }
+
+    fn fetch_response(
+        &self,
+        request: FetchRequest,
+    ) -> BoxFuture<'static, Result<FetchResponse, Error>> {
+        (**self).fetch_response(request)
+    }
 }
 
 /// A [`Fetch`] made from a function of the URL and the body cap, for bytes
@@ -100,25 +162,29 @@ where
 /// platform's trusted roots. Reads `file://` URLs under
 /// [`Config::file_root`] when it is set.
 ///
-/// The bodies it holds, read or being read, never add up to more than
-/// [`Config::max_bytes_awaiting_decode`] (plus one body when a single one
-/// is larger): before reading a body, a fetch reserves its size (the
-/// server's `Content-Length`, or [`Config::max_body_bytes`] without one),
-/// waiting while the budget is spent, and the body gives it back when it
-/// is dropped, after its decode or at once when its load is cancelled. The
-/// budget is per fetcher (its clones share it).
+/// In a pipeline, the bodies it holds, read or being read, count against
+/// the pipeline's [`Config::max_bytes_awaiting_decode`]: before reading a
+/// body, a fetch reserves its size (the server's `Content-Length`, or the
+/// request's cap without one), waiting while the budget is spent, and the
+/// body gives it back when it is dropped, after its decode or at once when
+/// its load is cancelled. Called on its own ([`Fetch::fetch`]), it has no
+/// such budget.
 ///
-/// With [`Config::disk_cache_dir`] set, it keeps the responses it fetches
-/// on disk and follows HTTP's caching rules (see the setting).
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), thumbpipe::BuildError> {
+/// // reqwest's client is built inside a tokio runtime.
+/// let fetcher = thumbpipe::HttpFetcher::new(&thumbpipe::Config::default())?;
+/// let pipeline = thumbpipe::Pipeline::<u32>::builder().fetcher(fetcher).build()?;
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone, Debug)]
 pub struct HttpFetcher {
     client: reqwest::Client,
     limits: Arc<FetchLimits>,
-    budget: Arc<BodyBudget>,
     /// Reads the files under `Config::file_root`, when it is set.
     files: Option<Arc<FileReader>>,
-    /// The HTTP cache on disk, when `Config::disk_cache_dir` is set.
-    disk: Option<Arc<DiskCache>>,
 }
 
 #[derive(Debug)]
@@ -172,53 +238,44 @@ impl HttpFetcher {
                 total_timeout: config.total_timeout,
                 max_redirects: config.max_redirects,
             }),
-            budget: Arc::new(BodyBudget::new(config.max_bytes_awaiting_decode)),
             files,
-            disk: config
-                .disk_cache_dir
-                .clone()
-                .map(|dir| {
-                    DiskCache::open(
-                        dir,
-                        config.disk_cache_bytes,
-                        config.disk_threads,
-                        config.disk_read_timeout,
-                    )
-                })
-                .transpose()?
-                .map(Arc::new),
         })
     }
+}
 
-    /// The disk cache's counters, if [`Config::disk_cache_dir`] is set.
-    /// A pipeline with this fetcher reports them in [`crate::Stats::disk`].
-    pub fn disk_stats(&self) -> Option<DiskStats> {
-        self.disk.as_ref().map(|disk| disk.counters().snapshot())
-    }
-
-    /// The disk cache, for the load actor to keep decoded thumbnails in.
-    pub(crate) fn disk_cache(&self) -> Option<Arc<DiskCache>> {
-        self.disk.clone()
-    }
+/// The body of `fetcher`'s response to a plain request for `url`: how a
+/// fetcher that answers [`Fetch::fetch_response`] answers [`Fetch::fetch`].
+pub(crate) fn body_only(
+    fetcher: &dyn Fetch,
+    url: Url,
+    max_bytes: u64,
+) -> BoxFuture<'static, Result<Bytes, Error>> {
+    let response = fetcher.fetch_response(FetchRequest::new(url, max_bytes));
+    Box::pin(response.map(|response| Ok(response?.body)))
 }
 
 impl Fetch for HttpFetcher {
     fn fetch(&self, url: Url, max_bytes: u64) -> BoxFuture<'static, Result<Bytes, Error>> {
-        if url.scheme() == "file" {
-            return match &self.files {
-                Some(files) => {
-                    let (files, budget) = (Arc::clone(files), Arc::clone(&self.budget));
-                    Box::pin(async move {
-                        // The file's size is known only once it is open:
-                        // the cap is reserved, and the rest given back.
-                        let reservation = budget.reserve(max_bytes).await;
-                        Ok(reservation.hold(files.read(url, max_bytes).await?))
-                    })
-                }
-                None => Box::pin(std::future::ready(Err(files_off(url.as_str())))),
-            };
+        body_only(self, url, max_bytes)
+    }
+
+    fn fetch_response(
+        &self,
+        request: FetchRequest,
+    ) -> BoxFuture<'static, Result<FetchResponse, Error>> {
+        if request.url.scheme() != "file" {
+            return Box::pin(http::fetch_http(self.clone(), request));
         }
-        Box::pin(http::fetch_http(self.clone(), url, max_bytes))
+        let Some(files) = self.files.clone() else {
+            return Box::pin(std::future::ready(Err(files_off(request.url.as_str()))));
+        };
+        Box::pin(async move {
+            // The file's size is known only once it is open: the cap is
+            // reserved, and the rest given back.
+            let reservation = request.reserve(request.max_bytes).await;
+            let body = files.read(request.url.clone(), request.max_bytes).await?;
+            Ok(FetchResponse::new(request.url, reservation.hold(body)))
+        })
     }
 }
 

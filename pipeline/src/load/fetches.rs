@@ -1,22 +1,22 @@
 //! Fetches: the fetch tasks the actor starts, one per load, when its host
 //! has a free slot and the bodies awaiting a decode are within their
-//! budget. Each is a task on the I/O runtime that ends with its load's
-//! token (a child of the root), reports `Fetched` (or `FromDisk`, a
-//! decoded thumbnail on disk) to the actor, and turns a panic of the
-//! fetcher into [`Error::FetcherPanicked`].
+//! budget. A load the thumbnail tier may hold asks it first, in a task of
+//! its own holding the same slot (`LookedUp`). Each is a task on the I/O
+//! runtime that ends with its load's token (a child of the root), reports
+//! `LookedUp` or `Fetched` to the actor, and turns a panic of the fetcher
+//! into [`Error::FetcherPanicked`].
 
 use std::panic::AssertUnwindSafe;
 
-use bytes::Bytes;
 use futures::FutureExt as _;
 use futures::future::BoxFuture;
-use url::Url;
 
 use super::registry::Stage;
 use super::{Event, LoadActor};
 use crate::Error;
-use crate::fetch::Fetch;
+use crate::fetch::{Fetch, FetchRequest, FetchResponse};
 use crate::metrics::Metrics;
+use crate::request::TaskId;
 
 impl LoadActor {
     /// Starts queued fetches while their hosts have free slots and the
@@ -26,69 +26,90 @@ impl LoadActor {
             let Some(task_id) = self.scheduler.next() else {
                 break;
             };
-            let Some(task) = self.registry.advance(task_id, Stage::Fetching) else {
-                self.scheduler.remove(task_id);
-                continue;
+            let lookup = match (self.registry.get(task_id), &self.parts.thumbnails) {
+                (None, _) => {
+                    self.scheduler.remove(task_id);
+                    continue;
+                }
+                (Some(task), Some(tier)) if tier.keeps(&task.url) => {
+                    Some(tier.lookup(&task.url, task.key.target))
+                }
+                (Some(_), _) => None,
             };
             Metrics::add(&self.parts.metrics.fetches_started, 1);
-            let fetch = guarded_fetch(&*self.parts.fetcher, &task.url, self.parts.max_body_bytes);
-            // A decoded thumbnail on disk is looked up first.
-            let on_disk = self
-                .parts
-                .thumbnails
-                .as_ref()
-                .filter(|_| is_http(&task.url))
-                .map(|disk| disk.lookup_thumbnail(&task.url, task.key.target));
-            let fetch = async move {
-                if let Some(lookup) = on_disk
-                    && let Some(thumbnail) = lookup.await
-                {
-                    return Event::FromDisk(task_id, thumbnail);
+            match lookup {
+                Some(lookup) => {
+                    self.registry.advance(task_id, Stage::LookingUp);
+                    self.spawn(
+                        task_id,
+                        lookup.map(move |found| Event::LookedUp(task_id, found)),
+                    );
                 }
-                Event::Fetched(task_id, fetch.await)
-            };
-            let cancel = task.cancel.clone();
-            let events = self.events.clone();
-            let live = self.live.enter();
-            // A task per fetch, not a future polled by the actor: connecting
-            // (and a TLS handshake) happens inside the fetch future, and on
-            // the actor's one task it would hold up every command behind it
-            // and serialize a burst of connections under tokio's budget.
-            tokio::spawn(async move {
-                let _live = live;
-                tokio::select! {
-                    biased;
-                    _ = cancel.cancelled() => {}
-                    event = fetch => {
-                        let _ = events.send(event);
-                    }
-                }
-            });
+                None => self.fetch(task_id),
+            }
         }
+    }
+
+    /// Starts the fetch of a task that holds a fetch slot.
+    pub(super) fn fetch(&mut self, task_id: TaskId) {
+        let Some(task) = self.registry.advance(task_id, Stage::Fetching) else {
+            self.scheduler.remove(task_id);
+            return;
+        };
+        let request = FetchRequest::within(
+            task.url.clone(),
+            self.parts.max_body_bytes,
+            std::sync::Arc::clone(&self.parts.body_budget),
+        );
+        let fetch = guarded_fetch(&*self.parts.fetcher, request);
+        self.spawn(
+            task_id,
+            fetch.map(move |fetched| Event::Fetched(task_id, fetched)),
+        );
+    }
+
+    /// Runs `work` for `task_id` in a task of its own, which reports its
+    /// event unless the load is cancelled first.
+    fn spawn(&self, task_id: TaskId, work: impl Future<Output = Event> + Send + 'static) {
+        let Some(task) = self.registry.get(task_id) else {
+            return;
+        };
+        let cancel = task.cancel.clone();
+        let events = self.events.clone();
+        let live = self.live.enter();
+        // A task per fetch, not a future polled by the actor: connecting
+        // (and a TLS handshake) happens inside the fetch future, and on
+        // the actor's one task it would hold up every command behind it
+        // and serialize a burst of connections under tokio's budget.
+        tokio::spawn(async move {
+            let _live = live;
+            tokio::select! {
+                biased;
+                _ = cancel.cancelled() => {}
+                event = work => {
+                    let _ = events.send(event);
+                }
+            }
+        });
     }
 }
 
-/// Whether `url` is one the disk cache may hold (`http` or `https`).
-pub(super) fn is_http(url: &Url) -> bool {
-    matches!(url.scheme(), "http" | "https")
-}
-
-/// `fetcher`'s fetch of `url`, with a panic (in `fetch` itself, on the
-/// actor's task, or in its future) turned into [`Error::FetcherPanicked`]:
-/// a custom fetcher must not end the actor or keep a slot forever.
+/// `fetcher`'s response to `request`, with a panic (in `fetch_response`
+/// itself, on the actor's task, or in its future) turned into
+/// [`Error::FetcherPanicked`]: a custom fetcher must not end the actor or
+/// keep a slot forever.
 fn guarded_fetch(
     fetcher: &dyn Fetch,
-    url: &Url,
-    max_bytes: u64,
-) -> BoxFuture<'static, Result<Bytes, Error>> {
+    request: FetchRequest,
+) -> BoxFuture<'static, Result<FetchResponse, Error>> {
     let panicked = {
-        let url = url.to_string();
+        let url = request.url.to_string();
         move |payload: Box<dyn std::any::Any + Send>| Error::FetcherPanicked {
             url,
             reason: panic_message(&*payload),
         }
     };
-    match std::panic::catch_unwind(AssertUnwindSafe(|| fetcher.fetch(url.clone(), max_bytes))) {
+    match std::panic::catch_unwind(AssertUnwindSafe(|| fetcher.fetch_response(request))) {
         Ok(fetch) => Box::pin(
             AssertUnwindSafe(fetch)
                 .catch_unwind()

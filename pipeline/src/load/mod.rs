@@ -19,17 +19,20 @@
 //!          registry: task for (url, size)? -- yes --> join it (coalesced)
 //!                  | no
 //!                  v
-//!          scheduler: queue --slot--> fetch task --Fetched--> actor --> decode pool
-//!                                       |                                  |
-//!                                       +--FromDisk--+                     |
-//!                                                    v                     |
+//!          scheduler: queue --slot--> [thumbnail tier: lookup task --LookedUp--> actor]
+//!                                       |                                  | missed
+//!                                       |   +------------------------------+
+//!                                       v   v
+//!                                     fetch task --Fetched--> actor --> decode pool
+//!                                                                          |
 //!          deliver to every subscriber <-- cache put <-- actor <--Decoded--+
 //! ```
 //!
-//! With a disk cache that keeps thumbnails, a fetch task first asks it for
-//! the decoded thumbnail (`FromDisk`: no fetch, no decode), and every
-//! thumbnail decoded is offered to it with the body it came from; the
-//! responses themselves are the fetcher's business (`disk/`).
+//! With a thumbnail tier (the disk cache's decoded thumbnails), a load that
+//! holds a fetch slot first asks it (`LookingUp`: a hit is no fetch, no
+//! decode), and every thumbnail decoded is offered to it with the body it
+//! came from. The responses themselves are the fetcher's business: the
+//! disk cache is a layer of the [`Fetch`] the actor is given.
 //!
 //! Where to change what: a new priority is a [`Priority`] variant (the
 //! queues order by it); a new stage between fetch and decode is a
@@ -53,7 +56,6 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use url::Url;
 
-use fetches::is_http;
 pub(crate) use handle::LoadHandle;
 use handle::{Command, EndGuard, LiveTasks};
 use registry::{Joined, Left, Stage, TaskRegistry};
@@ -63,27 +65,30 @@ use times::LoadTimes;
 use crate::cache::{CacheKey, CacheLimits, CacheView, ThumbnailCache};
 use crate::decode::{DecodeJob, DecodeOutcome, DecodePool};
 use crate::deliver::{Delivery, Outbox};
-use crate::disk::DiskCache;
-use crate::fetch::{Fetch, host_key};
+use crate::fetch::{BodyBudget, Fetch, FetchResponse, host_key};
 use crate::metrics::Metrics;
 use crate::request::{Priority, SubscriptionId, TaskId};
+use crate::thumbnail::ThumbnailTier;
 use crate::{CacheStats, Error, Thumbnail};
 
 /// From the fetch tasks and decode threads.
 enum Event {
-    Fetched(TaskId, Result<Bytes, Error>),
-    /// The disk cache had the thumbnail, decoded: no fetch, no decode.
-    FromDisk(TaskId, Thumbnail),
+    /// The thumbnail tier answered: with the thumbnail (no fetch, no
+    /// decode), or without (fetch it).
+    LookedUp(TaskId, Option<Thumbnail>),
+    Fetched(TaskId, Result<FetchResponse, Error>),
     /// A decode ended; its body, of this many bytes, is gone.
     Decoded(TaskId, u64, DecodeOutcome),
 }
 
 /// What the actor needs from the rest of the pipeline.
 pub(crate) struct Parts {
+    /// The fetch stage, with any layers in front of it (the disk cache).
     pub(crate) fetcher: Arc<dyn Fetch>,
-    /// The default fetcher's disk cache, when it keeps decoded thumbnails:
-    /// looked up before a fetch, and given every thumbnail decoded.
-    pub(crate) thumbnails: Option<Arc<DiskCache>>,
+    /// Decoded thumbnails kept beside the fetch stage (the disk cache's),
+    /// when it keeps them: asked before a fetch, and offered every
+    /// thumbnail decoded.
+    pub(crate) thumbnails: Option<Arc<dyn ThumbnailTier>>,
     pub(crate) decode_pool: Arc<DecodePool>,
     pub(crate) outbox: Outbox,
     pub(crate) metrics: Arc<Metrics>,
@@ -96,6 +101,9 @@ pub(crate) struct Parts {
     pub(crate) max_body_bytes: u64,
     /// No fetch starts while bodies of this many bytes await a decode.
     pub(crate) max_bytes_awaiting_decode: u64,
+    /// And no body is read while the bodies held, read or being read, are
+    /// as many bytes: lent to every fetch in its request.
+    pub(crate) body_budget: Arc<BodyBudget>,
     pub(crate) root: CancellationToken,
 }
 
@@ -283,27 +291,13 @@ impl LoadActor {
             self.awaiting_decode = self.awaiting_decode.saturating_sub(*size);
         }
         match event {
-            Event::Fetched(task_id, result) => {
-                self.scheduler.remove(task_id);
-                if self.registry.get(task_id).is_none() {
-                    // Cancelled after its body had arrived, before this
-                    // message was read.
-                    Metrics::add(&metrics.loads_abandoned_after_fetch, 1);
-                    return;
-                }
-                match result {
-                    Ok(bytes) => {
-                        Metrics::add(&metrics.fetches_completed, 1);
-                        Metrics::add(&metrics.bytes_fetched, bytes.len() as u64);
-                        self.decode(task_id, bytes);
-                    }
-                    Err(error) => {
-                        Metrics::add(&metrics.fetches_failed, 1);
-                        self.finish(task_id, Err(error));
-                    }
+            Event::LookedUp(task_id, None) => {
+                // Missed: the slot it holds goes to its fetch.
+                if self.registry.get(task_id).is_some() {
+                    self.fetch(task_id);
                 }
             }
-            Event::FromDisk(task_id, mut thumbnail) => {
+            Event::LookedUp(task_id, Some(mut thumbnail)) => {
                 self.scheduler.remove(task_id);
                 let Some(task) = self.registry.get(task_id) else {
                     Metrics::add(&metrics.loads_abandoned_after_fetch, 1);
@@ -313,6 +307,26 @@ impl LoadActor {
                 thumbnail.url = Arc::clone(&task.key.url);
                 Metrics::add(&metrics.fetches_completed, 1);
                 self.finish(task_id, Ok(thumbnail));
+            }
+            Event::Fetched(task_id, result) => {
+                self.scheduler.remove(task_id);
+                if self.registry.get(task_id).is_none() {
+                    // Cancelled after its body had arrived, before this
+                    // message was read.
+                    Metrics::add(&metrics.loads_abandoned_after_fetch, 1);
+                    return;
+                }
+                match result {
+                    Ok(response) => {
+                        Metrics::add(&metrics.fetches_completed, 1);
+                        Metrics::add(&metrics.bytes_fetched, response.body.len() as u64);
+                        self.decode(task_id, response.body);
+                    }
+                    Err(error) => {
+                        Metrics::add(&metrics.fetches_failed, 1);
+                        self.finish(task_id, Err(error));
+                    }
+                }
             }
             Event::Decoded(task_id, _, DecodeOutcome::Done(result)) => {
                 Metrics::add(&metrics.decodes_completed, 1);
@@ -343,14 +357,15 @@ impl LoadActor {
         let size = bytes.len() as u64;
         self.awaiting_decode += size;
         let target = task.key.target;
-        // The body goes with the thumbnail to the disk cache, which keeps
-        // the thumbnail if the body is the response it has for the URL.
+        // The body goes with the thumbnail to the thumbnail tier, which
+        // keeps the thumbnail if the body is the response it has for the
+        // URL.
         let keep = self
             .parts
             .thumbnails
             .clone()
-            .filter(|_| is_http(&task.url))
-            .map(|disk| (disk, task.url.clone(), bytes.clone()));
+            .filter(|tier| tier.keeps(&task.url))
+            .map(|tier| (tier, task.url.clone(), bytes.clone()));
         self.parts.decode_pool.submit(DecodeJob {
             task: task_id,
             priority: task.priority(),
@@ -359,10 +374,10 @@ impl LoadActor {
             target,
             cancel: task.cancel.clone(),
             done: Box::new(move |outcome| {
-                if let (Some((disk, url, body)), DecodeOutcome::Done(Ok(thumbnail))) =
+                if let (Some((tier, url, body)), DecodeOutcome::Done(Ok(thumbnail))) =
                     (keep, &outcome)
                 {
-                    disk.store_thumbnail(&url, target, body, thumbnail.clone());
+                    tier.offer(&url, target, &body, thumbnail);
                 }
                 let _ = events.send(Event::Decoded(task_id, size, outcome));
             }),
@@ -381,7 +396,7 @@ impl LoadActor {
                 .parts
                 .decode_pool
                 .reprioritize(task_id, task.priority()),
-            Stage::Fetching => {}
+            Stage::LookingUp | Stage::Fetching => {}
         }
     }
 

@@ -20,6 +20,9 @@ use crate::request::{Priority, SubscriptionId, TaskId};
 pub(crate) enum Stage {
     /// Waiting for a fetch slot.
     Queued,
+    /// Holding a fetch slot while the thumbnail tier (the disk cache's
+    /// decoded thumbnails) is asked for it.
+    LookingUp,
     Fetching,
     /// Its body waits for, or is in, a decode.
     Decoding,
@@ -36,7 +39,7 @@ pub(crate) struct Task {
     pub(crate) stage: Stage,
     /// The longest time to live any subscriber asked for.
     pub(crate) ttl: Duration,
-    /// When its fetch started (its creation until then): the load's time
+    /// When it left the queue (its creation until then): the load's time
     /// without its wait in the queue, which a request at a higher
     /// priority would not share.
     pub(crate) fetch_started: Instant,
@@ -168,7 +171,7 @@ impl TaskRegistry {
             (Stage::Decoding, _) => self.decoding -= 1,
             _ => {}
         }
-        if stage == Stage::Fetching {
+        if task.stage == Stage::Queued && matches!(stage, Stage::LookingUp | Stage::Fetching) {
             task.fetch_started = Instant::now();
         }
         task.stage = stage;

@@ -9,12 +9,15 @@ use std::sync::{Arc, Mutex};
 use tokio::runtime::{Handle, Runtime};
 use tokio_util::sync::CancellationToken;
 
-use super::Pipeline;
+use super::{DiskStatsFn, Pipeline};
 use crate::cache::{CacheLimits, CacheView};
 use crate::decode::DecodePool;
 use crate::deliver::Outbox;
+use crate::disk::DiskTier;
+use crate::fetch::BodyBudget;
 use crate::load::{self, Parts};
 use crate::metrics::Metrics;
+use crate::thumbnail::ThumbnailTier;
 use crate::{BuildError, CacheStats, Config, Decode, Fetch, HttpFetcher, ImageDecoder};
 
 /// Builds a [`Pipeline`] with a runtime, fetcher or decoder of your own.
@@ -62,24 +65,9 @@ impl<K> PipelineBuilder<K> {
         self
     }
 
-    /// Keeps an HTTP cache of up to `max_bytes` on disk in `dir`: sets
-    /// [`Config::disk_cache_dir`] and [`Config::disk_cache_bytes`] (after
-    /// [`PipelineBuilder::config`], which replaces them).
-    ///
-    /// ```
-    /// let pipeline = thumbpipe::Pipeline::<u64>::builder()
-    ///     .disk_cache(std::env::temp_dir().join("my-app-thumbnails"), 100 << 20)
-    ///     .build()?;
-    /// # Ok::<(), thumbpipe::BuildError>(())
-    /// ```
-    pub fn disk_cache(mut self, dir: impl Into<std::path::PathBuf>, max_bytes: u64) -> Self {
-        self.config.disk_cache_dir = Some(dir.into());
-        self.config.disk_cache_bytes = max_bytes;
-        self
-    }
-
-    /// Fetches with `fetcher` instead of an [`HttpFetcher`] (which is what
-    /// keeps the disk cache: a custom fetcher has none).
+    /// Fetches with `fetcher` instead of an [`HttpFetcher`]. With
+    /// [`Config::disk_cache_dir`] set, the disk cache is a layer in front
+    /// of it, and keeps what its [`Fetch::fetch_response`] allows.
     pub fn fetcher(mut self, fetcher: impl Fetch) -> Self {
         self.fetcher = Some(Arc::new(fetcher));
         self
@@ -104,20 +92,27 @@ impl<K> PipelineBuilder<K> {
                 (Some(runtime), handle)
             }
         };
-        let (fetcher, disk_counters, thumbnails): (Arc<dyn Fetch>, _, _) = match self.fetcher {
-            Some(fetcher) => (fetcher, None, None),
+        let mut fetcher: Arc<dyn Fetch> = match self.fetcher {
+            Some(fetcher) => fetcher,
             None => {
                 // reqwest's client needs a runtime context to build.
                 let _entered = handle.enter();
-                let fetcher = HttpFetcher::new(&config)?;
-                let disk = fetcher.disk_cache();
-                let counters = disk.as_ref().map(|disk| disk.counters());
-                // Thumbnails on disk are what the default decoder makes.
-                let thumbnails =
-                    disk.filter(|_| config.disk_cache_thumbnails && self.decoder.is_none());
-                (Arc::new(fetcher), counters, thumbnails)
+                Arc::new(HttpFetcher::new(&config)?)
             }
         };
+        // The disk cache: a layer in front of the fetcher, and the
+        // thumbnail tier beside it.
+        let mut disk_stats = None;
+        let mut thumbnails: Option<Arc<dyn ThumbnailTier>> = None;
+        if let Some(dir) = config.disk_cache_dir.clone() {
+            let tier = Arc::new(DiskTier::open(fetcher, dir, &config)?);
+            disk_stats = Some(Box::new(tier.stats()) as DiskStatsFn);
+            // Thumbnails on disk are what the default decoder makes.
+            if tier.keeps_thumbnails() && self.decoder.is_none() {
+                thumbnails = Some(Arc::clone(&tier) as Arc<dyn ThumbnailTier>);
+            }
+            fetcher = tier;
+        }
         let decode: Arc<dyn Decode> = match self.decoder {
             Some(decoder) => decoder,
             None => Arc::new(ImageDecoder::new(&config)),
@@ -149,6 +144,7 @@ impl<K> PipelineBuilder<K> {
             max_in_flight: config.max_fetches_in_flight,
             max_body_bytes: config.max_body_bytes,
             max_bytes_awaiting_decode: config.max_bytes_awaiting_decode,
+            body_budget: Arc::new(BodyBudget::new(config.max_bytes_awaiting_decode)),
             root: root.clone(),
         };
         let loads = load::start(parts, &handle);
@@ -165,7 +161,7 @@ impl<K> PipelineBuilder<K> {
             deliveries,
             metrics,
             cache_stats,
-            disk_counters,
+            disk_stats,
             cache_view,
             waker,
             root,

@@ -21,11 +21,13 @@ pub use builder::PipelineBuilder;
 use crate::cache::CacheView;
 use crate::decode::{self, DecodePool};
 use crate::deliver::{Delivery, Waker, unset_waker};
-use crate::disk;
 use crate::load::LoadHandle;
 use crate::metrics::Metrics;
 use crate::request::SubscriptionId;
-use crate::{BuildError, CacheStats, Config, Stats};
+use crate::{BuildError, CacheStats, Config, DiskStats, Stats};
+
+/// Reads the disk cache's counters.
+type DiskStatsFn = Box<dyn Fn() -> DiskStats + Send + Sync>;
 
 /// The thumbnail pipeline, keyed by row keys of type `K` (a row index, an
 /// item id: anything small, hashable and cloneable).
@@ -56,8 +58,8 @@ pub struct Pipeline<K> {
     deliveries: std::sync::mpsc::Receiver<Delivery>,
     metrics: Arc<Metrics>,
     cache_stats: Arc<Mutex<CacheStats>>,
-    /// The default fetcher's disk cache counters, when it has one.
-    disk_counters: Option<Arc<disk::DiskCounters>>,
+    /// The disk cache's counters, when it is on.
+    disk_stats: Option<DiskStatsFn>,
     /// The cache's entries, read by [`Pipeline::cached`] without waiting.
     cache_view: CacheView,
     waker: Arc<Mutex<Option<Waker>>>,
@@ -100,9 +102,9 @@ impl<K> Pipeline<K> {
     pub fn stats(&self) -> Stats {
         let cache = self.cache_stats.lock().map(|s| *s).unwrap_or_default();
         let disk = self
-            .disk_counters
+            .disk_stats
             .as_ref()
-            .map(|counters| counters.snapshot())
+            .map(|read| read())
             .unwrap_or_default();
         self.metrics.snapshot(cache, disk)
     }

@@ -17,6 +17,7 @@ mod coalescing;
 mod coasting;
 mod corpus;
 mod disk;
+mod disk_layer;
 mod disk_untrusted;
 #[cfg(feature = "egui")]
 mod egui_image;

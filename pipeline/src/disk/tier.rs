@@ -1,0 +1,241 @@
+//! The disk tier: a [`Fetch`] in front of any other, owning every decision
+//! HTTP's caching rules make about a load's bytes: serve the stored copy
+//! while it is fresh, revalidate a stale one with the copy's validators,
+//! keep what the inner fetcher returns when its headers allow, forget what
+//! they forbid. It also serves and keeps the decoded thumbnails beside
+//! their responses, as the load actor's [`ThumbnailTier`].
+//!
+//! Made by the pipeline's builder when [`crate::Config::disk_cache_dir`]
+//! is set, around the default fetcher or the app's own; the load actor sees
+//! one [`Fetch`]. Its futures run on the I/O runtime, the disk work on the
+//! cache's threads (`mod.rs`); it ends with the pipeline, and its threads
+//! with it.
+
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use bytes::Bytes;
+use futures::future::BoxFuture;
+use http_cache_semantics::{AfterResponse, BeforeRequest, CachePolicy};
+use url::Url;
+
+use super::{DiskCache, DiskStats, cache_options, request_parts, response_parts};
+use crate::fetch::{Fetch, FetchRequest, FetchResponse, body_only};
+use crate::request::TargetSize;
+use crate::thumbnail::ThumbnailTier;
+use crate::{BuildError, Config, Error, Thumbnail};
+
+/// An HTTP cache on disk in front of `inner`.
+pub(crate) struct DiskTier {
+    inner: Arc<dyn Fetch>,
+    disk: Arc<DiskCache>,
+    /// Whether decoded thumbnails are kept beside their responses
+    /// ([`Config::disk_cache_thumbnails`]).
+    thumbnails: bool,
+}
+
+impl std::fmt::Debug for DiskTier {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DiskTier")
+            .field("disk", &self.disk)
+            .field("thumbnails", &self.thumbnails)
+            .finish_non_exhaustive()
+    }
+}
+
+impl DiskTier {
+    /// Opens the cache in `dir` with `config`'s budget, threads and read
+    /// deadline, in front of `inner`; fails as [`DiskCache::open`] does.
+    pub(crate) fn open(
+        inner: Arc<dyn Fetch>,
+        dir: std::path::PathBuf,
+        config: &Config,
+    ) -> Result<Self, BuildError> {
+        let disk = DiskCache::open(
+            dir,
+            config.disk_cache_bytes,
+            config.disk_threads,
+            config.disk_read_timeout,
+        )?;
+        Ok(Self {
+            inner,
+            disk: Arc::new(disk),
+            thumbnails: config.disk_cache_thumbnails,
+        })
+    }
+
+    /// Its counters, read whenever the pipeline's stats are.
+    pub(crate) fn stats(&self) -> impl Fn() -> DiskStats + Send + Sync + 'static {
+        let counters = self.disk.counters();
+        move || counters.snapshot()
+    }
+
+    /// Whether it keeps decoded thumbnails.
+    pub(crate) fn keeps_thumbnails(&self) -> bool {
+        self.thumbnails
+    }
+
+    /// Tests: the cache itself.
+    #[cfg(test)]
+    pub(crate) fn disk(&self) -> &Arc<DiskCache> {
+        &self.disk
+    }
+}
+
+impl Fetch for DiskTier {
+    fn fetch(&self, url: Url, max_bytes: u64) -> BoxFuture<'static, Result<Bytes, Error>> {
+        body_only(self, url, max_bytes)
+    }
+
+    fn fetch_response(
+        &self,
+        request: FetchRequest,
+    ) -> BoxFuture<'static, Result<FetchResponse, Error>> {
+        // The request the caching rules are computed for; a URL `http`
+        // cannot carry, or one not fetched over HTTP, is not cached.
+        let parts = is_http(&request.url)
+            .then(|| request_parts(&request.url))
+            .flatten();
+        let Some(parts) = parts else {
+            return self.inner.fetch_response(request);
+        };
+        Box::pin(load(
+            Arc::clone(&self.inner),
+            Arc::clone(&self.disk),
+            request,
+            parts,
+        ))
+    }
+}
+
+impl ThumbnailTier for DiskTier {
+    fn keeps(&self, url: &Url) -> bool {
+        self.thumbnails && is_http(url)
+    }
+
+    fn lookup(&self, url: &Url, target: TargetSize) -> BoxFuture<'static, Option<Thumbnail>> {
+        Box::pin(self.disk.lookup_thumbnail(url, target))
+    }
+
+    fn offer(&self, url: &Url, target: TargetSize, body: &Bytes, thumbnail: &Thumbnail) {
+        self.disk
+            .store_thumbnail(url, target, body, thumbnail.clone());
+    }
+}
+
+/// Whether `url` is one the disk cache may hold (`http` or `https`).
+fn is_http(url: &Url) -> bool {
+    matches!(url.scheme(), "http" | "https")
+}
+
+/// The response for `request`: from the disk while it is fresh, from the
+/// disk after a `304 Not Modified` when the server says it still is, or
+/// from `inner`, kept as its headers allow. Whatever happens to the disk,
+/// the load gets the inner fetcher's answer.
+async fn load(
+    inner: Arc<dyn Fetch>,
+    disk: Arc<DiskCache>,
+    request: FetchRequest,
+    parts: http::request::Parts,
+) -> Result<FetchResponse, Error> {
+    let url = request.url.clone();
+    let Some(head) = disk.head(&url, request.max_bytes).await else {
+        return fetched(&disk, &url, &parts, inner.fetch_response(request).await?);
+    };
+    match head.policy.before_request(&parts, SystemTime::now()) {
+        BeforeRequest::Fresh(stored) => {
+            let reservation = request.reserve(head.size).await;
+            if let Some(body) = disk.body(&head).await {
+                disk.count_hit();
+                return Ok(FetchResponse::new(url, reservation.hold(body))
+                    .with_headers(http::StatusCode::OK, stored.headers));
+            }
+        }
+        BeforeRequest::Stale {
+            request: revalidation,
+            ..
+        } => {
+            // If-None-Match / If-Modified-Since, as the stored response
+            // allows.
+            let mut conditional = request.clone();
+            conditional.headers.extend(revalidation.headers);
+            let response = inner.fetch_response(conditional).await?;
+            if response.status != http::StatusCode::NOT_MODIFIED {
+                return fetched(&disk, &url, &parts, response);
+            }
+            // A 304 from where a redirect led speaks for that target, not
+            // for this URL.
+            let redirected = response.url != url;
+            let outcome = head.policy.after_response(
+                &parts,
+                &response_parts(response.status, &response.headers),
+                SystemTime::now(),
+            );
+            match outcome {
+                AfterResponse::NotModified(policy, stored) if !redirected => {
+                    let reservation = request.reserve(head.size).await;
+                    if let Some(body) = disk.body(&head).await {
+                        disk.count_revalidated();
+                        // The 304's own headers may forbid storing it now:
+                        // the merged policy keeps only the headers the
+                        // stored response had.
+                        if forbids_storing(&parts, &response.headers) {
+                            disk.remove(&url);
+                        } else {
+                            disk.refresh(policy, &head);
+                        }
+                        return Ok(FetchResponse::new(url, reservation.hold(body))
+                            .with_headers(http::StatusCode::OK, stored.headers));
+                    }
+                }
+                // A 304 that does not match the stored response (its
+                // validators changed, or it carries none), or came through
+                // a redirect: fetch the image again, without conditions.
+                _ => disk.remove(&url),
+            }
+        }
+    }
+    fetched(&disk, &url, &parts, inner.fetch_response(request).await?)
+}
+
+/// `response`, fetched for `url` (the request `parts`), after storing it as its
+/// headers allow (or, for `no-store`, removing any older copy). A `304`
+/// to a request without conditions is an error, as any other status
+/// outside `2xx`. A response reached through a redirect is not stored: its
+/// freshness is the target's, not the URL's, which may point elsewhere
+/// next time.
+fn fetched(
+    disk: &DiskCache,
+    url: &Url,
+    parts: &http::request::Parts,
+    response: FetchResponse,
+) -> Result<FetchResponse, Error> {
+    if !response.status.is_success() {
+        return Err(Error::Status {
+            url: url.to_string(),
+            status: response.status.as_u16(),
+        });
+    }
+    disk.count_miss();
+    if response.url != *url {
+        disk.remove(url);
+        return Ok(response);
+    }
+    let policy = CachePolicy::new_options(
+        parts,
+        &response_parts(response.status, &response.headers),
+        SystemTime::now(),
+        cache_options(),
+    );
+    // Written on a disk thread, from a copy: the body's reservation ends
+    // with its decode, whatever the disk does.
+    disk.store(url, parts, policy, &response.body);
+    Ok(response)
+}
+
+/// Whether a response with `headers` may not be stored (`no-store`), by the
+/// caching rules.
+fn forbids_storing(request: &http::request::Parts, headers: &http::HeaderMap) -> bool {
+    let parts = response_parts(http::StatusCode::OK, headers);
+    !CachePolicy::new_options(request, &parts, SystemTime::now(), cache_options()).is_storable()
+}

@@ -1,0 +1,130 @@
+//! One fetch's exchange: the [`FetchRequest`] a [`Fetch`] is given and the
+//! [`FetchResponse`] it answers with. Plain data, made by the load actor
+//! for each fetch and by a layer (the disk cache) for the fetch it wraps;
+//! it ends with the fetch.
+//!
+//! [`Fetch`]: crate::Fetch
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use url::Url;
+
+use super::budget::{BodyBudget, Reservation};
+
+/// What a [`Fetch`](crate::Fetch) is asked for: a URL, the largest body
+/// it may return, and any headers a layer in front of it adds (the disk
+/// cache's `If-None-Match` and `If-Modified-Since` when it revalidates).
+///
+/// ```
+/// let request = thumbpipe::FetchRequest::new(
+///     url::Url::parse("https://example.com/1.jpg")?,
+///     16 << 20,
+/// );
+/// assert!(request.headers.is_empty());
+/// # Ok::<(), url::ParseError>(())
+/// ```
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct FetchRequest {
+    /// The URL to read.
+    pub url: Url,
+    /// A body past this many bytes is refused with
+    /// [`Error::TooLarge`](crate::Error::TooLarge)
+    /// ([`Config::max_body_bytes`](crate::Config::max_body_bytes)).
+    pub max_bytes: u64,
+    /// Headers to send besides the fetcher's own; empty unless a layer
+    /// asks for a conditional request.
+    pub headers: http::HeaderMap,
+    /// The pipeline's budget of bodies awaiting a decode
+    /// ([`Config::max_bytes_awaiting_decode`](crate::Config::max_bytes_awaiting_decode));
+    /// `None` outside a pipeline.
+    budget: Option<Arc<BodyBudget>>,
+}
+
+impl FetchRequest {
+    /// A request for `url`, its body capped at `max_bytes`, with no extra
+    /// headers and no body budget.
+    pub fn new(url: Url, max_bytes: u64) -> Self {
+        Self {
+            url,
+            max_bytes,
+            headers: http::HeaderMap::new(),
+            budget: None,
+        }
+    }
+
+    /// A request whose body counts against `budget`.
+    pub(crate) fn within(url: Url, max_bytes: u64, budget: Arc<BodyBudget>) -> Self {
+        Self {
+            budget: Some(budget),
+            ..Self::new(url, max_bytes)
+        }
+    }
+
+    /// Reserves `bytes` of the body budget, waiting while it is spent; at
+    /// once without a budget.
+    pub(crate) async fn reserve(&self, bytes: u64) -> Reservation {
+        match &self.budget {
+            Some(budget) => budget.reserve(bytes).await,
+            None => Reservation::none(),
+        }
+    }
+
+    /// Whether the request asks the server to answer `304 Not Modified`
+    /// when its copy still holds.
+    pub(crate) fn is_conditional(&self) -> bool {
+        self.headers.contains_key(http::header::IF_NONE_MATCH)
+            || self.headers.contains_key(http::header::IF_MODIFIED_SINCE)
+    }
+}
+
+/// What a [`Fetch`](crate::Fetch) answers: the body, with the status and
+/// headers the caching rules read and the URL the body came from.
+///
+/// The status is a success (`2xx`), or `304 Not Modified` (with an empty
+/// body) for a conditional request; a fetcher answers any other status
+/// with [`Error::Status`](crate::Error::Status).
+///
+/// ```
+/// use bytes::Bytes;
+///
+/// let url = url::Url::parse("https://example.com/1.jpg")?;
+/// let response = thumbpipe::FetchResponse::new(url, Bytes::from_static(b"\x89PNG"));
+/// assert_eq!(response.status, http::StatusCode::OK);
+/// # Ok::<(), url::ParseError>(())
+/// ```
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct FetchResponse {
+    /// `2xx`, or `304 Not Modified`.
+    pub status: http::StatusCode,
+    /// The response's headers: with `Cache-Control`, `ETag` or
+    /// `Last-Modified`, the disk cache can keep the body.
+    pub headers: http::HeaderMap,
+    /// Where the body came from, after any redirects. A body from another
+    /// URL than the one asked for is not kept on disk.
+    pub url: Url,
+    /// The body; empty for a `304`.
+    pub body: Bytes,
+}
+
+impl FetchResponse {
+    /// A `200 OK` from `url` with no headers (nothing the disk cache may
+    /// keep).
+    pub fn new(url: Url, body: Bytes) -> Self {
+        Self {
+            status: http::StatusCode::OK,
+            headers: http::HeaderMap::new(),
+            url,
+            body,
+        }
+    }
+
+    /// A response with `status` and `headers`.
+    pub fn with_headers(mut self, status: http::StatusCode, headers: http::HeaderMap) -> Self {
+        self.status = status;
+        self.headers = headers;
+        self
+    }
+}
