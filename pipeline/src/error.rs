@@ -184,9 +184,8 @@ pub enum BuildError {
     /// The HTTP client could not be built.
     #[error("could not build the HTTP client: {0}")]
     Client(String),
-    /// [`crate::egui::install`] was called a second time for one egui
-    /// context.
-    #[cfg(feature = "egui")]
+    /// `thumbpipe::egui::install` (cargo feature `egui`) was called a
+    /// second time for one egui context.
     #[error(
         "thumbpipe's loaders are already installed on this egui context (keep the Loader that \
          the first install returned, or uninstall it first)"

@@ -3,7 +3,6 @@
 //! it validates the config, starts the threads and the load actor, and
 //! returns the handle (or the first error, with nothing left running).
 
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use tokio::runtime::{Handle, Runtime};
@@ -149,14 +148,11 @@ impl<K> PipelineBuilder<K> {
         };
         let loads = load::start(parts, &handle);
         Ok(Pipeline {
-            rows: HashMap::new(),
-            owners: HashMap::new(),
+            rows: super::rows::RowTable::new(config.max_pending_requests),
             ready: Vec::new(),
             refused: Vec::new(),
-            next_id: 0,
             default_ttl: config.cache_ttl,
             files_allowed: config.file_root.is_some(),
-            max_pending: config.max_pending_requests,
             loads,
             deliveries,
             metrics,

@@ -1,15 +1,15 @@
 //! The pipeline handle: what an app holds. Owns the I/O runtime (unless
 //! given one), the decode pool and the load actor's handle, and the UI
-//! side's rows (`rows.rs`): one live request per row key, sent to the load
-//! actor and matched with the completions that come back. Built by
-//! `builder.rs`. Its methods run on the caller's (UI) thread and never
+//! side's row table (`rows.rs`, plain data): one live request per row key,
+//! matched with the completions that come back. Its calls from the UI
+//! thread are `frame.rs`. Built by `builder.rs`. Its methods run on the caller's (UI) thread and never
 //! block; dropping it cancels every request and ends its threads and
 //! tasks in bounded time.
 
 mod builder;
+mod frame;
 mod rows;
 
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -38,21 +38,17 @@ type DiskStatsFn = Box<dyn Fn() -> DiskStats + Send + Sync>;
 /// request and ends its threads and tasks in bounded time (see its `Drop`);
 /// no completion arrives and the waker is not called after that.
 pub struct Pipeline<K> {
-    rows: HashMap<K, rows::Row>,
-    /// Which row owns each pending request.
-    owners: HashMap<SubscriptionId, K>,
+    /// Every row's current request.
+    rows: rows::RowTable<K>,
     /// Results decided on the UI side (a bad URL), returned by the next
     /// `drain` if their request is still current.
     ready: Vec<Delivery>,
     /// Requests refused past `max_pending`, ended by the next `drain` with
     /// [`Error::TooManyPending`].
     refused: Vec<SubscriptionId>,
-    next_id: SubscriptionId,
     default_ttl: Duration,
     /// Whether `file://` URLs may be requested (`Config::file_root` is set).
     files_allowed: bool,
-    /// `Config::max_pending_requests`.
-    max_pending: usize,
     /// The load actor; dropping it ends the actor.
     loads: LoadHandle,
     deliveries: std::sync::mpsc::Receiver<Delivery>,

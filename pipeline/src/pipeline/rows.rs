@@ -1,321 +1,393 @@
-//! Rows: the UI side of the pipeline. One live request per row key; a new
-//! URL for a row cancels the old request; rows not requested during a frame
-//! are cancelled when it ends.
+//! Rows: the UI side's book of requests. One live request per row key, its
+//! generation (the request id), and which row owns each pending request;
+//! what a new request, the end of a frame or a completion does to them.
 //!
-//! Owned by the [`Pipeline`] handle and run on the caller's (UI) thread:
-//! every method here only updates a map and sends to the load actor through
-//! its handle (an unbounded channel), so none of them blocks or awaits.
+//! Plain data, owned by the [`Pipeline`](crate::Pipeline) handle and
+//! changed only on the caller's (UI) thread. It sends nothing: each change
+//! returns the requests to start or end, and the handle (`frame.rs`) tells
+//! the load actor. It ends with the handle.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::hash::Hash;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use crate::deliver::Delivery;
-use crate::metrics::Metrics;
 use crate::request::{Priority, SubscriptionId, TargetSize};
-use crate::{Completion, Error, Pipeline, Thumbnail, fetch};
+use crate::{Completion, Error};
 
 /// A row's current request.
-pub(crate) struct Row {
+#[derive(Debug)]
+struct Row {
     id: SubscriptionId,
     url: Arc<str>,
     target: TargetSize,
     priority: Priority,
-    /// Requested since the last `end_frame`.
+    /// Asked for since the last end of a frame.
     seen: bool,
     /// Still waiting for its completion.
     pending: bool,
-    /// When this request (generation) was made: the coasting policy of the
-    /// egui front doors reads it.
-    #[cfg_attr(not(feature = "egui"), allow(dead_code))]
+    /// When this request (generation) was made.
     since: Instant,
 }
 
-impl<K: Hash + Eq + Clone> Pipeline<K> {
-    /// Asks for `url`'s thumbnail, fitted inside `target`, for `row`.
-    ///
-    /// Call it every frame for every visible row: asking again for the same
-    /// URL and size is cheap and keeps the request alive through
-    /// [`Pipeline::end_frame`]. A different URL or size cancels the row's
-    /// previous request at once and starts a new generation, which this
-    /// returns; completions of older generations are never delivered.
-    /// Never blocks.
-    ///
-    /// A load that failed is not retried while the row keeps asking for the
-    /// same URL and size; it is retried when the row asks again after
-    /// leaving the view ([`Pipeline::end_frame`]) or [`Pipeline::cancel_row`].
-    ///
-    /// With [`crate::Config::max_pending_requests`] requests waiting to be
-    /// drained, the request is refused: it completes with
-    /// [`Error::TooManyPending`] at the next `drain`.
-    ///
-    /// ```
-    /// use thumbpipe::{Pipeline, Priority, TargetSize};
-    ///
-    /// let mut pipeline = Pipeline::<usize>::new(thumbpipe::Config::default())?;
-    /// let first = pipeline.request(0, "http://127.0.0.1:9/a.jpg", TargetSize::square(64), Priority::Visible);
-    /// let again = pipeline.request(0, "http://127.0.0.1:9/a.jpg", TargetSize::square(64), Priority::Visible);
-    /// let next = pipeline.request(0, "http://127.0.0.1:9/b.jpg", TargetSize::square(64), Priority::Visible);
-    /// assert_eq!(first, again);
-    /// assert!(next > first);
-    /// # Ok::<(), thumbpipe::BuildError>(())
-    /// ```
-    pub fn request(&mut self, row: K, url: &str, target: TargetSize, priority: Priority) -> u64 {
-        self.request_with_ttl(row, url, target, priority, self.default_ttl)
-    }
+/// What asking for a row's image did.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Asked {
+    /// The row already asks for this URL and size: its request `id` goes
+    /// on. `reprioritized` is its new priority, when it changed while the
+    /// request is pending.
+    Current {
+        id: SubscriptionId,
+        reprioritized: Option<Priority>,
+    },
+    /// A new request (generation) `id`. `superseded` is the row's previous
+    /// request, if it was still pending; `refused` whether the requests
+    /// pending had reached their limit, so that no work may start.
+    New {
+        id: SubscriptionId,
+        url: Arc<str>,
+        superseded: Option<SubscriptionId>,
+        refused: bool,
+    },
+}
 
-    /// [`Pipeline::request`], with this thumbnail's time to live in the
-    /// cache instead of [`crate::Config::cache_ttl`] (longer than ten years
-    /// counts as ten years).
-    pub fn request_with_ttl(
+/// Every row's current request.
+#[derive(Debug)]
+pub(crate) struct RowTable<K> {
+    rows: HashMap<K, Row>,
+    /// Which row owns each pending request.
+    owners: HashMap<SubscriptionId, K>,
+    last_id: SubscriptionId,
+    /// `Config::max_pending_requests`.
+    max_pending: usize,
+}
+
+impl<K> RowTable<K> {
+    pub(crate) fn new(max_pending: usize) -> Self {
+        Self {
+            rows: HashMap::new(),
+            owners: HashMap::new(),
+            last_id: 0,
+            max_pending,
+        }
+    }
+}
+
+impl<K: Hash + Eq + Clone> RowTable<K> {
+    /// `row` asks for `url` fitted to `target` at `priority`, at `now`.
+    pub(crate) fn ask(
         &mut self,
         row: K,
         url: &str,
         target: TargetSize,
         priority: Priority,
-        ttl: Duration,
-    ) -> u64 {
+        now: Instant,
+    ) -> Asked {
         if let Some(current) = self.rows.get_mut(&row)
             && *current.url == *url
             && current.target == target
         {
             current.seen = true;
-            if current.priority != priority {
-                current.priority = priority;
-                if current.pending {
-                    self.loads.set_priority(current.id, priority);
-                }
-            }
-            return current.id;
+            let changed = current.priority != priority;
+            current.priority = priority;
+            return Asked::Current {
+                id: current.id,
+                reprioritized: (changed && current.pending).then_some(priority),
+            };
         }
-        if let Some(previous) = self.rows.remove(&row)
-            && previous.pending
-        {
-            self.unsubscribe(previous.id, Ended::Superseded);
-        }
-        self.next_id += 1;
-        let id = self.next_id;
-        Metrics::add(&self.metrics.requested, 1);
-        let url: Arc<str> = Arc::from(url);
+        let superseded = self
+            .rows
+            .remove(&row)
+            .and_then(|previous| self.end(&previous));
+        self.last_id += 1;
+        let id = self.last_id;
         let refused = self.owners.len() >= self.max_pending;
         self.owners.insert(id, row.clone());
-        match fetch::parse_url(&url, self.files_allowed) {
-            // No work starts, and only the id is kept: the error is made
-            // by the next `drain`.
-            _ if refused => self.refused.push(id),
-            Ok(parsed) => {
-                let answered =
-                    self.loads
-                        .subscribe(id, Arc::clone(&url), parsed, target, priority, ttl);
-                if !answered {
-                    self.ready.push(Delivery {
-                        id,
-                        result: Err(shut_down(&url)),
-                    });
-                }
-            }
-            // Delivered by the next `drain`, like any other result.
-            Err(error) => self.ready.push(Delivery {
-                id,
-                result: Err(error),
-            }),
-        }
+        let url: Arc<str> = Arc::from(url);
         self.rows.insert(
             row,
             Row {
                 id,
-                url,
+                url: Arc::clone(&url),
                 target,
                 priority,
                 seen: true,
                 pending: true,
-                since: Instant::now(),
+                since: now,
             },
         );
-        id
-    }
-
-    /// The completions that arrived since the last call, for rows' current
-    /// requests only. Never blocks.
-    ///
-    /// If the pipeline's I/O side has stopped under it (a runtime given to
-    /// [`PipelineBuilder::runtime`](crate::PipelineBuilder::runtime) was
-    /// shut down), every pending request completes here with
-    /// [`Error::Shutdown`], and so does every later one.
-    pub fn drain(&mut self) -> Vec<Completion<K>> {
-        let mut done = Vec::new();
-        let mut ready = std::mem::take(&mut self.ready);
-        for id in std::mem::take(&mut self.refused) {
-            let url = self.owners.get(&id).and_then(|row| self.rows.get(row));
-            ready.push(Delivery {
-                id,
-                result: Err(Error::TooManyPending {
-                    url: url.map(|row| row.url.to_string()).unwrap_or_default(),
-                    limit: self.max_pending,
-                }),
-            });
-        }
-        ready.extend(self.deliveries.try_iter());
-        if self.loads.ended() {
-            let arrived: HashSet<SubscriptionId> = ready.iter().map(|d| d.id).collect();
-            let pending = self
-                .rows
-                .values()
-                .filter(|row| row.pending && !arrived.contains(&row.id));
-            let ended: Vec<_> = pending
-                .map(|row| Delivery {
-                    id: row.id,
-                    result: Err(shut_down(&row.url)),
-                })
-                .collect();
-            ready.extend(ended);
-        }
-        for delivery in ready {
-            let row = self.owners.remove(&delivery.id);
-            match row.and_then(|row| self.rows.get_mut(&row).map(|current| (row, current))) {
-                Some((row, current)) if current.id == delivery.id => {
-                    current.pending = false;
-                    // Refused, not failed: asking again, even for the same
-                    // URL, is a new request, so the row is forgotten.
-                    let forget = matches!(delivery.result, Err(Error::TooManyPending { .. }))
-                        .then(|| row.clone());
-                    done.push(Completion {
-                        row,
-                        url: Arc::clone(&current.url),
-                        target: current.target,
-                        generation: current.id,
-                        result: delivery.result,
-                    });
-                    if let Some(row) = forget {
-                        self.rows.remove(&row);
-                    }
-                }
-                // Its request was cancelled or superseded, and counted so,
-                // after the result was sent.
-                _ => Metrics::add(&self.metrics.results_dropped, 1),
-            }
-        }
-        let failed = done.iter().filter(|c| c.result.is_err()).count() as u64;
-        Metrics::add(&self.metrics.failed, failed);
-        Metrics::add(&self.metrics.delivered, done.len() as u64 - failed);
-        done
-    }
-
-    /// Ends a frame: every row not requested since the previous `end_frame`
-    /// has scrolled out of view, and its request is cancelled.
-    pub fn end_frame(&mut self) {
-        self.cancel_rows_where(|row| !std::mem::take(&mut row.seen));
-    }
-
-    /// Cancels `row`'s request, if any. Never blocks.
-    pub fn cancel_row(&mut self, row: &K) {
-        if let Some(current) = self.rows.remove(row) {
-            self.cancel(current);
+        Asked::New {
+            id,
+            url,
+            superseded,
+            refused,
         }
     }
 
-    /// When `row`'s current request was made, if it has one.
-    #[cfg(feature = "egui")]
+    /// Ends a frame: rows not asked for since the previous end have left
+    /// the view and are forgotten. Returns their pending requests.
+    pub(crate) fn end_frame(&mut self) -> Vec<SubscriptionId> {
+        self.forget_where(|row| !std::mem::take(&mut row.seen))
+    }
+
+    /// Forgets `row`; returns its request if it was pending.
+    pub(crate) fn forget_row(&mut self, row: &K) -> Option<SubscriptionId> {
+        let current = self.rows.remove(row)?;
+        self.end(&current)
+    }
+
+    /// Forgets every row asking for `url`; returns their pending requests.
+    pub(crate) fn forget_url(&mut self, url: &str) -> Vec<SubscriptionId> {
+        self.forget_where(|row| *row.url == *url)
+    }
+
+    /// Forgets every row; returns their pending requests.
+    pub(crate) fn forget_all(&mut self) -> Vec<SubscriptionId> {
+        self.forget_where(|_| true)
+    }
+
+    /// `delivery` as its row's completion, if it is for the row's current
+    /// request; `None` for a request superseded or cancelled since.
+    pub(crate) fn complete(&mut self, delivery: Delivery) -> Option<Completion<K>> {
+        let row = self.owners.remove(&delivery.id)?;
+        let current = self.rows.get_mut(&row)?;
+        if current.id != delivery.id {
+            return None;
+        }
+        current.pending = false;
+        let completion = Completion {
+            url: Arc::clone(&current.url),
+            target: current.target,
+            generation: current.id,
+            row,
+            result: delivery.result,
+        };
+        // Refused, not failed: asking again, even for the same URL, is a
+        // new request, so the row is forgotten.
+        if matches!(completion.result, Err(Error::TooManyPending { .. })) {
+            self.rows.remove(&completion.row);
+        }
+        Some(completion)
+    }
+
+    /// The URL of pending request `id`, if it is still its row's.
+    pub(crate) fn url_of(&self, id: SubscriptionId) -> Option<&Arc<str>> {
+        let row = self.rows.get(self.owners.get(&id)?)?;
+        (row.id == id).then_some(&row.url)
+    }
+
+    /// The rows' pending requests and their URLs.
+    pub(crate) fn pending(&self) -> impl Iterator<Item = (SubscriptionId, &Arc<str>)> {
+        self.rows
+            .values()
+            .filter(|row| row.pending)
+            .map(|row| (row.id, &row.url))
+    }
+
+    /// When `row`'s current request was made.
     pub(crate) fn requested_at(&self, row: &K) -> Option<Instant> {
         self.rows.get(row).map(|current| current.since)
     }
 
-    /// The median time loads take now ([`crate::Stats::recent_load_micros`]),
-    /// read without a whole [`Pipeline::stats`] snapshot; `None` before the
-    /// first.
-    #[cfg(feature = "egui")]
-    pub(crate) fn recent_load_time(&self) -> Option<Duration> {
-        match self
-            .metrics
-            .recent_load_micros
-            .load(std::sync::atomic::Ordering::Relaxed)
-        {
-            0 => None,
-            micros => Some(Duration::from_micros(micros)),
+    /// The most pending requests before new ones are refused.
+    pub(crate) fn max_pending(&self) -> usize {
+        self.max_pending
+    }
+
+    /// Ends `row`'s request: returns it if it was pending.
+    fn end(&mut self, row: &Row) -> Option<SubscriptionId> {
+        if !row.pending {
+            return None;
         }
+        self.owners.remove(&row.id);
+        Some(row.id)
     }
 
-    /// The thumbnail of `url` fitted to `target`, if the cache holds a live
-    /// one now. Never blocks and sends nothing: a UI draws a thumbnail that
-    /// is already decoded in the same frame that asks for it, and keeps
-    /// calling [`Pipeline::request`] for the row so that the cache counts
-    /// the use and the row's completion still arrives.
-    ///
-    /// ```
-    /// use thumbpipe::{Pipeline, TargetSize};
-    ///
-    /// let pipeline = Pipeline::<usize>::new(thumbpipe::Config::default())?;
-    /// assert!(pipeline.cached("http://127.0.0.1:9/a.jpg", TargetSize::square(64)).is_none());
-    /// # Ok::<(), thumbpipe::BuildError>(())
-    /// ```
-    pub fn cached(&self, url: &str, target: TargetSize) -> Option<Thumbnail> {
-        self.cache_view.get(url, target, Instant::now())
-    }
-
-    /// Forgets `url`: cancels every row's request for it and drops every
-    /// size of it from the cache, so that the next request loads it afresh.
-    /// Never blocks.
-    pub fn forget(&mut self, url: &str) {
-        self.cancel_rows_where(|row| *row.url == *url);
-        self.cache_view.remove_url(url);
-        self.loads.forget(Arc::from(url));
-    }
-
-    /// Forgets everything: cancels every row's request and empties the
-    /// cache. Never blocks.
-    pub fn forget_all(&mut self) {
-        self.cancel_rows_where(|_| true);
-        self.cache_view.clear();
-        self.loads.forget_all();
-    }
-
-    /// Rows with a request that has not completed yet.
-    pub fn pending_rows(&self) -> usize {
-        self.rows.values().filter(|row| row.pending).count()
-    }
-
-    fn cancel_rows_where(&mut self, mut which: impl FnMut(&mut Row) -> bool) {
+    fn forget_where(&mut self, mut which: impl FnMut(&mut Row) -> bool) -> Vec<SubscriptionId> {
         let mut gone = Vec::new();
         self.rows.retain(|_, row| {
-            let cancel = which(row);
-            if cancel && row.pending {
+            let forget = which(row);
+            if forget && row.pending {
                 gone.push(row.id);
             }
-            !cancel
+            !forget
         });
-        for id in gone {
-            self.unsubscribe(id, Ended::Cancelled);
+        for id in &gone {
+            self.owners.remove(id);
+        }
+        gone
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Thumbnail;
+
+    const SIZE: TargetSize = TargetSize::square(64);
+
+    fn ask(rows: &mut RowTable<u32>, row: u32, url: &str) -> Asked {
+        rows.ask(row, url, SIZE, Priority::Visible, Instant::now())
+    }
+
+    fn new_id(asked: Asked) -> SubscriptionId {
+        match asked {
+            Asked::New { id, .. } => id,
+            Asked::Current { .. } => panic!("expected a new request, got {asked:?}"),
         }
     }
 
-    fn cancel(&mut self, row: Row) {
-        if row.pending {
-            self.unsubscribe(row.id, Ended::Cancelled);
+    fn done(id: SubscriptionId) -> Delivery {
+        Delivery {
+            id,
+            result: Ok(Thumbnail {
+                url: Arc::from("u"),
+                width: 1,
+                height: 1,
+                pixels: Arc::from([0u8; 4].as_slice()),
+            }),
         }
     }
 
-    fn unsubscribe(&mut self, id: SubscriptionId, how: Ended) {
-        self.owners.remove(&id);
-        let counter = match how {
-            Ended::Cancelled => &self.metrics.cancelled,
-            Ended::Superseded => &self.metrics.superseded,
+    #[test]
+    fn asking_again_for_the_same_url_and_size_keeps_the_generation() {
+        let mut rows = RowTable::new(100);
+        let id = new_id(ask(&mut rows, 7, "a"));
+        assert_eq!(
+            ask(&mut rows, 7, "a"),
+            Asked::Current {
+                id,
+                reprioritized: None
+            }
+        );
+        let higher = rows.ask(7, "a", SIZE, Priority::Destination, Instant::now());
+        assert_eq!(
+            higher,
+            Asked::Current {
+                id,
+                reprioritized: Some(Priority::Destination)
+            }
+        );
+        // Another size is another request.
+        let resized = rows.ask(
+            7,
+            "a",
+            TargetSize::square(32),
+            Priority::Visible,
+            Instant::now(),
+        );
+        assert!(matches!(resized, Asked::New { superseded: Some(old), .. } if old == id));
+    }
+
+    #[test]
+    fn a_new_url_supersedes_the_pending_request_and_its_completion_is_dropped() {
+        let mut rows = RowTable::new(100);
+        let first = new_id(ask(&mut rows, 1, "a"));
+        let Asked::New {
+            id: second,
+            superseded,
+            refused,
+            ..
+        } = ask(&mut rows, 1, "b")
+        else {
+            panic!("a new URL is a new request");
         };
-        Metrics::add(counter, 1);
-        self.loads.unsubscribe(id);
+        assert_eq!((superseded, refused), (Some(first), false));
+        assert!(second > first);
+        // The wrong-row image: the first URL's result arrives late.
+        assert!(rows.complete(done(first)).is_none());
+        let completion = rows.complete(done(second)).unwrap();
+        assert_eq!((completion.row, completion.generation), (1, second));
+        assert_eq!(&*completion.url, "b");
+        // Delivered once.
+        assert!(rows.complete(done(second)).is_none());
     }
-}
 
-fn shut_down(url: &str) -> Error {
-    Error::Shutdown {
-        url: url.to_owned(),
+    #[test]
+    fn a_completed_request_is_replaced_without_a_cancel() {
+        let mut rows = RowTable::new(100);
+        let first = new_id(ask(&mut rows, 1, "a"));
+        assert!(rows.complete(done(first)).is_some());
+        assert!(matches!(
+            ask(&mut rows, 1, "b"),
+            Asked::New {
+                superseded: None,
+                ..
+            }
+        ));
+        // Nor is its priority sent anywhere once completed.
+        let Asked::New { id, .. } = ask(&mut rows, 2, "c") else {
+            panic!()
+        };
+        rows.complete(done(id));
+        let later = rows.ask(2, "c", SIZE, Priority::Destination, Instant::now());
+        assert_eq!(
+            later,
+            Asked::Current {
+                id,
+                reprioritized: None
+            }
+        );
     }
-}
 
-/// How a request ended before its result arrived.
-enum Ended {
-    /// Its row left the view or was cancelled.
-    Cancelled,
-    /// Its row asked for another URL or size.
-    Superseded,
+    #[test]
+    fn rows_not_asked_for_during_a_frame_leave_at_its_end() {
+        let mut rows = RowTable::new(100);
+        let kept = new_id(ask(&mut rows, 1, "a"));
+        let left = new_id(ask(&mut rows, 2, "b"));
+        let finished = new_id(ask(&mut rows, 3, "c"));
+        rows.complete(done(finished));
+        // Every row was asked for in this frame.
+        assert!(rows.end_frame().is_empty());
+        ask(&mut rows, 1, "a");
+        // Rows 2 and 3 were not; only 2 had a request to cancel.
+        assert_eq!(rows.end_frame(), vec![left]);
+        assert!(rows.complete(done(left)).is_none());
+        assert_eq!(rows.requested_at(&2), None);
+        assert!(rows.requested_at(&1).is_some());
+        assert_eq!(rows.pending().map(|(id, _)| id).collect::<Vec<_>>(), [kept]);
+    }
+
+    #[test]
+    fn forgetting_a_url_or_a_row_cancels_only_theirs() {
+        let mut rows = RowTable::new(100);
+        let a1 = new_id(ask(&mut rows, 1, "a"));
+        let a2 = new_id(ask(&mut rows, 2, "a"));
+        let b = new_id(ask(&mut rows, 3, "b"));
+        let mut gone = rows.forget_url("a");
+        gone.sort_unstable();
+        assert_eq!(gone, [a1, a2]);
+        assert_eq!(rows.forget_row(&1), None);
+        assert_eq!(rows.forget_row(&3), Some(b));
+        assert_eq!(rows.forget_all(), Vec::<SubscriptionId>::new());
+    }
+
+    #[test]
+    fn requests_past_the_pending_limit_are_refused_and_their_rows_forgotten() {
+        let mut rows = RowTable::new(2);
+        new_id(ask(&mut rows, 1, "a"));
+        new_id(ask(&mut rows, 2, "b"));
+        let Asked::New { id, refused, .. } = ask(&mut rows, 3, "c") else {
+            panic!()
+        };
+        assert!(refused);
+        assert_eq!(rows.url_of(id).map(|url| &**url), Some("c"));
+        let refusal = Delivery {
+            id,
+            result: Err(Error::TooManyPending {
+                url: "c".into(),
+                limit: rows.max_pending(),
+            }),
+        };
+        assert!(rows.complete(refusal).unwrap().result.is_err());
+        // Asking again is a new request, not the refused one.
+        assert!(matches!(
+            ask(&mut rows, 3, "c"),
+            Asked::New {
+                superseded: None,
+                ..
+            }
+        ));
+    }
 }
