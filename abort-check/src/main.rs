@@ -6,12 +6,11 @@
 //! cargo run --profile abort -p abort-check
 //! ```
 //!
-//! Every input must give a thumbnail or a typed error; the process must
-//! exit 0. A decoder that reports an error by unwinding (libjpeg through
-//! the `mozjpeg` crate does) would end it with SIGABRT instead, which is
-//! why such a build decodes JPEGs in pure Rust (`Config::jpeg_dct_scaling`).
-//! Built in any other profile it runs the same inputs with unwinding, as a
-//! comparison.
+//! Every input must give a thumbnail or a typed error; the process must exit 0.
+//! A decoder that reports an error by unwinding (libjpeg through the `mozjpeg`
+//! crate does) would end it with SIGABRT instead, which is why such a build
+//! decodes JPEGs in pure Rust (`DecodeConfig::jpeg_dct_scaling`). Built in any
+//! other profile it runs the same inputs with unwinding, as a comparison.
 
 use std::path::Path;
 
@@ -47,7 +46,7 @@ fn main() {
     let config = Config::default();
     let (mut thumbnails, mut errors) = (0, 0);
     for (name, bytes) in &inputs {
-        match thumbpipe::thumbnail_from_bytes(name, bytes, TargetSize::square(32), &config) {
+        match thumbpipe::thumbnail_from_bytes(name, bytes, TargetSize::square(32), &config.decode) {
             Ok(thumbnail)
                 if thumbnail.pixels.len() == (thumbnail.width * thumbnail.height * 4) as usize =>
             {

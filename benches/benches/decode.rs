@@ -53,7 +53,7 @@ fn thumbpipe_way(bytes: &[u8], side: u32, config: &Config) -> usize {
         "bench",
         black_box(bytes),
         TargetSize::square(side),
-        config,
+        &config.decode,
     )
     .unwrap();
     thumbnail.pixels.len()
@@ -188,7 +188,7 @@ fn memory_child(spec: &str) {
     let way = WAYS.iter().find(|(name, _)| *name == way).unwrap().1;
     let side: u32 = side.parse().unwrap();
     let mut config = Config::default();
-    config.max_decode_alloc = u64::MAX;
+    config.decode.max_alloc_bytes = u64::MAX;
     // Code pages run for the first time count as resident: the same route
     // on a small image first.
     way(&std::fs::read(warm).unwrap(), side.min(64), &config);
@@ -277,7 +277,7 @@ fn corpus_part() -> String {
                 "psnr",
                 &image.bytes,
                 TargetSize::square(side),
-                &config,
+                &config.decode,
             )
             .unwrap();
             let ours =

@@ -96,8 +96,8 @@ const TARGET: TargetSize = TargetSize::square(32);
 
 fn pipeline(dir: &Path, budget: u64) -> anyhow::Result<Pipeline<usize>> {
     let mut config = Config::default();
-    config.disk_cache_dir = Some(dir.to_path_buf());
-    config.disk_cache_bytes = budget;
+    config.disk.dir = Some(dir.to_path_buf());
+    config.disk.max_bytes = budget;
     Pipeline::new(config).context("building a pipeline")
 }
 

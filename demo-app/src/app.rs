@@ -203,11 +203,11 @@ impl Demo {
 
     /// thumbpipe's settings for its modes: the defaults, with the command
     /// line's coast prediction and disk cache.
-    fn pipeline_config(&self) -> thumbpipe::Config {
-        let mut config = thumbpipe::Config::default();
+    fn pipeline_config(&self) -> thumbpipe::egui::EguiConfig {
+        let mut config = thumbpipe::egui::EguiConfig::default();
         config.coast_prediction = self.coast_prediction;
-        config.disk_cache_dir = self.disk_cache.clone();
-        config.disk_cache_thumbnails = self.disk_thumbnails;
+        config.pipeline.disk.dir = self.disk_cache.clone();
+        config.pipeline.disk.thumbnails = self.disk_thumbnails;
         config
     }
 

@@ -4,7 +4,7 @@
 //! `ThumbnailCache` is plain data with no lock and no clock of its own
 //! (callers pass `now`), so it is tested directly. In the pipeline, the load
 //! actor (`crate::load`) owns the only instance: nothing else changes it,
-//! and it ends with the actor.
+//! and it ends with the actor. Its settings are [`CacheConfig`].
 //!
 //! The UI side reads it without waiting through a `CacheView`: a map of
 //! the same entries behind a lock, which the cache updates with every change
@@ -19,8 +19,48 @@ use std::time::{Duration, Instant};
 
 use lru::LruCache;
 
-use crate::Thumbnail;
 use crate::request::TargetSize;
+use crate::{BuildError, Thumbnail};
+
+/// Settings of the memory cache: [`Config::cache`](crate::Config::cache).
+///
+/// ```
+/// use std::time::Duration;
+///
+/// let mut config = thumbpipe::Config::default();
+/// config.cache.max_bytes = 16 * 1024 * 1024;
+/// config.cache.ttl = Duration::from_secs(60);
+/// let pipeline = thumbpipe::Pipeline::<usize>::new(config)?;
+/// # Ok::<(), thumbpipe::BuildError>(())
+/// ```
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct CacheConfig {
+    /// Cache budget: the sum of cached thumbnails' RGBA bytes. Default: 64 MiB.
+    pub max_bytes: usize,
+    /// Most thumbnails cached at once. Default: 4096.
+    pub max_entries: usize,
+    /// How long a cached thumbnail stays valid, unless the request says
+    /// otherwise; longer than ten years (`Duration::MAX` included) counts as
+    /// ten years. Default: 300 s.
+    pub ttl: Duration,
+}
+
+impl Default for CacheConfig {
+    fn default() -> Self {
+        Self {
+            max_bytes: 64 * 1024 * 1024,
+            max_entries: 4096,
+            ttl: Duration::from_secs(300),
+        }
+    }
+}
+
+impl CacheConfig {
+    pub(crate) fn validate(&self) -> Result<(), BuildError> {
+        crate::config::at_least_one(&[("cache.max_entries", self.max_entries as u64)])
+    }
+}
 
 /// A cache key: the URL and the box the thumbnail was made for.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]

@@ -20,9 +20,10 @@ use std::time::Duration;
 #[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
-    /// The URL is not one the pipeline may load: not a URL, another scheme
-    /// than `http` and `https`, or a `file://` URL that
-    /// [`Config::file_root`](crate::Config::file_root) does not allow.
+    /// The URL is not one the pipeline may load: not a URL, another scheme than
+    /// `http` and `https`, or a `file://` URL that
+    /// [`FetchConfig::file_root`](crate::FetchConfig::file_root) does not
+    /// allow.
     #[error("cannot load '{url}': {reason}")]
     UnsupportedUrl {
         /// The URL as given.
@@ -60,7 +61,7 @@ pub enum Error {
     },
     /// The connection or the whole request took too long.
     #[error(
-        "failed to fetch '{url}': no {phase} within {limit:?} (raise Config::{setting} if the \
+        "failed to fetch '{url}': no {phase} within {limit:?} (raise config.{setting} if the \
          server is slow)"
     )]
     Timeout {
@@ -70,7 +71,8 @@ pub enum Error {
         phase: &'static str,
         /// The limit that ran out.
         limit: Duration,
-        /// The config field that sets it.
+        /// The setting that sets it, as a field path of [`crate::Config`]
+        /// (`fetch.total_timeout`).
         setting: &'static str,
     },
     /// The connection failed, was reset, or ended before the body was
@@ -86,13 +88,15 @@ pub enum Error {
         source: Option<Arc<dyn std::error::Error + Send + Sync>>,
     },
     /// The body or the image is bigger than the configured limits.
-    #[error("refused '{url}': {what} (raise Config::{setting} to allow it)")]
+    #[error("refused '{url}': {what} (raise config.{setting} to allow it)")]
     TooLarge {
         /// The URL.
         url: String,
         /// What was too large, with the numbers.
         what: String,
-        /// The config field that sets the limit.
+        /// The setting that sets the limit, as a field path of
+        /// [`crate::Config`] (`decode.max_dimension`), or of
+        /// `thumbpipe::egui::EguiConfig` for its textures.
         setting: &'static str,
     },
     /// The bytes are not an image the pipeline can decode.
@@ -121,10 +125,10 @@ pub enum Error {
         /// The URL.
         url: String,
     },
-    /// An `https` URL redirected to a plain `http` one, which was not
-    /// followed: the image would have travelled unencrypted.
-    /// [`crate::Config::allow_https_to_http_redirects`] follows such
-    /// redirects.
+    /// An `https` URL redirected to a plain `http` one, which was not followed:
+    /// the image would have travelled unencrypted.
+    /// [`FetchConfig::allow_https_to_http_redirects`](crate::FetchConfig::allow_https_to_http_redirects)
+    /// follows such redirects.
     #[error(
         "cannot load '{url}': it redirects from https to plain http ({to}); \
          set allow_https_to_http_redirects to follow it"
@@ -135,7 +139,8 @@ pub enum Error {
         /// Where it redirected to.
         to: String,
     },
-    /// The request was refused: [`crate::Config::max_pending_requests`]
+    /// The request was refused:
+    /// [`Config::max_pending_requests`](crate::Config::max_pending_requests)
     /// requests were already waiting to be drained. A UI that never calls
     /// [`Pipeline::drain`](crate::Pipeline::drain) meets this; drain, and
     /// request again.

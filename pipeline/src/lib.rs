@@ -31,7 +31,7 @@
 //! - `fetch`: the [`Fetch`] trait, what it is asked and answers
 //!   ([`FetchRequest`], [`FetchResponse`]), its reqwest implementation
 //!   [`HttpFetcher`], and [`fetch_fn`].
-//! - `disk` (opt-in, [`Config::disk_cache_dir`]): the HTTP cache on disk, a
+//! - `disk` (opt-in, [`disk.dir`](DiskConfig::dir)): the HTTP cache on disk, a
 //!   layer in front of the pipeline's [`Fetch`] (`disk/tier.rs`) that owns
 //!   every caching decision, and beside it the decoded thumbnails, which
 //!   the load actor asks before a fetch; `disk/store.rs` reads and writes
@@ -40,10 +40,11 @@
 //!   `disk/scan.rs` is the opening scan, `disk/ledger.rs` keeps the byte
 //!   budget. Its threads, `thumbpipe-disk-N` and
 //!   `thumbpipe-disk-scan`, are `workers.rs`, as is the `file://` thread.
-//! - `decode`: the [`Decode`] trait and its default [`ImageDecoder`]
-//!   (JPEG's scaled path in `decode/jpeg.rs`), and the decode pool
-//!   (`decode/pool.rs`, threads `thumbpipe-decode-N`) where large images
-//!   ([`Config::large_image_pixels`]) never hold the last free thread.
+//! - `decode`: the [`Decode`] trait and its default [`ImageDecoder`] (JPEG's
+//!   scaled path in `decode/jpeg.rs`), and the decode pool (`decode/pool.rs`,
+//!   threads `thumbpipe-decode-N`) where large images
+//!   ([`decode.large_image_pixels`](DecodeConfig::large_image_pixels)) never
+//!   hold the last free thread.
 //! - `thumbnail`: the [`Thumbnail`] every stage after decode shares.
 //! - `coast`: [`CoastPrediction`], where a kinetic scroll comes to rest and
 //!   how long each row it passes is on screen, for the UI side to request
@@ -122,22 +123,22 @@
 //!
 //! | limit | default | when it is exceeded | setting |
 //! |---|---|---|---|
-//! | fetches in flight per host | 16 | the rest wait in the queue, costing no thread | [`Config::max_concurrent_fetches`] |
-//! | fetches in flight over all hosts | 24 | the rest wait in the queue, costing no thread | [`Config::max_fetches_in_flight`] |
-//! | connect timeout | 5 s | [`Error::Timeout`] | [`Config::connect_timeout`] |
-//! | whole-response timeout (headers and body; a body's wait for the budget below does not count) | 30 s | [`Error::Timeout`]; the slot is free again at once | [`Config::total_timeout`] |
-//! | response body | 16 MiB | [`Error::TooLarge`], from `Content-Length` or while streaming, never buffered past the cap | [`Config::max_body_bytes`] |
-//! | bodies held between the network and the decoders | 64 MiB | no new fetch starts and no new body is read until decodes catch up; a cancelled load's body is freed at once | [`Config::max_bytes_awaiting_decode`] |
-//! | redirects | 5; none from `https` to `http` | [`Error::Network`]; [`Error::InsecureRedirect`] for a downgrade | [`Config::max_redirects`], [`Config::allow_https_to_http_redirects`] |
-//! | image width or height | 16384 | [`Error::TooLarge`], from the header, before decoding | [`Config::max_dimension`] |
-//! | decoded pixels and decoder allocations | 256 MiB (JPEG and WebP decoder buffers count: a progressive 4:4:4 JPEG takes 13 bytes per pixel, a baseline 4:2:0 one 5.5, a lossy WebP 5.5, a lossless one 8) | [`Error::TooLarge`], from the header, before decoding | [`Config::max_decode_alloc`] |
+//! | fetches in flight per host | 16 | the rest wait in the queue, costing no thread | [`fetch.max_per_host`](FetchConfig::max_per_host) |
+//! | fetches in flight over all hosts | 24 | the rest wait in the queue, costing no thread | [`fetch.max_in_flight`](FetchConfig::max_in_flight) |
+//! | connect timeout | 5 s | [`Error::Timeout`] | [`fetch.connect_timeout`](FetchConfig::connect_timeout) |
+//! | whole-response timeout (headers and body; a body's wait for the budget below does not count) | 30 s | [`Error::Timeout`]; the slot is free again at once | [`fetch.total_timeout`](FetchConfig::total_timeout) |
+//! | response body | 16 MiB | [`Error::TooLarge`], from `Content-Length` or while streaming, never buffered past the cap | [`fetch.max_body_bytes`](FetchConfig::max_body_bytes) |
+//! | bodies held between the network and the decoders | 64 MiB | no new fetch starts and no new body is read until decodes catch up; a cancelled load's body is freed at once | [`fetch.body_budget_bytes`](FetchConfig::body_budget_bytes) |
+//! | redirects | 5; none from `https` to `http` | [`Error::Network`]; [`Error::InsecureRedirect`] for a downgrade | [`fetch.max_redirects`](FetchConfig::max_redirects), [`fetch.allow_https_to_http_redirects`](FetchConfig::allow_https_to_http_redirects) |
+//! | image width or height | 16384 | [`Error::TooLarge`], from the header, before decoding | [`decode.max_dimension`](DecodeConfig::max_dimension) |
+//! | decoded pixels and decoder allocations | 256 MiB (JPEG and WebP decoder buffers count: a progressive 4:4:4 JPEG takes 13 bytes per pixel, a baseline 4:2:0 one 5.5, a lossy WebP 5.5, a lossless one 8) | [`Error::TooLarge`], from the header, before decoding | [`decode.max_alloc_bytes`](DecodeConfig::max_alloc_bytes) |
 //! | scans in a JPEG | 100 (a photo has about ten) | [`Error::Decode`], from the markers, before decoding | - |
-//! | cache | 64 MiB, 4096 entries, 300 s | least recently used entries are evicted; expired ones are never returned | [`Config::cache_cost_limit`], [`Config::cache_count_limit`], [`Config::cache_ttl`] |
-//! | textures (`egui` feature) | 32 MiB | least recently drawn textures are freed; their thumbnails come back from the cache | [`Config::texture_budget`] |
-//! | texture uploads per pass (`egui` feature) | 1 MiB | the rest are uploaded in the next passes | [`Config::upload_budget`] |
-//! | requests waiting to be drained | 10,000 | [`Error::TooManyPending`], with no work started: a UI that never drains holds a bounded number of thumbnails | [`Config::max_pending_requests`] |
-//! | disk cache (opt-in) | 256 MiB when a directory is set | least recently used entries are removed before a write that would pass it; a response larger than the budget is not written | [`Config::disk_cache_dir`], [`Config::disk_cache_bytes`] |
-//! | a disk cache read | 250 ms | the load goes to the network, and later loads skip the disk, but for one probe a second, until a disk operation finishes | [`Config::disk_read_timeout`] |
+//! | cache | 64 MiB, 4096 entries, 300 s | least recently used entries are evicted; expired ones are never returned | [`cache.max_bytes`](CacheConfig::max_bytes), [`cache.max_entries`](CacheConfig::max_entries), [`cache.ttl`](CacheConfig::ttl) |
+//! | textures (`egui` feature) | 32 MiB | least recently drawn textures are freed; their thumbnails come back from the cache | `egui::EguiConfig::max_texture_bytes` |
+//! | texture uploads per pass (`egui` feature) | 1 MiB | the rest are uploaded in the next passes | `egui::EguiConfig::upload_bytes_per_pass` |
+//! | requests waiting to be drained | 10,000 | [`Error::TooManyPending`], with no work started: a UI that never drains holds a bounded number of thumbnails | [`max_pending_requests`](Config::max_pending_requests) |
+//! | disk cache (opt-in) | 256 MiB when a directory is set | least recently used entries are removed before a write that would pass it; a response larger than the budget is not written | [`disk.dir`](DiskConfig::dir), [`disk.max_bytes`](DiskConfig::max_bytes) |
+//! | a disk cache read | 250 ms | the load goes to the network, and later loads skip the disk, but for one probe a second, until a disk operation finishes | [`disk.read_timeout`](DiskConfig::read_timeout) |
 //! | bodies of writes waiting for the disk | 16 MiB (and 16 MiB more while the opening scan runs) | a response or thumbnail is not written ([`DiskStats::writes_skipped`]) | - |
 //! | dropping the pipeline | 0.5 s for a decode still running, as long for a `file://` read or the disk cache's pending writes | the thread finishes that job alone and exits; nothing is delivered or woken after the drop | - |
 //!
@@ -147,28 +148,30 @@
 //! use std::time::Duration;
 //!
 //! let mut config = thumbpipe::Config::default();
-//! config.total_timeout = Duration::from_secs(10);
-//! config.max_body_bytes = 4 * 1024 * 1024;
-//! config.max_dimension = 8192;
+//! config.fetch.total_timeout = Duration::from_secs(10);
+//! config.fetch.max_body_bytes = 4 * 1024 * 1024;
+//! config.decode.max_dimension = 8192;
 //! let pipeline = thumbpipe::Pipeline::<u32>::new(config)?;
 //! # Ok::<(), thumbpipe::BuildError>(())
 //! ```
 //!
 //! # What is loaded
 //!
-//! - `http` and `https` URLs. TLS is rustls, with certificates checked
-//!   against the platform's trusted roots and any
-//!   [`Config::extra_root_certificates`]; a certificate that fails the check
-//!   is [`Error::Tls`]. A redirect from `https` to `http` is not followed
-//!   unless [`Config::allow_https_to_http_redirects`] says so.
-//! - `file://` URLs only when [`Config::file_root`] is set, and then only
-//!   files whose path, with symbolic links resolved, lies under that
-//!   directory; others are [`Error::UnsupportedUrl`]. Only regular files
-//!   are read: a FIFO or a device is [`Error::File`], told from the opened
-//!   handle without waiting on it. The check and the read happen together
-//!   off the UI thread; a link swapped into a directory of the path between
-//!   them is not guarded against, so do not point the root at a directory
-//!   that untrusted users can write to.
+//! - `http` and `https` URLs. TLS is rustls, with certificates checked against
+//!   the platform's trusted roots and any
+//!   [`fetch.extra_root_certificates`](FetchConfig::extra_root_certificates); a
+//!   certificate that fails the check is [`Error::Tls`]. A redirect from
+//!   `https` to `http` is not followed unless
+//!   [`fetch.allow_https_to_http_redirects`](FetchConfig::allow_https_to_http_redirects)
+//!   says so.
+//! - `file://` URLs only when [`fetch.file_root`](FetchConfig::file_root) is
+//!   set, and then only files whose path, with symbolic links resolved, lies
+//!   under that directory; others are [`Error::UnsupportedUrl`]. Only regular
+//!   files are read: a FIFO or a device is [`Error::File`], told from the
+//!   opened handle without waiting on it. The check and the read happen
+//!   together off the UI thread; a link swapped into a directory of the path
+//!   between them is not guarded against, so do not point the root at a
+//!   directory that untrusted users can write to.
 //! - Every other scheme is [`Error::UnsupportedUrl`], delivered at the next
 //!   [`Pipeline::drain`].
 //! - The [`SUPPORTED_FORMATS`]. Anything else, and any
@@ -199,14 +202,14 @@ mod request;
 mod thumbnail;
 mod workers;
 
-pub use cache::CacheStats;
+pub use cache::{CacheConfig, CacheStats};
 pub use coast::{CoastModel, CoastPrediction, ExponentialDecay, ListGeometry, RowVisit};
 pub use config::Config;
-pub use decode::{Decode, ImageDecoder, SUPPORTED_FORMATS, thumbnail_from_bytes};
+pub use decode::{Decode, DecodeConfig, ImageDecoder, SUPPORTED_FORMATS, thumbnail_from_bytes};
 pub use deliver::Completion;
-pub use disk::DiskStats;
+pub use disk::{DiskConfig, DiskStats};
 pub use error::{BuildError, Error};
-pub use fetch::{Fetch, FetchFn, FetchRequest, FetchResponse, HttpFetcher, fetch_fn};
+pub use fetch::{Fetch, FetchConfig, FetchFn, FetchRequest, FetchResponse, HttpFetcher, fetch_fn};
 pub use metrics::Stats;
 pub use pipeline::{Pipeline, PipelineBuilder};
 pub use request::{Priority, TargetSize};

@@ -21,7 +21,8 @@ macro_rules! metrics {
             $( $(#[$doc])* pub $name: u64, )*
             /// The cache's own counters, as of the load actor's last update.
             pub cache: CacheStats,
-            /// The disk cache's counters ([`crate::Config::disk_cache_dir`]).
+            /// The disk cache's counters
+            /// ([`DiskConfig::dir`](crate::DiskConfig::dir)).
             pub disk: DiskStats,
         }
 
@@ -90,7 +91,8 @@ metrics! {
     /// Gauge: loads waiting for or in a decode now.
     decoding,
     /// Gauge: bytes of the bodies of those loads
-    /// ([`crate::Config::max_bytes_awaiting_decode`] bounds them).
+    /// ([`FetchConfig::body_budget_bytes`](crate::FetchConfig::body_budget_bytes)
+    /// bounds them).
     bytes_awaiting_decode,
     /// Gauge: the median time, in microseconds, from a load's fetch start
     /// to its thumbnail, over the last 32 loads that fetched and decoded

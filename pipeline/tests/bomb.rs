@@ -32,14 +32,14 @@ fn the_bomb_is_refused_before_any_large_allocation() {
     // The default limits refuse it by its dimensions; with the dimension
     // limit raised, by the bytes its pixels would need.
     let configs = [
-        (Config::default(), "max_dimension"),
+        (Config::default(), "decode.max_dimension"),
         (
             {
                 let mut config = Config::default();
-                config.max_dimension = 100_000;
+                config.decode.max_dimension = 100_000;
                 config
             },
-            "max_decode_alloc",
+            "decode.max_alloc_bytes",
         ),
     ];
     for (config, setting) in configs {
@@ -98,7 +98,7 @@ fn a_claimed_content_length_is_not_reserved_up_front() {
         })
         .unwrap();
     let mut config = Config::default();
-    config.max_body_bytes = 2 * LENGTH;
+    config.fetch.max_body_bytes = 2 * LENGTH;
     let mut pipeline = Pipeline::<u8>::new(config).unwrap();
     let before = ALLOCATOR.current_usage();
     ALLOCATOR.reset_peak_usage();
@@ -200,7 +200,7 @@ fn bodies_waiting_for_a_stalled_decoder_stay_within_the_budget() {
     let port = flood_server();
     let gate = Arc::new((std::sync::Mutex::new(false), std::sync::Condvar::new()));
     let config = Config::default();
-    let budget = config.max_bytes_awaiting_decode as usize;
+    let budget = config.fetch.body_budget_bytes as usize;
     let mut pipeline = Pipeline::<u32>::builder()
         .config(config)
         .decoder(Stalled(Arc::clone(&gate)))
@@ -246,7 +246,7 @@ fn bodies_waiting_for_a_stalled_decoder_stay_within_the_budget() {
     for row in 0..200 {
         pipeline.cancel_row(&row);
     }
-    let decode_threads = Config::default().decode_threads;
+    let decode_threads = Config::default().decode.threads;
     assert!(
         eventually(|| {
             ALLOCATOR.current_usage() + (budget - decode_threads * FLOOD_BODY) <= held + 4 * MIB
@@ -264,8 +264,8 @@ fn bodies_waiting_for_a_stalled_decoder_stay_within_the_budget() {
 /// it gives under a limit of one byte.
 fn bytes_needed(jpeg: &[u8], target: TargetSize) -> usize {
     let mut config = Config::default();
-    config.max_decode_alloc = 1;
-    let error = thumbpipe::thumbnail_from_bytes("needs", jpeg, target, &config).unwrap_err();
+    config.decode.max_alloc_bytes = 1;
+    let error = thumbpipe::thumbnail_from_bytes("needs", jpeg, target, &config.decode).unwrap_err();
     let text = error.to_string();
     let (_, rest) = text.split_once("takes ").unwrap();
     rest.split(' ').next().unwrap().parse().unwrap()
@@ -278,10 +278,10 @@ fn decode_at_the_limit_it_asks(image: &[u8]) -> (Result<Thumbnail, Error>, usize
     let target = TargetSize::square(64);
     let needed = bytes_needed(image, target);
     let mut config = Config::default();
-    config.max_decode_alloc = needed as u64;
+    config.decode.max_alloc_bytes = needed as u64;
     let before = ALLOCATOR.current_usage();
     ALLOCATOR.reset_peak_usage();
-    let outcome = thumbpipe::thumbnail_from_bytes("image", image, target, &config);
+    let outcome = thumbpipe::thumbnail_from_bytes("image", image, target, &config.decode);
     let grew = ALLOCATOR.peak_usage().saturating_sub(before);
     (outcome, grew, needed)
 }
@@ -300,13 +300,13 @@ fn measure_in_this_process(paths: &str) {
     // route on a small file first.
     let warm = std::fs::read(warm).unwrap();
     let mut config = Config::default();
-    config.max_decode_alloc = bytes_needed(&warm, TargetSize::square(8)) as u64;
-    thumbpipe::thumbnail_from_bytes("warm", &warm, TargetSize::square(8), &config).unwrap();
+    config.decode.max_alloc_bytes = bytes_needed(&warm, TargetSize::square(8)) as u64;
+    thumbpipe::thumbnail_from_bytes("warm", &warm, TargetSize::square(8), &config.decode).unwrap();
     let jpeg = std::fs::read(path).unwrap();
     let needed = bytes_needed(&jpeg, target);
-    config.max_decode_alloc = needed as u64;
+    config.decode.max_alloc_bytes = needed as u64;
     let (outcome, grew) = fixture_server::peak_resident_growth(|| {
-        thumbpipe::thumbnail_from_bytes("image", &jpeg, target, &config)
+        thumbpipe::thumbnail_from_bytes("image", &jpeg, target, &config.decode)
     })
     .unwrap();
     println!(
@@ -570,7 +570,7 @@ fn a_second_frame_header_cannot_make_libjpeg_allocate_for_the_first() {
         let jpeg = two_frames(which == "two");
         let config = Config::default();
         let (outcome, grew) = fixture_server::peak_resident_growth(|| {
-            thumbpipe::thumbnail_from_bytes("two", &jpeg, TargetSize::square(64), &config)
+            thumbpipe::thumbnail_from_bytes("two", &jpeg, TargetSize::square(64), &config.decode)
         })
         .unwrap();
         let kind = match outcome {
@@ -584,7 +584,7 @@ fn a_second_frame_header_cannot_make_libjpeg_allocate_for_the_first() {
     const ALLOWED: u64 = 16 * 1024 * 1024;
     for (which, expected) in [
         ("two", "decode:the_JPEG_has_two_frame_headers"),
-        ("one", "too-large:max_decode_alloc"),
+        ("one", "too-large:decode.max_alloc_bytes"),
     ] {
         let output = std::process::Command::new(std::env::current_exe().unwrap())
             .args([

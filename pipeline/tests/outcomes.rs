@@ -157,10 +157,10 @@ fn every_request_ends_exactly_once_under_faults() {
     let census = ThreadCensus::take().is_ok();
     let server = server(10);
     let mut config = Config::default();
-    config.connect_timeout = Duration::from_millis(500);
-    config.total_timeout = Duration::from_millis(600);
-    config.max_body_bytes = 1024 * 1024;
-    config.max_concurrent_fetches = 12;
+    config.fetch.connect_timeout = Duration::from_millis(500);
+    config.fetch.total_timeout = Duration::from_millis(600);
+    config.fetch.max_body_bytes = 1024 * 1024;
+    config.fetch.max_per_host = 12;
     let mut pipeline = Pipeline::<u32>::new(config).unwrap();
     let mut rng = Lcg(2026);
     let mut next_id = 0;
@@ -284,7 +284,7 @@ fn every_request_ends_exactly_once_under_faults() {
         let config = Config::default();
         assert!(threads_peak >= 1);
         assert!(
-            threads_peak <= config.io_threads + 1 + config.decode_threads,
+            threads_peak <= config.io_threads + 1 + config.decode.threads,
             "{threads_peak} pipeline threads"
         );
         drop(pipeline);

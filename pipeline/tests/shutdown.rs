@@ -56,14 +56,14 @@ fn drop_with_a_thousand_requests(
     let served_before = server.stats();
     let mut config = Config::default();
     // Its file and disk threads must end too.
-    config.file_root = Some(std::env::temp_dir());
+    config.fetch.file_root = Some(std::env::temp_dir());
     let disk_dir = std::env::temp_dir().join(format!(
         "thumbpipe-shutdown-{setup:?}-{}",
         std::process::id()
     ));
-    config.disk_cache_dir = Some(disk_dir.clone());
-    config.max_concurrent_fetches = 400;
-    config.max_fetches_in_flight = 400;
+    config.disk.dir = Some(disk_dir.clone());
+    config.fetch.max_per_host = 400;
+    config.fetch.max_in_flight = 400;
     let mut pipeline = match setup {
         Setup::Callers => Pipeline::<u32>::with_runtime(caller.handle().clone(), config),
         _ => Pipeline::<u32>::new(config),

@@ -20,9 +20,9 @@ fn a_thousand_concurrent_requests_use_only_the_fixed_threads() {
     let outside_server = |census: &ThreadCensus| census.total - census.with_prefix("fixture-");
     let baseline = outside_server(&ThreadCensus::take().unwrap());
     let mut config = Config::default();
-    config.max_concurrent_fetches = 1000;
-    config.max_fetches_in_flight = 1000;
-    config.decode_threads = 2;
+    config.fetch.max_per_host = 1000;
+    config.fetch.max_in_flight = 1000;
+    config.decode.threads = 2;
     config.io_threads = 2;
     // 2 I/O workers, at most 1 blocking thread (name lookups), 2 decoders.
     let fixed = 2 + 1 + 2;
@@ -91,7 +91,7 @@ fn a_decode_starts_no_threads() {
                     &image.name,
                     &image.bytes,
                     TargetSize::square(side),
-                    &Config::default(),
+                    &Config::default().decode,
                 )
                 .unwrap();
                 assert_eq!(thumbnail.width.max(thumbnail.height), side);

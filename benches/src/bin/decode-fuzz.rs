@@ -22,7 +22,7 @@
 //! `--slow-ms` is reported and written out at once, so one that never ends
 //! is not lost. It also reads the process's peak allocation over each
 //! window; when a window's peak grew by more than the decode limit
-//! (`Config::max_decode_alloc`), the inputs run in it are replayed alone
+//! (`DecodeConfig::max_alloc_bytes`), the inputs run in it are replayed alone
 //! at the end and their own peaks measured (with `--threads 1`, every
 //! input's peak is measured as it runs). An input whose own peak is over
 //! the limit is a finding.
@@ -152,7 +152,7 @@ fn run(args: Args) -> anyhow::Result<()> {
             bar,
             out: args.out.clone(),
             slow,
-            limit: config.max_decode_alloc as usize,
+            limit: config.decode.max_alloc_bytes as usize,
             exact,
         };
         std::thread::Builder::new()
@@ -230,7 +230,7 @@ fn run(args: Args) -> anyhow::Result<()> {
         tally.record_peak(*index, peak_of(&input, &config));
     }
     let findings = tally.findings.lock().map(|f| f.clone()).unwrap_or_default();
-    let limit = config.max_decode_alloc as usize;
+    let limit = config.decode.max_alloc_bytes as usize;
     let mut saved = 0;
     for (index, input, _, _) in &findings {
         save(&args.out, *index, input)?;
@@ -472,7 +472,7 @@ fn judge(input: &[u8], config: &Config) -> Verdict {
     if std::panic::catch_unwind(|| imagesize::blob_size(input)).is_err() {
         return Verdict::Crash("the header probe (imagesize) panicked".into());
     }
-    match thumbnail_from_bytes("fuzz", input, TARGET, config) {
+    match thumbnail_from_bytes("fuzz", input, TARGET, &config.decode) {
         Ok(thumbnail) => {
             let (w, h) = (thumbnail.width, thumbnail.height);
             if thumbnail.pixels.len() != (w as usize) * (h as usize) * 4 {

@@ -114,14 +114,14 @@ fn main() {
 fn run(args: Args) -> anyhow::Result<()> {
     let threads = args
         .decode_threads
-        .unwrap_or_else(|| Config::default().decode_threads);
+        .unwrap_or_else(|| Config::default().decode.threads);
     let large = Bytes::from(fixture_server::picture::render(7, 4000, 3000).encode_jpeg(85)?);
     let small = Bytes::from(fixture_server::picture::render(8, 600, 600).encode_jpeg(85)?);
     let alone = |bytes: &[u8]| -> anyhow::Result<f64> {
         let mut times = (0..5)
             .map(|_| {
                 let start = Instant::now();
-                thumbpipe::thumbnail_from_bytes("x", bytes, TARGET, &Config::default())
+                thumbpipe::thumbnail_from_bytes("x", bytes, TARGET, &Config::default().decode)
                     .map(|_| start.elapsed().as_secs_f64() * 1000.0)
             })
             .collect::<Result<Vec<_>, _>>()?;
@@ -188,12 +188,12 @@ fn measure(
 ) -> anyhow::Result<Run> {
     let arrived = Arc::new(Mutex::new(HashMap::new()));
     let mut config = Config::default();
-    config.decode_threads = threads;
-    config.max_concurrent_fetches = 64;
-    config.max_fetches_in_flight = 64;
-    config.large_image_pixels = match scenario {
+    config.decode.threads = threads;
+    config.fetch.max_per_host = 64;
+    config.fetch.max_in_flight = 64;
+    config.decode.large_image_pixels = match scenario {
         Scenario::BusyNoLane => u64::MAX,
-        Scenario::Idle | Scenario::BusyLane => Config::default().large_image_pixels,
+        Scenario::Idle | Scenario::BusyLane => Config::default().decode.large_image_pixels,
     };
     let mut pipeline = Pipeline::<u64>::builder()
         .config(config)

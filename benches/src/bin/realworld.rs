@@ -98,8 +98,12 @@ fn run(args: Args) -> anyhow::Result<()> {
         };
         let bytes = std::fs::read(args.corpus.join(name))
             .with_context(|| format!("reading {name} from the corpus"))?;
-        let ours =
-            thumbpipe::thumbnail_from_bytes(name, &bytes, TargetSize::square(args.side), &config);
+        let ours = thumbpipe::thumbnail_from_bytes(
+            name,
+            &bytes,
+            TargetSize::square(args.side),
+            &config.decode,
+        );
         let theirs = match verdict.strip_prefix("ok ") {
             Some(size) => {
                 let mut sides = size.split(' ').filter_map(|s| s.parse::<u32>().ok());

@@ -84,11 +84,11 @@ fn run(args: Args) -> anyhow::Result<()> {
     let server = ServerProcess::fixture_server(&server_args)?;
     let base = server.base_url().to_owned();
     let mut config = Config::default();
-    config.max_concurrent_fetches = 64;
-    config.max_fetches_in_flight = 64;
-    config.connect_timeout = Duration::from_secs(1);
-    config.total_timeout = Duration::from_secs(1);
-    config.max_body_bytes = 2 * 1024 * 1024;
+    config.fetch.max_per_host = 64;
+    config.fetch.max_in_flight = 64;
+    config.fetch.connect_timeout = Duration::from_secs(1);
+    config.fetch.total_timeout = Duration::from_secs(1);
+    config.fetch.max_body_bytes = 2 * 1024 * 1024;
     println!(
         "soak: {} requests, {} live, {:.0}% cancelled, {:.0}% faults, on {}",
         args.requests,
@@ -193,8 +193,8 @@ fn time_drops(base: &str, config: &Config, runs: usize) -> anyhow::Result<Vec<f6
     let mut took = Vec::new();
     for run in 0..runs {
         let mut warm_config = config.clone();
-        warm_config.max_concurrent_fetches = 400;
-        warm_config.max_fetches_in_flight = 400;
+        warm_config.fetch.max_per_host = 400;
+        warm_config.fetch.max_in_flight = 400;
         let mut pipeline = Pipeline::<u32>::new(warm_config)?;
         for row in 0..1000 {
             let id = 900_000 + run as u32 * 1000 + row;

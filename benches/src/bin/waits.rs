@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context as _, bail};
 use clap::Parser;
 use indicatif::{ProgressBar, ProgressStyle};
-use thumbpipe::{Config, Fetch, HttpFetcher};
+use thumbpipe::{Fetch, FetchConfig, HttpFetcher};
 use thumbpipe_benches::{ServerProcess, check_file_limit, machine, median_and_range, thread_count};
 
 #[derive(Debug, Parser)]
@@ -94,8 +94,8 @@ fn run(args: Args) -> anyhow::Result<()> {
     let fetcher = {
         let _entered = runtime.enter();
         HttpFetcher::new(&{
-            let mut config = Config::default();
-            config.max_concurrent_fetches = largest.max(1);
+            let mut config = FetchConfig::default();
+            config.max_per_host = largest.max(1);
             config
         })?
     };

@@ -504,7 +504,7 @@ fn singles(args: &Args, scratch: &Path, report: &mut String) -> anyhow::Result<(
 
         let dir = scratch.join(format!("singles-{offset}"));
         let mut config = Config::default();
-        config.disk_cache_dir = Some(dir.clone());
+        config.disk.dir = Some(dir.clone());
         let mut filling = Pipeline::<u32>::new(config.clone())?;
         one_at_a_time(&mut filling, &urls)?;
         one_at_a_time(&mut filling, &other[..2])?;
@@ -516,7 +516,7 @@ fn singles(args: &Args, scratch: &Path, report: &mut String) -> anyhow::Result<(
         }
         drop(filling);
         let mut responses = config.clone();
-        responses.disk_cache_thumbnails = false;
+        responses.disk.thumbnails = false;
         let mut warm = Pipeline::<u32>::new(responses)?;
         one_at_a_time(&mut warm, &other[..2])?;
         let mut disk_ms = one_at_a_time(&mut warm, &urls)?;
@@ -545,7 +545,7 @@ fn singles(args: &Args, scratch: &Path, report: &mut String) -> anyhow::Result<(
                 url,
                 &bytes,
                 TargetSize::square(64),
-                &Config::default(),
+                &Config::default().decode,
             )?;
             decode_ms.push(started.elapsed().as_secs_f64() * 1000.0);
         }
@@ -592,10 +592,10 @@ struct Progress {
 fn soak_child(args: &Args, dir: &Path) -> anyhow::Result<()> {
     let base = args.soak_server.as_deref().context("--soak-server")?;
     let mut config = Config::default();
-    config.disk_cache_dir = Some(dir.to_path_buf());
-    config.disk_cache_bytes = args.soak_budget_mib << 20;
+    config.disk.dir = Some(dir.to_path_buf());
+    config.disk.max_bytes = args.soak_budget_mib << 20;
     // A small memory cache, so that repeats go to the disk.
-    config.cache_count_limit = 16;
+    config.cache.max_entries = 16;
     let mut pipeline = Pipeline::<u32>::new(config)?;
     let mut state = args.soak_from.wrapping_add(1);
     let mut progress = Progress {

@@ -22,7 +22,7 @@ pub struct EguiImageLoader {
 impl EguiImageLoader {
     /// Loads with `config` (with `coast_prediction` off, a coasting list
     /// loads every image that shows, as at rest).
-    pub fn new(ctx: &egui::Context, config: thumbpipe::Config) -> anyhow::Result<Self> {
+    pub fn new(ctx: &egui::Context, config: thumbpipe::egui::EguiConfig) -> anyhow::Result<Self> {
         let loader = thumbpipe::egui::install(ctx, config)?;
         Ok(Self {
             loader: Some(loader),

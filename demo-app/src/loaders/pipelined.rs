@@ -22,7 +22,7 @@ pub struct PipelineLoader {
 impl PipelineLoader {
     /// A list loading with `config` (with `coast_prediction` off, a
     /// coasting list loads every row that shows, as at rest).
-    pub fn new(ctx: &egui::Context, config: thumbpipe::Config) -> anyhow::Result<Self> {
+    pub fn new(ctx: &egui::Context, config: thumbpipe::egui::EguiConfig) -> anyhow::Result<Self> {
         Ok(Self {
             list: ThumbnailList::new(ctx, config)?,
             prefetch: PrefetchWindow::default(),

@@ -1,12 +1,12 @@
-//! Decode: bytes to a [`Thumbnail`]. The [`Decode`] trait is the stage's
-//! seam and [`ImageDecoder`] its default, which decodes the
-//! [`SUPPORTED_FORMATS`] under the config's size limits. A JPEG is decoded
-//! by libjpeg at the smallest DCT scale (1/8 to 8/8) that still covers the
-//! thumbnail (`jpeg.rs`), unless [`Config::jpeg_dct_scaling`] is off or
-//! the binary is built with `panic = "abort"` (libjpeg's errors unwind);
-//! everything else is decoded in full by `image`.
-//! Either way, fast_image_resize takes it the rest of the way
-//! (`resize.rs`), and the EXIF orientation turns the thumbnail.
+//! Decode: bytes to a [`Thumbnail`]. The [`Decode`] trait is the stage's seam
+//! and [`ImageDecoder`] its default, which decodes the [`SUPPORTED_FORMATS`]
+//! under the config's size limits. A JPEG is decoded by libjpeg at the smallest
+//! DCT scale (1/8 to 8/8) that still covers the thumbnail (`jpeg.rs`), unless
+//! [`DecodeConfig::jpeg_dct_scaling`](crate::DecodeConfig::jpeg_dct_scaling) is
+//! off or the binary is built with `panic = "abort"` (libjpeg's errors unwind);
+//! everything else is decoded in full by `image`. Either way, fast_image_resize
+//! takes it the rest of the way (`resize.rs`), and the EXIF orientation turns
+//! the thumbnail.
 //!
 //! Decodes run on the decode pool's threads (`pool.rs`), never on the UI
 //! thread or the I/O runtime, and start no threads of their own;
@@ -18,6 +18,7 @@
 //! for one format is a file like `jpeg.rs`, called from `decode_thumbnail`'s
 //! match on the format; the resize filter is `resize::FILTER`.
 
+mod config;
 mod gif;
 mod jpeg;
 mod png;
@@ -31,11 +32,12 @@ use std::sync::Arc;
 use image::metadata::Orientation;
 use image::{ColorType, DynamicImage, ImageDecoder as _, ImageFormat, ImageReader, Limits};
 
+pub use config::DecodeConfig;
 pub(crate) use pool::{DecodeJob, DecodeOutcome, DecodePool, SHUTDOWN_PATIENCE};
 
 use crate::request::TargetSize;
 use crate::thumbnail::fit_inside;
-use crate::{Config, Error, Thumbnail};
+use crate::{Error, Thumbnail};
 
 /// Bytes to a thumbnail: the decode stage's seam. The default,
 /// [`ImageDecoder`], decodes the formats it lists under the config's
@@ -67,7 +69,7 @@ pub trait Decode: Send + Sync + 'static {
 }
 
 /// The default decoder: [`thumbnail_from_bytes`]'s work under a
-/// [`Config`]'s limits.
+/// [`DecodeConfig`]'s limits.
 ///
 /// It decodes the [`SUPPORTED_FORMATS`]; of an animated GIF or WebP, the
 /// first frame. A photo whose EXIF orientation says it was taken turned
@@ -83,8 +85,15 @@ pub struct ImageDecoder {
 }
 
 impl ImageDecoder {
-    /// A decoder with `config`'s dimension and allocation limits.
-    pub fn new(config: &Config) -> Self {
+    /// A decoder with `config`'s dimension and allocation limits and its
+    /// JPEG route.
+    ///
+    /// ```
+    /// let decoder = thumbpipe::ImageDecoder::new(&thumbpipe::DecodeConfig::default());
+    /// let pipeline = thumbpipe::Pipeline::<u32>::builder().decoder(decoder).build()?;
+    /// # Ok::<(), thumbpipe::BuildError>(())
+    /// ```
+    pub fn new(config: &DecodeConfig) -> Self {
         Self {
             limits: config.into(),
         }
@@ -114,11 +123,11 @@ pub(crate) struct DecodeLimits {
     pub(crate) jpeg_dct_scaling: bool,
 }
 
-impl From<&Config> for DecodeLimits {
-    fn from(config: &Config) -> Self {
+impl From<&DecodeConfig> for DecodeLimits {
+    fn from(config: &DecodeConfig) -> Self {
         Self {
             max_dimension: config.max_dimension,
-            max_alloc: config.max_decode_alloc,
+            max_alloc: config.max_alloc_bytes,
             jpeg_dct_scaling: config.jpeg_dct_scaling && UNWINDS,
         }
     }
@@ -134,12 +143,12 @@ const UNWINDS: bool = cfg!(panic = "unwind");
 /// have.
 ///
 /// ```
-/// use thumbpipe::{Config, TargetSize};
+/// use thumbpipe::{DecodeConfig, TargetSize};
 ///
 /// let mut png = std::io::Cursor::new(Vec::new());
 /// image::RgbaImage::new(300, 150).write_to(&mut png, image::ImageFormat::Png).unwrap();
 /// let thumbnail = thumbpipe::thumbnail_from_bytes(
-///     "memory:banner", png.get_ref(), TargetSize::square(64), &Config::default())?;
+///     "memory:banner", png.get_ref(), TargetSize::square(64), &DecodeConfig::default())?;
 /// assert_eq!((thumbnail.width, thumbnail.height), (64, 32));
 /// # Ok::<(), thumbpipe::Error>(())
 /// ```
@@ -147,7 +156,7 @@ pub fn thumbnail_from_bytes(
     name: &str,
     bytes: &[u8],
     target: TargetSize,
-    config: &Config,
+    config: &DecodeConfig,
 ) -> Result<Thumbnail, Error> {
     let url = Arc::from(name);
     catch_panic(&url, || {
@@ -249,7 +258,7 @@ pub(crate) fn decode_thumbnail(
                 "image is {width}x{height}, over the {} limit",
                 limits.max_dimension
             ),
-            setting: "max_dimension",
+            setting: "decode.max_dimension",
         });
     }
     // The size comes from the original dimensions: a DCT-scaled image is
@@ -311,7 +320,7 @@ pub(crate) fn decode_thumbnail(
                  pixels, {decoder_bytes} of decoder buffers), over the {}-byte decode limit",
                 limits.max_alloc
             ),
-            setting: "max_decode_alloc",
+            setting: "decode.max_alloc_bytes",
         });
     }
     let scaled = match jpeg_eighths {
@@ -513,7 +522,7 @@ mod tests {
             matches!(
                 error,
                 Error::TooLarge {
-                    setting: "max_dimension",
+                    setting: "decode.max_dimension",
                     ..
                 }
             ),
@@ -529,7 +538,7 @@ mod tests {
             matches!(
                 error,
                 Error::TooLarge {
-                    setting: "max_decode_alloc",
+                    setting: "decode.max_alloc_bytes",
                     ..
                 }
             ),

@@ -57,9 +57,11 @@ pub(crate) type DecodeDone = Box<dyn FnOnce(DecodeOutcome) + Send>;
 ///
 /// A decode cannot be interrupted, so a thumbnail that arrives while every
 /// thread is busy with a 12-megapixel photo would wait for the photo. Images
-/// over [`crate::Config::large_image_pixels`] (read from the header, before any
-/// thread commits to them) therefore run on at most `threads - 1` threads at
-/// once: with two or more threads, one is always left for small images.
+/// over
+/// [`DecodeConfig::large_image_pixels`](crate::DecodeConfig::large_image_pixels)
+/// (read from the header, before any thread commits to them) therefore run on
+/// at most `threads - 1` threads at once: with two or more threads, one is
+/// always left for small images.
 pub(crate) struct DecodePool {
     shared: Arc<Shared>,
     threads: Mutex<Vec<JoinHandle<()>>>,

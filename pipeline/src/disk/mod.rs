@@ -20,26 +20,27 @@
 //! tier of decoded thumbnails; nothing outside `disk/` names anything
 //! else here.
 //!
-//! Run by the [`DiskTier`] the pipeline's builder makes: every read,
-//! write and eviction happens on its `thumbpipe-disk-N` threads (the opening scan on
+//! Run by the [`DiskTier`] the pipeline's builder makes: every read, write and
+//! eviction happens on its `thumbpipe-disk-N` threads (the opening scan on
 //! `thumbpipe-disk-scan`, `scan.rs`), never on the I/O runtime or the UI
-//! thread, and a read whose load was cancelled before a thread reached it
-//! is skipped. A disk that fails (read-only, full, corrupt) costs only the
-//! network: the failure is counted in [`DiskStats`] and the load fetches
-//! the image. A disk that is slow or hangs costs a load at most
-//! [`crate::Config::disk_read_timeout`], and then only one probe a second
-//! until it answers again (`stall.rs`). The operations on one URL's
-//! entries run in the order they were asked for (`lanes.rs`); writes
+//! thread, and a read whose load was cancelled before a thread reached it is
+//! skipped. A disk that fails (read-only, full, corrupt) costs only the
+//! network: the failure is counted in [`DiskStats`] and the load fetches the
+//! image. A disk that is slow or hangs costs a load at most
+//! [`DiskConfig::read_timeout`](crate::DiskConfig::read_timeout), and then only
+//! one probe a second until it answers again (`stall.rs`). The operations on
+//! one URL's entries run in the order they were asked for (`lanes.rs`); writes
 //! waiting for a thread hold copies of their bodies, at most
-//! [`MAX_QUEUED_WRITE_BYTES`] (and while the opening scan runs, as many
-//! again waiting for it), never the pipeline's body budget. The
-//! threads end with the layer, when the pipeline is dropped.
+//! [`MAX_QUEUED_WRITE_BYTES`] (and while the opening scan runs, as many again
+//! waiting for it), never the pipeline's body budget. The threads end with the
+//! layer, when the pipeline is dropped.
 //!
 //! Nothing in the directory is trusted (`layout.rs`): it may hold what a
 //! crash, a bad disk, another release or another program left.
 //!
 //! [cacache]: https://docs.rs/cacache
 
+mod config;
 mod deferred;
 mod entry;
 mod lanes;
@@ -64,6 +65,7 @@ use url::Url;
 use crate::request::TargetSize;
 use crate::workers::Workers;
 use crate::{BuildError, Thumbnail};
+pub use config::DiskConfig;
 use lanes::Lanes;
 pub(crate) use policy::{cache_options, request_parts, response_parts};
 use policy::{reusable, sane_age};
@@ -359,9 +361,10 @@ mod tests {
             let runtime = tokio::runtime::Runtime::new().unwrap();
             let fetcher = {
                 let _entered = runtime.enter();
-                crate::HttpFetcher::new(&config).unwrap()
+                crate::HttpFetcher::new(&config.fetch).unwrap()
             };
-            let tier = Arc::new(DiskTier::open(Arc::new(fetcher), dir.clone(), &config).unwrap());
+            let tier =
+                Arc::new(DiskTier::open(Arc::new(fetcher), dir.clone(), &config.disk).unwrap());
             let pipeline = crate::Pipeline::builder()
                 .config(config)
                 .fetcher(Arc::clone(&tier))
@@ -396,10 +399,8 @@ mod tests {
             ..fixture_server::Config::default()
         })
         .unwrap();
-        let config = crate::Config {
-            disk_read_timeout: Duration::from_millis(100),
-            ..crate::Config::default()
-        };
+        let mut config = crate::Config::default();
+        config.disk.read_timeout = Duration::from_millis(100);
         let mut rig = Rig::<usize>::new("hung-disk", config.clone());
         rig.disk().hang(true);
         let started = std::time::Instant::now();
@@ -422,7 +423,7 @@ mod tests {
         // asked before the first answer was due waited.
         assert_eq!(stats.read_timeouts + stats.reads_skipped, 100, "{stats:?}");
         assert!(
-            stats.read_timeouts <= config.max_fetches_in_flight as u64,
+            stats.read_timeouts <= config.fetch.max_in_flight as u64,
             "{stats:?}"
         );
         assert_eq!(stats.misses, 100);

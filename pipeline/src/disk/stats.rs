@@ -16,8 +16,8 @@ pub struct DiskStats {
     /// headers.
     pub hits: u64,
     /// Thumbnails served from disk already decoded
-    /// ([`crate::Config::disk_cache_thumbnails`]): made from a response
-    /// still on disk and fresh, with no network and no decode.
+    /// ([`DiskConfig::thumbnails`](crate::DiskConfig::thumbnails)): made from a
+    /// response still on disk and fresh, with no network and no decode.
     pub thumbnail_hits: u64,
     /// Images served from disk after the server answered `304 Not
     /// Modified` to a revalidation: a round trip, no image bytes.
@@ -36,7 +36,8 @@ pub struct DiskStats {
     /// error): the load went to the network instead.
     pub errors: u64,
     /// Disk reads that took longer than
-    /// [`crate::Config::disk_read_timeout`]: the load went to the network.
+    /// [`DiskConfig::read_timeout`](crate::DiskConfig::read_timeout): the load
+    /// went to the network.
     pub read_timeouts: u64,
     /// Loads that did not ask the disk because a read had timed out and
     /// no disk operation had finished since (but for one probe a second):

@@ -1,5 +1,5 @@
-//! Thumbnails on disk: the decoded thumbnails kept beside the responses
-//! they were made from ([`crate::Config::disk_cache_thumbnails`]).
+//! Thumbnails on disk: the decoded thumbnails kept beside the responses they
+//! were made from ([`DiskConfig::thumbnails`](crate::DiskConfig::thumbnails)).
 //!
 //! A thumbnail is served only while its response is on disk, unchanged
 //! (the thumbnail names the response's hash) and fresh; one whose

@@ -5,11 +5,11 @@
 //! they forbid. It also serves and keeps the decoded thumbnails beside
 //! their responses, as the load actor's [`ThumbnailTier`].
 //!
-//! Made by the pipeline's builder when [`crate::Config::disk_cache_dir`]
-//! is set, around the default fetcher or the app's own; the load actor sees
-//! one [`Fetch`]. Its futures run on the I/O runtime, the disk work on the
-//! cache's threads (`mod.rs`); it ends with the pipeline, and its threads
-//! with it.
+//! Made by the pipeline's builder when
+//! [`DiskConfig::dir`](crate::DiskConfig::dir) is set, around the default
+//! fetcher or the app's own; the load actor sees one [`Fetch`]. Its futures run
+//! on the I/O runtime, the disk work on the cache's threads (`mod.rs`); it ends
+//! with the pipeline, and its threads with it.
 
 use std::sync::Arc;
 use std::time::SystemTime;
@@ -23,14 +23,14 @@ use super::{DiskCache, DiskStats, cache_options, request_parts, response_parts};
 use crate::fetch::{Fetch, FetchRequest, FetchResponse, body_only};
 use crate::request::TargetSize;
 use crate::thumbnail::ThumbnailTier;
-use crate::{BuildError, Config, Error, Thumbnail};
+use crate::{BuildError, DiskConfig, Error, Thumbnail};
 
 /// An HTTP cache on disk in front of `inner`.
 pub(crate) struct DiskTier {
     inner: Arc<dyn Fetch>,
     disk: Arc<DiskCache>,
     /// Whether decoded thumbnails are kept beside their responses
-    /// ([`Config::disk_cache_thumbnails`]).
+    /// ([`DiskConfig::thumbnails`](crate::DiskConfig::thumbnails)).
     thumbnails: bool,
 }
 
@@ -49,18 +49,13 @@ impl DiskTier {
     pub(crate) fn open(
         inner: Arc<dyn Fetch>,
         dir: std::path::PathBuf,
-        config: &Config,
+        config: &DiskConfig,
     ) -> Result<Self, BuildError> {
-        let disk = DiskCache::open(
-            dir,
-            config.disk_cache_bytes,
-            config.disk_threads,
-            config.disk_read_timeout,
-        )?;
+        let disk = DiskCache::open(dir, config.max_bytes, config.threads, config.read_timeout)?;
         Ok(Self {
             inner,
             disk: Arc::new(disk),
-            thumbnails: config.disk_cache_thumbnails,
+            thumbnails: config.thumbnails,
         })
     }
 

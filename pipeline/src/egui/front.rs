@@ -33,9 +33,10 @@ use std::time::{Duration, Instant};
 use ::egui::load::SizedTexture;
 use ::egui::{Context, TextureOptions};
 
+use super::EguiConfig;
 use super::textures::{TextureCache, TextureKey, TextureStats, UploadRefused};
 use crate::{
-    BuildError, CoastModel, CoastPrediction, Config, Error, Pipeline, Priority, Stats, TargetSize,
+    BuildError, CoastModel, CoastPrediction, Error, Pipeline, Priority, Stats, TargetSize,
     Thumbnail,
 };
 
@@ -69,7 +70,7 @@ pub(crate) struct Front<K> {
     asked: HashSet<K>,
     /// The egui pass whose completions have been drained.
     pass: Option<u64>,
-    /// What coasting changes ([`Config::coast_prediction`]).
+    /// What coasting changes ([`EguiConfig::coast_prediction`]).
     coast_policy: CoastPolicy,
     /// This pass's coast: rows where it will rest, and rows it only passes
     /// by (not requested). Empty at rest.
@@ -77,7 +78,8 @@ pub(crate) struct Front<K> {
     passing: HashSet<K>,
 }
 
-/// [`Config::coast_prediction`] and [`Config::coast_min_time_on_screen`].
+/// [`EguiConfig::coast_prediction`] and
+/// [`EguiConfig::coast_min_time_on_screen`].
 #[derive(Clone, Copy, Debug)]
 struct CoastPolicy {
     enabled: bool,
@@ -86,13 +88,14 @@ struct CoastPolicy {
 
 impl<K: Hash + Eq + Clone> Front<K> {
     /// A pipeline with `config` that wakes `ctx` when loads finish.
-    pub(crate) fn new(ctx: &Context, config: Config) -> Result<Self, BuildError> {
-        let textures = TextureCache::new(config.texture_budget, config.upload_budget);
+    pub(crate) fn new(ctx: &Context, config: EguiConfig) -> Result<Self, BuildError> {
+        config.validate()?;
+        let textures = TextureCache::new(config.max_texture_bytes, config.upload_bytes_per_pass);
         let coast_policy = CoastPolicy {
             enabled: config.coast_prediction,
             min_time_on_screen: config.coast_min_time_on_screen,
         };
-        let pipeline = Pipeline::new(config)?;
+        let pipeline = Pipeline::new(config.pipeline)?;
         let repaint = ctx.clone();
         pipeline.set_waker(move || repaint.request_repaint());
         Ok(Self {
@@ -239,7 +242,7 @@ impl<K: Hash + Eq + Clone> Front<K> {
     /// a row on screen now that will leave sooner than an image takes to
     /// arrive is drawn from the levels above but not requested this pass.
     /// `row_of` gives a row index's key and URL. Does nothing with
-    /// [`Config::coast_prediction`] off.
+    /// [`EguiConfig::coast_prediction`] off.
     pub(crate) fn follow_coast<M: CoastModel, S: AsRef<str>>(
         &mut self,
         pass: u64,
@@ -319,7 +322,7 @@ impl<K: Hash + Eq + Clone> Front<K> {
         self.pipeline.request(row.clone(), url, target, priority);
     }
 
-    /// [`Config::coast_min_time_on_screen`], or the time loads take now.
+    /// [`EguiConfig::coast_min_time_on_screen`], or the time loads take now.
     fn min_time_on_screen(&self) -> Duration {
         self.coast_policy.min_time_on_screen.unwrap_or_else(|| {
             self.pipeline

@@ -11,10 +11,11 @@ use std::hash::Hash;
 use ::egui::load::SizedTexture;
 use ::egui::{Align2, Color32, Context, FontId, Response, Sense, Stroke, TextureOptions, Ui, Vec2};
 
+use super::EguiConfig;
 use super::front::{Front, Look};
 use super::size::target_size;
 use super::textures::TextureStats;
-use crate::{BuildError, CoastModel, CoastPrediction, Config, Error, Pipeline, Stats, Thumbnail};
+use crate::{BuildError, CoastModel, CoastPrediction, Error, Pipeline, Stats, Thumbnail};
 
 /// Thumbnails for the rows of a list, keyed by row: one live request per
 /// row (a new URL cancels the old one), rows not shown during a pass
@@ -68,9 +69,9 @@ pub enum RowThumbnail {
 impl<K: Hash + Eq + Clone> ThumbnailList<K> {
     /// A list whose pipeline runs with `config` and wakes `ctx` when
     /// thumbnails arrive.
-    pub fn new(ctx: &Context, config: Config) -> Result<Self, BuildError> {
+    pub fn new(ctx: &Context, config: impl Into<EguiConfig>) -> Result<Self, BuildError> {
         Ok(Self {
-            front: Front::new(ctx, config)?,
+            front: Front::new(ctx, config.into())?,
             ctx: ctx.clone(),
         })
     }
@@ -141,19 +142,19 @@ impl<K: Hash + Eq + Clone> ThumbnailList<K> {
     }
 
     /// Follows a kinetic coast for this pass; call it before the rows are
-    /// drawn, with [`super::CoastWatch::predict`]'s prediction (`None` at
-    /// rest does nothing). The rows where the list will rest (and the
-    /// one more egui draws) are requested at [`crate::Priority::Destination`],
-    /// ahead of every other row; a visible row that will leave sooner than
-    /// an image takes to arrive ([`Config::coast_min_time_on_screen`]) is
-    /// drawn if its image is decoded already, and otherwise shows a plain
-    /// placeholder ([`RowThumbnail::Passing`]) without being requested (a request it had is cancelled at the
-    /// pass's end, freeing its slot for the resting rows). [`ThumbnailList::prefetch`] asks for
-    /// nothing during the coast. When the prediction changes (a new drag,
-    /// the end of the list), the old destination's rows are no longer asked
-    /// for and are cancelled at the pass's end. `row_of` gives the key and
-    /// URL of a row by its index in the list. Nothing changes with
-    /// [`Config::coast_prediction`] off.
+    /// drawn, with [`super::CoastWatch::predict`]'s prediction (`None` at rest
+    /// does nothing). The rows where the list will rest (and the one more egui
+    /// draws) are requested at [`crate::Priority::Destination`], ahead of every
+    /// other row; a visible row that will leave sooner than an image takes to
+    /// arrive ([`EguiConfig::coast_min_time_on_screen`]) is drawn if its image
+    /// is decoded already, and otherwise shows a plain placeholder
+    /// ([`RowThumbnail::Passing`]) without being requested (a request it had is
+    /// cancelled at the pass's end, freeing its slot for the resting rows).
+    /// [`ThumbnailList::prefetch`] asks for nothing during the coast. When the
+    /// prediction changes (a new drag, the end of the list), the old
+    /// destination's rows are no longer asked for and are cancelled at the
+    /// pass's end. `row_of` gives the key and URL of a row by its index in the
+    /// list. Nothing changes with [`EguiConfig::coast_prediction`] off.
     ///
     /// See [`super::CoastWatch`] for a whole pass.
     pub fn follow_coast<M: CoastModel, S: AsRef<str>>(

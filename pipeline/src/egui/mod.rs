@@ -52,6 +52,7 @@
 //!
 //! # Layout
 //!
+//! - `config`: [`EguiConfig`], the pipeline's settings and the UI side's.
 //! - `uri`: the loaders [`install`] registers, and their handle [`Loader`].
 //! - `list`: [`ThumbnailList`], the row-keyed helper.
 //! - `front`: what both share — what a row draws, level by level.
@@ -63,6 +64,7 @@
 //!   first, the rows it flies past not at all.
 
 mod coast;
+mod config;
 mod front;
 mod list;
 mod prefetch;
@@ -71,6 +73,7 @@ mod textures;
 mod uri;
 
 pub use coast::CoastWatch;
+pub use config::EguiConfig;
 pub use list::{RowThumbnail, ThumbnailList};
 pub use prefetch::PrefetchWindow;
 pub use size::target_size;

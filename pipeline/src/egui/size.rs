@@ -13,8 +13,9 @@ use crate::request::TargetSize;
 
 /// The smallest thumbnail side: smaller boxes share it.
 const MIN_SIDE: u32 = 16;
-/// The largest: the decoder's default [`crate::Config::max_dimension`]. A
-/// side that is unconstrained (an image sized by width alone) gets it.
+/// The largest: the decoder's default
+/// [`DecodeConfig::max_dimension`](crate::DecodeConfig::max_dimension). A side
+/// that is unconstrained (an image sized by width alone) gets it.
 pub(crate) const MAX_SIDE: u32 = 16_384;
 /// The box for an image drawn at its own size (`SizeHint::Scale`), whose
 /// size is unknown until it is decoded: at scale 1 it fits in 1024 pixels.

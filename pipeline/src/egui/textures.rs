@@ -138,7 +138,7 @@ impl TextureCache {
                      texture budget",
                     thumbnail.width, thumbnail.height, self.budget
                 ),
-                setting: "texture_budget",
+                setting: "max_texture_bytes",
             }));
         }
         if self.uploaded_count > 0 && self.uploaded_bytes + bytes > self.upload_budget {
@@ -340,7 +340,7 @@ mod tests {
         ));
         assert!(matches!(
             cache.upload(&ctx, key("big"), &thumbnail(64)),
-            Err(UploadRefused::Unusable(error)) if error.to_string().contains("Config::texture_budget")
+            Err(UploadRefused::Unusable(error)) if error.to_string().contains("config.max_texture_bytes")
         ));
         assert!(color_image(&thumbnail(4), 2).is_err());
         assert_eq!(cache.stats().textures, 0);

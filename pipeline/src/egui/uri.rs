@@ -15,10 +15,11 @@ use ::egui::load::{
 };
 use ::egui::{ColorImage, Context, TextureOptions, Vec2};
 
+use super::EguiConfig;
 use super::front::{Front, Look};
 use super::size::{target_for_hint, target_size};
 use super::textures::{TextureStats, color_image};
-use crate::{BuildError, CoastModel, CoastPrediction, Config, Stats, TargetSize, Thumbnail};
+use crate::{BuildError, CoastModel, CoastPrediction, Stats, TargetSize, Thumbnail};
 
 /// The id under which the loaders are registered (both kinds).
 const LOADER_ID: &str = ::egui::generate_loader_id!(UriLoader);
@@ -35,7 +36,8 @@ pub(crate) struct UriKey {
 pub(crate) struct UriLoader {
     /// `None` once uninstalled.
     front: Mutex<Option<Front<UriKey>>>,
-    /// Whether `file://` URIs are thumbpipe's (`Config::file_root` is set).
+    /// Whether `file://` URIs are thumbpipe's (`FetchConfig::file_root` is
+    /// set).
     files: bool,
 }
 
@@ -186,21 +188,22 @@ fn without_fragment(uri: &str) -> &str {
     uri.split('#').next().unwrap_or(uri)
 }
 
-/// Makes thumbpipe egui's loader for `http://` and `https://` image URIs
-/// (and `file://` ones under [`Config::file_root`]): after it, every
+/// Makes thumbpipe egui's loader for `http://` and `https://` image URIs (and
+/// `file://` ones under
+/// [`FetchConfig::file_root`](crate::FetchConfig::file_root)): after it, every
 /// `egui::Image::new(url)`, `ui.image(url)` and `Image::from_uri(url)` is
 /// fetched, decoded to the size it is drawn at, cached and cancelled by
-/// thumbpipe. Other URIs (`bytes://`, SVGs from `include_image!`, ...) still
-/// go to egui's other loaders.
+/// thumbpipe. Other URIs (`bytes://`, SVGs from `include_image!`, ...) still go
+/// to egui's other loaders.
 ///
 /// - The size an image is drawn at, in physical pixels, rounded up to a few
 ///   steps, is the thumbnail's size and part of every cache key.
 /// - A URI not drawn during a pass is cancelled at the end of that pass: a
 ///   list row that scrolled away stops its download, and a row whose URL
 ///   changed can never draw its old image.
-/// - An image already decoded is drawn in the pass that asks for it, and
-///   new textures are uploaded under [`Config::upload_budget`] per pass and
-///   kept under [`Config::texture_budget`].
+/// - An image already decoded is drawn in the pass that asks for it, and new
+///   textures are uploaded under [`EguiConfig::upload_bytes_per_pass`] per pass
+///   and kept under [`EguiConfig::max_texture_bytes`].
 /// - A failed load is drawn as egui's error (`LoadError::Loading` with
 ///   thumbpipe's message) and not retried while it stays in view.
 /// - GIFs and animated WebPs are drawn as their first frame; `.svg` URIs are
@@ -220,11 +223,12 @@ fn without_fragment(uri: &str) -> &str {
 ///     ui.add(egui::Image::new(url).fit_to_exact_size(egui::vec2(64.0, 64.0)));
 /// }
 /// ```
-pub fn install(ctx: &Context, config: Config) -> Result<Loader, BuildError> {
+pub fn install(ctx: &Context, config: impl Into<EguiConfig>) -> Result<Loader, BuildError> {
     if ctx.is_loader_installed(LOADER_ID) {
         return Err(BuildError::AlreadyInstalled);
     }
-    let files = config.file_root.is_some();
+    let config = config.into();
+    let files = config.pipeline.fetch.file_root.is_some();
     let loader = Arc::new(UriLoader {
         front: Mutex::new(Some(Front::new(ctx, config)?)),
         files,
@@ -276,19 +280,19 @@ impl Loader {
         }
     }
 
-    /// Follows a kinetic coast for this pass, for images drawn `size`
-    /// points large; call it before the rows are drawn, with
+    /// Follows a kinetic coast for this pass, for images drawn `size` points
+    /// large; call it before the rows are drawn, with
     /// [`super::CoastWatch::predict`]'s prediction (`None` at rest does
-    /// nothing). The URIs of the rows where the list will rest (and the
-    /// one more egui draws) are loaded at [`crate::Priority::Destination`], ahead
-    /// of every other image; a visible row's image that would arrive after
-    /// the row has left ([`Config::coast_min_time_on_screen`]) is drawn if
-    /// decoded already and otherwise stays pending without being requested
-    /// (a request it had is cancelled at the pass's end).
-    /// [`Loader::prefetch`] asks for nothing during the coast. `uri_of`
-    /// gives the URI of a row by its index in the list; it runs under the
-    /// loader's lock, so it must not call the `Loader` itself. Nothing changes
-    /// with [`Config::coast_prediction`] off.
+    /// nothing). The URIs of the rows where the list will rest (and the one
+    /// more egui draws) are loaded at [`crate::Priority::Destination`], ahead
+    /// of every other image; a visible row's image that would arrive after the
+    /// row has left ([`EguiConfig::coast_min_time_on_screen`]) is drawn if
+    /// decoded already and otherwise stays pending without being requested (a
+    /// request it had is cancelled at the pass's end). [`Loader::prefetch`]
+    /// asks for nothing during the coast. `uri_of` gives the URI of a row by
+    /// its index in the list; it runs under the loader's lock, so it must not
+    /// call the `Loader` itself. Nothing changes with
+    /// [`EguiConfig::coast_prediction`] off.
     ///
     /// ```no_run
     /// # fn f(ui: &mut egui::Ui, loader: &thumbpipe::egui::Loader, watch: &mut thumbpipe::egui::CoastWatch, urls: &[String]) {

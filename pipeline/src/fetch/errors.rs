@@ -60,9 +60,9 @@ pub(super) fn classify(url: &Url, error: reqwest::Error, limits: &FetchLimits) -
                 limits.total_timeout
             },
             setting: if connect {
-                "connect_timeout"
+                "fetch.connect_timeout"
             } else {
-                "total_timeout"
+                "fetch.total_timeout"
             },
         };
     }

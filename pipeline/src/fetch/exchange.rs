@@ -31,13 +31,13 @@ pub struct FetchRequest {
     pub url: Url,
     /// A body past this many bytes is refused with
     /// [`Error::TooLarge`](crate::Error::TooLarge)
-    /// ([`Config::max_body_bytes`](crate::Config::max_body_bytes)).
+    /// ([`FetchConfig::max_body_bytes`](crate::FetchConfig::max_body_bytes)).
     pub max_bytes: u64,
     /// Headers to send besides the fetcher's own; empty unless a layer
     /// asks for a conditional request.
     pub headers: http::HeaderMap,
     /// The pipeline's budget of bodies awaiting a decode
-    /// ([`Config::max_bytes_awaiting_decode`](crate::Config::max_bytes_awaiting_decode));
+    /// ([`FetchConfig::body_budget_bytes`](crate::FetchConfig::body_budget_bytes));
     /// `None` outside a pipeline.
     budget: Option<Arc<BodyBudget>>,
 }

@@ -1,4 +1,5 @@
-//! `file://` URLs: the files under [`Config::file_root`], read on a thread
+//! `file://` URLs: the files under
+//! [`FetchConfig::file_root`](crate::FetchConfig::file_root), read on a thread
 //! of their own.
 //!
 //! Owned by the [`crate::HttpFetcher`] (shared by its clones), and started
@@ -10,7 +11,8 @@
 //! thread ends when the last fetcher is dropped, which waits for it a
 //! bounded time.
 //!
-//! [`Config::file_root`]: crate::Config::file_root
+//! [`FetchConfig::file_root`](crate::FetchConfig::file_root):
+//! crate::Config::file_root
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -127,7 +129,7 @@ fn read_file(url: &Url, root: &Path, max_bytes: u64) -> Result<Vec<u8>, Error> {
                 "the file is {} bytes, over the {max_bytes}-byte limit",
                 metadata.len()
             ),
-            setting: "max_body_bytes",
+            setting: "fetch.max_body_bytes",
         });
     }
     // The file may grow after the check: never read past the cap.
@@ -139,7 +141,7 @@ fn read_file(url: &Url, root: &Path, max_bytes: u64) -> Result<Vec<u8>, Error> {
         return Err(Error::TooLarge {
             url: url.to_string(),
             what: format!("the file grew past the {max_bytes}-byte limit while read"),
-            setting: "max_body_bytes",
+            setting: "fetch.max_body_bytes",
         });
     }
     Ok(body)

@@ -41,7 +41,7 @@ impl Network<'_> {
             url: self.request.url.to_string(),
             phase: "complete response",
             limit: self.limits.total_timeout,
-            setting: "total_timeout",
+            setting: "fetch.total_timeout",
         }
     }
 
@@ -86,7 +86,7 @@ impl Network<'_> {
         let too_large = |size: String| Error::TooLarge {
             url: url.to_string(),
             what: format!("the body is {size}, over the {max_bytes}-byte limit"),
-            setting: "max_body_bytes",
+            setting: "fetch.max_body_bytes",
         };
         if let Some(length) = response.content_length().filter(|len| *len > max_bytes) {
             return Err(too_large(format!("{length} bytes")));

@@ -18,26 +18,28 @@ use futures::FutureExt as _;
 use futures::future::BoxFuture;
 use url::Url;
 
-use crate::{BuildError, Config, Error};
+use crate::{BuildError, Error};
 
 mod budget;
+mod config;
 mod errors;
 mod exchange;
 mod file;
 mod http;
 
 pub(crate) use budget::BodyBudget;
+pub use config::FetchConfig;
 use errors::{causes, redirect_policy};
 pub use exchange::{FetchRequest, FetchResponse};
 use file::{FileReader, files_off};
 
 /// A source of image bytes.
 ///
-/// Implementations must be cancellable by drop: the pipeline drops the
-/// future of a fetch nobody wants any more. [`Fetch::fetch`] is all a
-/// source of bytes needs; a source that speaks HTTP also implements
-/// [`Fetch::fetch_response`], which the pipeline calls, so that the disk
-/// cache ([`Config::disk_cache_dir`]) can keep what it returns and
+/// Implementations must be cancellable by drop: the pipeline drops the future
+/// of a fetch nobody wants any more. [`Fetch::fetch`] is all a source of bytes
+/// needs; a source that speaks HTTP also implements [`Fetch::fetch_response`],
+/// which the pipeline calls, so that the disk cache
+/// ([`DiskConfig::dir`](crate::DiskConfig::dir)) can keep what it returns and
 /// revalidate it.
 ///
 /// ```
@@ -158,23 +160,24 @@ where
 }
 
 /// The default fetcher: one reqwest client, connections reused, timeouts
-/// and redirect limit from [`Config`]; TLS by rustls, checked against the
+/// and redirect limit from [`FetchConfig`]; TLS by rustls, checked against the
 /// platform's trusted roots. Reads `file://` URLs under
-/// [`Config::file_root`] when it is set.
+/// [`FetchConfig::file_root`](crate::FetchConfig::file_root) when it is set.
 ///
-/// In a pipeline, the bodies it holds, read or being read, count against
-/// the pipeline's [`Config::max_bytes_awaiting_decode`]: before reading a
-/// body, a fetch reserves its size (the server's `Content-Length`, or the
-/// request's cap without one), waiting while the budget is spent, and the
-/// body gives it back when it is dropped, after its decode or at once when
-/// its load is cancelled. Called on its own ([`Fetch::fetch`]), it has no
-/// such budget.
+/// In a pipeline, the bodies it holds, read or being read, count against the
+/// pipeline's
+/// [`FetchConfig::body_budget_bytes`](crate::FetchConfig::body_budget_bytes):
+/// before reading a body, a fetch reserves its size (the server's
+/// `Content-Length`, or the request's cap without one), waiting while the
+/// budget is spent, and the body gives it back when it is dropped, after its
+/// decode or at once when its load is cancelled. Called on its own
+/// ([`Fetch::fetch`]), it has no such budget.
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), thumbpipe::BuildError> {
 /// // reqwest's client is built inside a tokio runtime.
-/// let fetcher = thumbpipe::HttpFetcher::new(&thumbpipe::Config::default())?;
+/// let fetcher = thumbpipe::HttpFetcher::new(&thumbpipe::FetchConfig::default())?;
 /// let pipeline = thumbpipe::Pipeline::<u32>::builder().fetcher(fetcher).build()?;
 /// # Ok(())
 /// # }
@@ -183,7 +186,7 @@ where
 pub struct HttpFetcher {
     client: reqwest::Client,
     limits: Arc<FetchLimits>,
-    /// Reads the files under `Config::file_root`, when it is set.
+    /// Reads the files under `FetchConfig::file_root`, when it is set.
     files: Option<Arc<FileReader>>,
 }
 
@@ -195,9 +198,11 @@ struct FetchLimits {
 }
 
 impl HttpFetcher {
-    /// A client with `config`'s timeouts and redirect limit. Fails if
-    /// [`Config::file_root`] is set but is not a directory.
-    pub fn new(config: &Config) -> Result<Self, BuildError> {
+    /// A client with `config`'s timeouts, redirect limit and trusted roots.
+    /// Fails if [`FetchConfig::file_root`] is set but is not a directory,
+    /// or a certificate of [`FetchConfig::extra_root_certificates`] cannot
+    /// be read.
+    pub fn new(config: &FetchConfig) -> Result<Self, BuildError> {
         let files = config
             .file_root
             .as_deref()
@@ -209,7 +214,7 @@ impl HttpFetcher {
             .iter()
             .map(|der| reqwest::Certificate::from_der(der))
             .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| BuildError::Config(format!("extra_root_certificates: {e}")))?;
+            .map_err(|e| BuildError::Config(format!("fetch.extra_root_certificates: {e}")))?;
         let mut client = reqwest::Client::builder()
             // The total timeout is the fetch's own deadline, which does not
             // count time spent waiting for the body budget.
@@ -218,7 +223,7 @@ impl HttpFetcher {
                 config.max_redirects,
                 config.allow_https_to_http_redirects,
             ))
-            .pool_max_idle_per_host(config.max_concurrent_fetches)
+            .pool_max_idle_per_host(config.max_per_host)
             .user_agent(concat!("thumbpipe/", env!("CARGO_PKG_VERSION")));
         let extra_roots = !roots.is_empty();
         if extra_roots {
@@ -227,7 +232,7 @@ impl HttpFetcher {
         let client = client.build().map_err(|e| {
             let mut reason = causes(&e);
             if extra_roots {
-                reason.push_str(" (is each of extra_root_certificates one DER certificate?)");
+                reason.push_str(" (is each of fetch.extra_root_certificates one DER certificate?)");
             }
             BuildError::Client(reason)
         })?;

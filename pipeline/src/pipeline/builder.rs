@@ -65,8 +65,9 @@ impl<K> PipelineBuilder<K> {
     }
 
     /// Fetches with `fetcher` instead of an [`HttpFetcher`]. With
-    /// [`Config::disk_cache_dir`] set, the disk cache is a layer in front
-    /// of it, and keeps what its [`Fetch::fetch_response`] allows.
+    /// [`DiskConfig::dir`](crate::DiskConfig::dir) set, the disk cache is a
+    /// layer in front of it, and keeps what its [`Fetch::fetch_response`]
+    /// allows.
     pub fn fetcher(mut self, fetcher: impl Fetch) -> Self {
         self.fetcher = Some(Arc::new(fetcher));
         self
@@ -96,15 +97,15 @@ impl<K> PipelineBuilder<K> {
             None => {
                 // reqwest's client needs a runtime context to build.
                 let _entered = handle.enter();
-                Arc::new(HttpFetcher::new(&config)?)
+                Arc::new(HttpFetcher::new(&config.fetch)?)
             }
         };
         // The disk cache: a layer in front of the fetcher, and the
         // thumbnail tier beside it.
         let mut disk_stats = None;
         let mut thumbnails: Option<Arc<dyn ThumbnailTier>> = None;
-        if let Some(dir) = config.disk_cache_dir.clone() {
-            let tier = Arc::new(DiskTier::open(fetcher, dir, &config)?);
+        if let Some(dir) = config.disk.dir.clone() {
+            let tier = Arc::new(DiskTier::open(fetcher, dir, &config.disk)?);
             disk_stats = Some(Box::new(tier.stats()) as DiskStatsFn);
             // Thumbnails on disk are what the default decoder makes.
             if tier.keeps_thumbnails() && self.decoder.is_none() {
@@ -114,11 +115,11 @@ impl<K> PipelineBuilder<K> {
         }
         let decode: Arc<dyn Decode> = match self.decoder {
             Some(decoder) => decoder,
-            None => Arc::new(ImageDecoder::new(&config)),
+            None => Arc::new(ImageDecoder::new(&config.decode)),
         };
         let decode_pool = Arc::new(DecodePool::start(
-            config.decode_threads,
-            config.large_image_pixels,
+            config.decode.threads,
+            config.decode.large_image_pixels,
             decode,
         )?);
         let (outbox, deliveries) = std::sync::mpsc::channel();
@@ -135,15 +136,15 @@ impl<K> PipelineBuilder<K> {
             metrics: Arc::clone(&metrics),
             cache_stats: Arc::clone(&cache_stats),
             cache_limits: CacheLimits {
-                cost: config.cache_cost_limit,
-                count: config.cache_count_limit,
+                cost: config.cache.max_bytes,
+                count: config.cache.max_entries,
             },
             cache_view: cache_view.clone(),
-            max_per_host: config.max_concurrent_fetches,
-            max_in_flight: config.max_fetches_in_flight,
-            max_body_bytes: config.max_body_bytes,
-            max_bytes_awaiting_decode: config.max_bytes_awaiting_decode,
-            body_budget: Arc::new(BodyBudget::new(config.max_bytes_awaiting_decode)),
+            max_per_host: config.fetch.max_per_host,
+            max_in_flight: config.fetch.max_in_flight,
+            max_body_bytes: config.fetch.max_body_bytes,
+            max_bytes_awaiting_decode: config.fetch.body_budget_bytes,
+            body_budget: Arc::new(BodyBudget::new(config.fetch.body_budget_bytes)),
             root: root.clone(),
         };
         let loads = load::start(parts, &handle);
@@ -151,8 +152,8 @@ impl<K> PipelineBuilder<K> {
             rows: super::rows::RowTable::new(config.max_pending_requests),
             ready: Vec::new(),
             refused: Vec::new(),
-            default_ttl: config.cache_ttl,
-            files_allowed: config.file_root.is_some(),
+            default_ttl: config.cache.ttl,
+            files_allowed: config.fetch.file_root.is_some(),
             loads,
             deliveries,
             metrics,

@@ -29,9 +29,10 @@ impl<K: Hash + Eq + Clone> Pipeline<K> {
     /// same URL and size; it is retried when the row asks again after
     /// leaving the view ([`Pipeline::end_frame`]) or [`Pipeline::cancel_row`].
     ///
-    /// With [`crate::Config::max_pending_requests`] requests waiting to be
-    /// drained, the request is refused: it completes with
-    /// [`Error::TooManyPending`] at the next `drain`.
+    /// With
+    /// [`Config::max_pending_requests`](crate::Config::max_pending_requests)
+    /// requests waiting to be drained, the request is refused: it completes
+    /// with [`Error::TooManyPending`] at the next `drain`.
     ///
     /// ```
     /// use thumbpipe::{Pipeline, Priority, TargetSize};
@@ -48,9 +49,9 @@ impl<K: Hash + Eq + Clone> Pipeline<K> {
         self.request_with_ttl(row, url, target, priority, self.default_ttl)
     }
 
-    /// [`Pipeline::request`], with this thumbnail's time to live in the
-    /// cache instead of [`crate::Config::cache_ttl`] (longer than ten years
-    /// counts as ten years).
+    /// [`Pipeline::request`], with this thumbnail's time to live in the cache
+    /// instead of [`CacheConfig::ttl`](crate::CacheConfig::ttl) (longer than
+    /// ten years counts as ten years).
     pub fn request_with_ttl(
         &mut self,
         row: K,

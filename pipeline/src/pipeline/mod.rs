@@ -1,10 +1,10 @@
-//! The pipeline handle: what an app holds. Owns the I/O runtime (unless
-//! given one), the decode pool and the load actor's handle, and the UI
-//! side's row table (`rows.rs`, plain data): one live request per row key,
-//! matched with the completions that come back. Its calls from the UI
-//! thread are `frame.rs`. Built by `builder.rs`. Its methods run on the caller's (UI) thread and never
-//! block; dropping it cancels every request and ends its threads and
-//! tasks in bounded time.
+//! The pipeline handle: what an app holds. Owns the I/O runtime (unless given
+//! one), the decode pool and the load actor's handle, and the UI side's row
+//! table (`rows.rs`, plain data): one live request per row key, matched with
+//! the completions that come back. Its calls from the UI thread are `frame.rs`.
+//! Built by `builder.rs`. Its methods run on the caller's (UI) thread and never
+//! block; dropping it cancels every request and ends its threads and tasks in
+//! bounded time.
 
 mod builder;
 mod frame;
@@ -47,7 +47,8 @@ pub struct Pipeline<K> {
     /// [`Error::TooManyPending`].
     refused: Vec<SubscriptionId>,
     default_ttl: Duration,
-    /// Whether `file://` URLs may be requested (`Config::file_root` is set).
+    /// Whether `file://` URLs may be requested (`FetchConfig::file_root` is
+    /// set).
     files_allowed: bool,
     /// The load actor; dropping it ends the actor.
     loads: LoadHandle,

@@ -103,9 +103,9 @@ pub fn is_error_for_fault(fault: &str, error: &Error) -> bool {
         | ("503", Error::Status { status: 503, .. })
         | ("reset" | "truncate", Error::Network { .. })
         | ("garbage" | "wrong-type", Error::Decode { .. }) => true,
-        ("slow" | "hang", Error::Timeout { setting, .. }) => *setting == "total_timeout",
-        ("bomb", Error::TooLarge { setting, .. }) => *setting == "max_dimension",
-        ("huge", Error::TooLarge { setting, .. }) => *setting == "max_body_bytes",
+        ("slow" | "hang", Error::Timeout { setting, .. }) => *setting == "fetch.total_timeout",
+        ("bomb", Error::TooLarge { setting, .. }) => *setting == "decode.max_dimension",
+        ("huge", Error::TooLarge { setting, .. }) => *setting == "fetch.max_body_bytes",
         ("redirect-loop", Error::Network { reason, .. }) => reason.contains("redirected"),
         _ => false,
     }

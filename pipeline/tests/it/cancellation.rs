@@ -10,7 +10,7 @@ fn end_frame_cancels_rows_not_requested_and_nothing_is_decoded_for_them() {
     let server = server(300);
     // Six slots for twenty rows: some loads wait in the queue, some fly.
     let mut config = Config::default();
-    config.max_concurrent_fetches = 6;
+    config.fetch.max_per_host = 6;
     let mut pipeline = Pipeline::<u32>::new(config).unwrap();
     let url = |row: u32| format!("{}?w=64&h=64", server.image_url(row));
     // Frame 1: twenty rows on screen.

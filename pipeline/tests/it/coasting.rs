@@ -9,8 +9,8 @@ use std::collections::HashSet;
 use std::time::Duration;
 
 use egui::{Context, Event, PointerButton, Pos2, RawInput, Rect, Sense, Ui, Vec2, pos2, vec2};
-use thumbpipe::egui::{CoastWatch, Loader, RowThumbnail, ThumbnailList};
-use thumbpipe::{CoastPrediction, Config};
+use thumbpipe::CoastPrediction;
+use thumbpipe::egui::{CoastWatch, EguiConfig, Loader, RowThumbnail, ThumbnailList};
 
 use crate::common::{self, server};
 
@@ -270,18 +270,18 @@ fn requested_rows(server: &fixture_server::FixtureServer) -> Vec<usize> {
 /// `thumbpipe::egui`, the first screen loaded before it; returns what the
 /// server was asked for from the release on, and the first prediction.
 fn coast_at_250_ms(
-    make: impl FnOnce(&Context, Config, Vec<String>) -> Rows,
+    make: impl FnOnce(&Context, EguiConfig, Vec<String>) -> Rows,
     prediction: bool,
 ) -> (Vec<usize>, CoastPrediction, HashSet<usize>) {
     let server = server(250);
     let urls: Vec<String> = (0..ROWS as u32).map(|row| server.image_url(row)).collect();
-    let mut config = Config::default();
+    let mut config = EguiConfig::default();
     config.coast_prediction = prediction;
     config.coast_min_time_on_screen = Some(MIN_ON_SCREEN);
     if prediction {
         // One slot: the server sees requests in the order the scheduler
         // starts them, not in the order new connections happen to open.
-        config.max_concurrent_fetches = 1;
+        config.pipeline.fetch.max_per_host = 1;
     }
     let ctx = Context::default();
     let rows = make(&ctx, config, urls);
@@ -315,14 +315,14 @@ fn coast_at_250_ms(
 
 const MIN_ON_SCREEN: Duration = Duration::from_millis(300);
 
-fn list_rows(ctx: &Context, config: Config, urls: Vec<String>) -> Rows {
+fn list_rows(ctx: &Context, config: EguiConfig, urls: Vec<String>) -> Rows {
     Rows::List(
         Box::new(ThumbnailList::new(ctx, config).expect("builds")),
         urls,
     )
 }
 
-fn uri_rows(ctx: &Context, config: Config, urls: Vec<String>) -> Rows {
+fn uri_rows(ctx: &Context, config: EguiConfig, urls: Vec<String>) -> Rows {
     Rows::Uri(
         thumbpipe::egui::install(ctx, config).expect("installs"),
         urls,
@@ -418,7 +418,7 @@ fn a_new_drag_during_a_coast_cancels_the_old_destination() {
     // Slow enough that no destination row arrives during the test.
     let server = server(10_000);
     let urls: Vec<String> = (0..ROWS as u32).map(|row| server.image_url(row)).collect();
-    let mut config = Config::default();
+    let mut config = EguiConfig::default();
     config.coast_min_time_on_screen = Some(MIN_ON_SCREEN);
     let ctx = Context::default();
     let rows = list_rows(&ctx, config, urls);
@@ -506,9 +506,9 @@ fn durations_past_any_instant_never_panic_a_coast() {
         (Some(Duration::MAX), true),
     ] {
         server.reset_stats();
-        let mut config = Config::default();
+        let mut config = EguiConfig::default();
         config.coast_min_time_on_screen = threshold;
-        config.max_concurrent_fetches = 1;
+        config.pipeline.fetch.max_per_host = 1;
         let ctx = Context::default();
         let mut list = ThumbnailList::new(&ctx, config).expect("builds");
         let decay = thumbpipe::CoastPrediction::new(

@@ -39,12 +39,12 @@ fn corpus() -> [(&'static str, &'static [u8], Expect); 18] {
         "lossy.webp" => Thumbnail(32, 24),
         "lossless.webp" => Thumbnail(32, 24),
         "animated.gif" => Thumbnail(32, 24),
-        "huge-dims.png" => TooLarge("max_dimension"),
-        "huge-dims.jpg" => TooLarge("max_dimension"),
-        "huge-dims.gif" => TooLarge("max_dimension"),
+        "huge-dims.png" => TooLarge("decode.max_dimension"),
+        "huge-dims.jpg" => TooLarge("decode.max_dimension"),
+        "huge-dims.gif" => TooLarge("decode.max_dimension"),
         // 16383 x 16383 is under the dimension limit; its pixels are not
         // under the allocation limit.
-        "huge-dims.webp" => TooLarge("max_decode_alloc"),
+        "huge-dims.webp" => TooLarge("decode.max_alloc_bytes"),
     }
 }
 
@@ -63,7 +63,7 @@ fn assert_clean_error(name: &str, error: &Error) {
 /// decode that a binary built with `panic = "abort"` takes.
 fn both_jpeg_routes() -> [Config; 2] {
     let mut pure_rust = Config::default();
-    pure_rust.jpeg_dct_scaling = false;
+    pure_rust.decode.jpeg_dct_scaling = false;
     [Config::default(), pure_rust]
 }
 
@@ -76,7 +76,7 @@ fn each_file_gives_its_thumbnail_or_its_typed_error() {
 
 fn each_file_gives_its_thumbnail_or_its_typed_error_with(config: &Config) {
     for (name, bytes, expect) in corpus() {
-        let result = thumbnail_from_bytes(name, bytes, TargetSize::square(32), config);
+        let result = thumbnail_from_bytes(name, bytes, TargetSize::square(32), &config.decode);
         match (expect, result) {
             (Expect::Thumbnail(width, height), Ok(thumbnail)) => {
                 assert_eq!(
@@ -100,7 +100,12 @@ fn each_file_gives_its_thumbnail_or_its_typed_error_with(config: &Config) {
 
 #[test]
 fn an_empty_body_is_a_decode_error() {
-    let result = thumbnail_from_bytes("empty", b"", TargetSize::square(32), &Config::default());
+    let result = thumbnail_from_bytes(
+        "empty",
+        b"",
+        TargetSize::square(32),
+        &Config::default().decode,
+    );
     match result {
         Err(Error::Decode { reason, .. }) => assert!(reason.contains("empty"), "{reason}"),
         other => panic!("{other:?}"),
@@ -125,7 +130,7 @@ fn every_truncation_gives_a_thumbnail_or_a_typed_error_with(config: &Config) {
         for length in lengths {
             let piece = &bytes[..length];
             let label = format!("{name} cut at {length}");
-            match thumbnail_from_bytes(&label, piece, TargetSize::square(32), config) {
+            match thumbnail_from_bytes(&label, piece, TargetSize::square(32), &config.decode) {
                 Ok(thumbnail) => {
                     thumbnails += 1;
                     assert_eq!(
@@ -153,8 +158,9 @@ fn a_webp_with_an_exif_orientation_comes_out_upright() {
     let turned = include_bytes!("corpus/pillow/hopper_orientation_6.webp");
     let config = Config::default();
     let target = TargetSize::square(64);
-    let want = thumbnail_from_bytes("hopper.webp", upright, target, &config).unwrap();
-    let got = thumbnail_from_bytes("hopper_orientation_6.webp", turned, target, &config).unwrap();
+    let want = thumbnail_from_bytes("hopper.webp", upright, target, &config.decode).unwrap();
+    let got =
+        thumbnail_from_bytes("hopper_orientation_6.webp", turned, target, &config.decode).unwrap();
     assert_eq!((got.width, got.height), (want.width, want.height));
     let (mut sum, mut count) = (0.0f64, 0.0f64);
     for (a, b) in got.pixels.iter().zip(want.pixels.iter()) {
@@ -176,14 +182,16 @@ fn a_jpeg_the_header_reader_refuses_is_decoded_by_libjpeg() {
     let jpeg = include_bytes!("corpus/pillow/truncated_app14.jpg");
     let [libjpeg, pure_rust] = both_jpeg_routes();
     let target = TargetSize::square(64);
-    let thumbnail = thumbnail_from_bytes("truncated_app14.jpg", jpeg, target, &libjpeg).unwrap();
+    let thumbnail =
+        thumbnail_from_bytes("truncated_app14.jpg", jpeg, target, &libjpeg.decode).unwrap();
     assert!(thumbnail.width > 0 && thumbnail.height > 0);
     assert_eq!(
         thumbnail.pixels.len(),
         (thumbnail.width * thumbnail.height * 4) as usize
     );
     // A later zune-jpeg may read it; until then, a clean refusal.
-    if let Err(error) = thumbnail_from_bytes("truncated_app14.jpg", jpeg, target, &pure_rust) {
+    if let Err(error) = thumbnail_from_bytes("truncated_app14.jpg", jpeg, target, &pure_rust.decode)
+    {
         assert_clean_error("truncated_app14.jpg", &error);
     }
 }
@@ -206,9 +214,9 @@ fn a_jpeg_sized_by_its_frame_header_keeps_its_orientation() {
     let [libjpeg, pure_rust] = both_jpeg_routes();
     let target = TargetSize::square(64);
     assert!(
-        thumbnail_from_bytes("turned.jpg", &turned, target, &pure_rust).is_err(),
+        thumbnail_from_bytes("turned.jpg", &turned, target, &pure_rust.decode).is_err(),
         "the header reader reads it: the frame header is not needed"
     );
-    let thumbnail = thumbnail_from_bytes("turned.jpg", &turned, target, &libjpeg).unwrap();
+    let thumbnail = thumbnail_from_bytes("turned.jpg", &turned, target, &libjpeg.decode).unwrap();
     assert_eq!((thumbnail.width, thumbnail.height), (32, 64));
 }

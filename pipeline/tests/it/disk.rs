@@ -29,8 +29,8 @@ pub(super) fn server(max_age: Option<Duration>) -> FixtureServer {
 /// A pipeline with the default config and a disk cache in `dir`.
 pub(super) fn pipeline(dir: &Path, budget: u64) -> Pipeline<usize> {
     let mut config = Config::default();
-    config.disk_cache_dir = Some(dir.to_path_buf());
-    config.disk_cache_bytes = budget;
+    config.disk.dir = Some(dir.to_path_buf());
+    config.disk.max_bytes = budget;
     Pipeline::new(config).unwrap()
 }
 
@@ -38,9 +38,9 @@ pub(super) fn pipeline(dir: &Path, budget: u64) -> Pipeline<usize> {
 /// that count entries.
 pub(super) fn responses_only(dir: &Path, budget: u64) -> Pipeline<usize> {
     let mut config = Config::default();
-    config.disk_cache_dir = Some(dir.to_path_buf());
-    config.disk_cache_bytes = budget;
-    config.disk_cache_thumbnails = false;
+    config.disk.dir = Some(dir.to_path_buf());
+    config.disk.max_bytes = budget;
+    config.disk.thumbnails = false;
     Pipeline::new(config).unwrap()
 }
 

@@ -44,14 +44,14 @@ fn over_recording(
     thumbnails: bool,
 ) -> (Pipeline<usize>, Recording, tokio::runtime::Runtime) {
     let mut config = Config::default();
-    config.disk_cache_dir = Some(dir.to_path_buf());
-    config.disk_cache_bytes = 1 << 20;
-    config.disk_cache_thumbnails = thumbnails;
+    config.disk.dir = Some(dir.to_path_buf());
+    config.disk.max_bytes = 1 << 20;
+    config.disk.thumbnails = thumbnails;
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let fetcher = Recording {
         inner: Arc::new(
             runtime
-                .block_on(async { HttpFetcher::new(&config) })
+                .block_on(async { HttpFetcher::new(&config.fetch) })
                 .unwrap(),
         ),
         requests: Arc::default(),
@@ -128,7 +128,7 @@ fn a_fetcher_of_bodies_alone_gets_nothing_kept() {
         .unwrap();
     let png = Bytes::from(png);
     let mut config = Config::default();
-    config.disk_cache_dir = Some(scratch.0.clone());
+    config.disk.dir = Some(scratch.0.clone());
     let mut pipeline = Pipeline::<usize>::builder()
         .config(config)
         .fetcher(thumbpipe::fetch_fn(move |_url, _max_bytes| {

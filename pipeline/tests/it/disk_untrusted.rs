@@ -1,9 +1,9 @@
 //! The disk cache trusts nothing it reads: a header that would overflow the
-//! caching rules, a policy stored by an older release, a `tmp` that is a
-//! link, content files and index buckets that are links to `/dev/zero` or
-//! FIFOs, a thumbnail entry that claims another size, an index line that
-//! claims a size not its file's, a directory that belongs to another user. Each costs at most a refetch: no panic, no
-//! hang, no file of anyone else's removed.
+//! caching rules, a policy stored by an older release, a `tmp` that is a link,
+//! content files and index buckets that are links to `/dev/zero` or FIFOs, a
+//! thumbnail entry that claims another size, an index line that claims a size
+//! not its file's, a directory that belongs to another user. Each costs at most
+//! a refetch: no panic, no hang, no file of anyone else's removed.
 
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
@@ -377,7 +377,7 @@ fn a_cache_directory_of_another_user_is_refused() {
         return;
     }
     let mut config = Config::default();
-    config.disk_cache_dir = Some(dir.clone());
+    config.disk.dir = Some(dir.clone());
     match Pipeline::<usize>::new(config) {
         Err(BuildError::Config(message)) => {
             assert!(message.contains("belongs to another user"), "{message}");

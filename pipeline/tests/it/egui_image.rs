@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 
 use egui::load::{ImageLoadResult, ImageLoader, ImagePoll, LoadError, SizeHint, TexturePoll};
 use egui::{Context, Vec2, vec2};
-use thumbpipe::egui::{Loader, RowThumbnail, ThumbnailList};
-use thumbpipe::{BuildError, Config};
+use thumbpipe::BuildError;
+use thumbpipe::egui::{EguiConfig, Loader, RowThumbnail, ThumbnailList};
 
 use crate::common::{self, id_of, server};
 
@@ -52,7 +52,7 @@ fn draw_until_done(ctx: &Context, uris: &[String], size: Vec2) -> Vec<Seen> {
     }
 }
 
-fn installed(config: Config) -> (Context, Loader) {
+fn installed(config: EguiConfig) -> (Context, Loader) {
     let ctx = Context::default();
     let loader = thumbpipe::egui::install(&ctx, config).expect("installs");
     (ctx, loader)
@@ -72,8 +72,8 @@ fn an_image_appears_after_its_load_and_a_cached_one_in_the_first_pass_that_asks(
     // Room for one 64x64 texture: drawing b frees a's texture, while the
     // pipeline's cache still holds a's thumbnail.
     let (ctx, loader) = installed({
-        let mut config = Config::default();
-        config.texture_budget = 64 * 64 * 4;
+        let mut config = EguiConfig::default();
+        config.max_texture_bytes = 64 * 64 * 4;
         config
     });
     let (a, b) = (vec![server.image_url(1)], vec![server.image_url(2)]);
@@ -102,7 +102,7 @@ fn an_image_appears_after_its_load_and_a_cached_one_in_the_first_pass_that_asks(
 #[test]
 fn a_uri_not_drawn_during_a_pass_is_cancelled_and_its_transfer_stopped() {
     let server = server(5_000);
-    let (ctx, loader) = installed(Config::default());
+    let (ctx, loader) = installed(EguiConfig::default());
     let uri = vec![server.image_url(7)];
     assert_eq!(draw(&ctx, &uri, CELL), [Seen::Pending]);
     assert!(common::eventually(|| server.stats().in_flight == 1));
@@ -118,7 +118,7 @@ fn a_uri_not_drawn_during_a_pass_is_cancelled_and_its_transfer_stopped() {
 #[test]
 fn forget_removes_the_image_from_every_level() {
     let server = server(10);
-    let (ctx, loader) = installed(Config::default());
+    let (ctx, loader) = installed(EguiConfig::default());
     let uri = vec![server.image_url(3)];
     assert!(matches!(
         draw_until_done(&ctx, &uri, CELL)[0],
@@ -145,8 +145,8 @@ fn the_texture_budget_evicts_and_live_textures_never_exceed_it() {
     let server = server(5);
     let budget = 3 * 64 * 64 * 4;
     let (ctx, loader) = installed({
-        let mut config = Config::default();
-        config.texture_budget = budget;
+        let mut config = EguiConfig::default();
+        config.max_texture_bytes = budget;
         config
     });
     for id in 0..10 {
@@ -174,8 +174,8 @@ fn a_pass_uploads_within_its_budget_and_the_rest_in_the_next_passes() {
     let server = server(5);
     // Two 64x64 textures per pass.
     let (ctx, loader) = installed({
-        let mut config = Config::default();
-        config.upload_budget = 2 * 64 * 64 * 4;
+        let mut config = EguiConfig::default();
+        config.upload_bytes_per_pass = 2 * 64 * 64 * 4;
         config
     });
     let uris: Vec<String> = (0..6).map(|id| server.image_url(id)).collect();
@@ -224,7 +224,7 @@ impl ImageLoader for OtherLoader {
 fn other_uris_fall_through_to_eguis_other_loaders() {
     let ctx = Context::default();
     ctx.add_image_loader(Arc::new(OtherLoader));
-    let loader = thumbpipe::egui::install(&ctx, Config::default()).expect("installs");
+    let loader = thumbpipe::egui::install(&ctx, EguiConfig::default()).expect("installs");
     let seen = draw(&ctx, &["bytes://white.png".to_owned()], CELL);
     assert_eq!(seen, [Seen::Ready(vec2(1.0, 1.0))]);
     // file:// without Config::file_root is not thumbpipe's either.
@@ -240,7 +240,7 @@ fn other_uris_fall_through_to_eguis_other_loaders() {
 #[test]
 fn pixels_per_point_2_gives_a_twice_as_large_thumbnail() {
     let server = server(5);
-    let (ctx, loader) = installed(Config::default());
+    let (ctx, loader) = installed(EguiConfig::default());
     let uri = vec![server.image_url(4)];
     assert_eq!(
         draw_until_done(&ctx, &uri, CELL),
@@ -262,7 +262,7 @@ fn pixels_per_point_2_gives_a_twice_as_large_thumbnail() {
 #[test]
 fn an_image_at_its_own_size_is_drawn_one_texel_a_pixel() {
     let server = server(5);
-    let (ctx, loader) = installed(Config::default());
+    let (ctx, loader) = installed(EguiConfig::default());
     ctx.set_pixels_per_point(2.0);
     draw(&ctx, &[], CELL);
     let uri = server.image_url(6);
@@ -291,7 +291,7 @@ fn an_image_at_its_own_size_is_drawn_one_texel_a_pixel() {
 #[test]
 fn load_errors_reach_egui_with_thumbpipes_message() {
     let server = server(5);
-    let (ctx, loader) = installed(Config::default());
+    let (ctx, loader) = installed(EguiConfig::default());
     let uri = vec![format!("{}?fault=404", server.image_url(5))];
     let seen = draw_until_done(&ctx, &uri, CELL);
     assert!(
@@ -307,7 +307,7 @@ fn load_errors_reach_egui_with_thumbpipes_message() {
 #[test]
 fn a_refreshing_list_never_draws_a_rows_old_image() {
     let server = server(30);
-    let (ctx, loader) = installed(Config::default());
+    let (ctx, loader) = installed(EguiConfig::default());
     let (mut shown, mut wrong) = (0, 0);
     for pass in 0..400_u32 {
         // Five rows whose image changes every 40 passes (about 150 ms).
@@ -346,7 +346,7 @@ fn a_refreshing_list_never_draws_a_rows_old_image() {
 #[test]
 fn prefetched_images_load_ahead_and_are_cancelled_once_out_of_the_window() {
     let server = server(20);
-    let (ctx, loader) = installed(Config::default());
+    let (ctx, loader) = installed(EguiConfig::default());
     let near = server.image_url(10);
     assert!(eventually(&ctx, || {
         loader.prefetch(&near, CELL);
@@ -366,15 +366,15 @@ fn prefetched_images_load_ahead_and_are_cancelled_once_out_of_the_window() {
 #[test]
 fn installing_twice_is_a_typed_error_and_uninstall_stops_the_threads() {
     let ctx = Context::default();
-    let loader = thumbpipe::egui::install(&ctx, Config::default()).expect("installs");
+    let loader = thumbpipe::egui::install(&ctx, EguiConfig::default()).expect("installs");
     assert!(matches!(
-        thumbpipe::egui::install(&ctx, Config::default()),
+        thumbpipe::egui::install(&ctx, EguiConfig::default()),
         Err(BuildError::AlreadyInstalled)
     ));
     loader.uninstall();
     assert_eq!(ctx.loaders().texture.lock().len(), 1, "only egui's own");
     assert!(ctx.loaders().image.lock().is_empty());
-    let again = thumbpipe::egui::install(&ctx, Config::default()).expect("installs again");
+    let again = thumbpipe::egui::install(&ctx, EguiConfig::default()).expect("installs again");
     again.uninstall();
 }
 
@@ -382,7 +382,7 @@ fn installing_twice_is_a_typed_error_and_uninstall_stops_the_threads() {
 fn the_list_helper_cancels_a_rows_old_url_and_shows_its_state() {
     let server = server(20);
     let ctx = Context::default();
-    let mut list = ThumbnailList::<usize>::new(&ctx, Config::default()).expect("builds");
+    let mut list = ThumbnailList::<usize>::new(&ctx, EguiConfig::default()).expect("builds");
     let slow = format!("{}?latency_ms=5000", server.image_url(1));
     let show = |list: &mut ThumbnailList<usize>, url: &str| {
         let mut state = None;

@@ -10,9 +10,9 @@ use thumbpipe::{Config, Pipeline, Priority, TargetSize};
 fn every_fault_kind_yields_its_typed_error() {
     let server = server(0);
     let mut config = Config::default();
-    config.connect_timeout = Duration::from_secs(1);
-    config.total_timeout = Duration::from_secs(2);
-    config.max_body_bytes = 4 * 1024 * 1024;
+    config.fetch.connect_timeout = Duration::from_secs(1);
+    config.fetch.total_timeout = Duration::from_secs(2);
+    config.fetch.max_body_bytes = 4 * 1024 * 1024;
     let mut pipeline = Pipeline::<&str>::new(config).unwrap();
     for fault in FAULTS {
         let url = format!("{}?fault={fault}", server.image_url(1));
@@ -50,8 +50,8 @@ fn hang_and_slow_give_their_slot_back_at_the_timeout() {
     let server = server(0);
     let timeout = Duration::from_millis(700);
     let mut config = Config::default();
-    config.max_concurrent_fetches = 1;
-    config.total_timeout = timeout;
+    config.fetch.max_per_host = 1;
+    config.fetch.total_timeout = timeout;
     let mut pipeline = Pipeline::<&str>::new(config).unwrap();
     let url = |fault: &str| format!("{}?fault={fault}", server.image_url(7));
     pipeline.request(
@@ -114,7 +114,7 @@ fn huge_is_cut_at_the_body_cap() {
     let server = server(0);
     let cap = 1024 * 1024;
     let mut config = Config::default();
-    config.max_body_bytes = cap;
+    config.fetch.max_body_bytes = cap;
     let mut pipeline = Pipeline::<u8>::new(config).unwrap();
     let url = format!("{}?fault=huge", server.image_url(3));
     pipeline.request(0, &url, TargetSize::square(32), Priority::Visible);

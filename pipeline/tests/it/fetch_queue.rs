@@ -31,12 +31,12 @@ fn one_slot_pipeline() -> (
     tokio::runtime::Runtime,
 ) {
     let mut config = Config::default();
-    config.max_concurrent_fetches = 1;
+    config.fetch.max_per_host = 1;
     let started = Arc::new(Mutex::new(Vec::new()));
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let fetcher = Recording {
         inner: runtime
-            .block_on(async { HttpFetcher::new(&config) })
+            .block_on(async { HttpFetcher::new(&config.fetch) })
             .unwrap(),
         started: Arc::clone(&started),
     };
@@ -140,7 +140,7 @@ fn fetches_in_flight_stay_under_the_global_limit_across_many_hosts() {
         }))
         .build()
         .unwrap();
-    let limit = Config::default().max_fetches_in_flight;
+    let limit = Config::default().fetch.max_in_flight;
     for row in 0..300 {
         let url = format!("http://host-{row}.test/a.png");
         pipeline.request(row, &url, TargetSize::square(8), Priority::Visible);
@@ -180,10 +180,10 @@ impl thumbpipe::Decode for HeldUntil {
 fn waiting_for_the_body_budget_is_not_a_timeout() {
     let server = server(0);
     let mut config = Config::default();
-    config.decode_threads = 1;
+    config.decode.threads = 1;
     // One body at a time between the network and the decoder.
-    config.max_bytes_awaiting_decode = 1;
-    config.total_timeout = Duration::from_millis(300);
+    config.fetch.body_budget_bytes = 1;
+    config.fetch.total_timeout = Duration::from_millis(300);
     // The decoder holds the first body for a second: the other fetches
     // wait for the budget three times their timeout.
     let release = std::time::Instant::now() + Duration::from_secs(1);

@@ -1,5 +1,5 @@
-//! `file://` URLs: refused unless `Config::file_root` is set, and then read
-//! only under that root, symbolic links resolved.
+//! `file://` URLs: refused unless `FetchConfig::file_root` is set, and then
+//! read only under that root, symbolic links resolved.
 
 use std::path::Path;
 
@@ -48,7 +48,7 @@ fn file_urls_load_only_under_the_root() {
     std::os::unix::fs::symlink(&secret, root.0.join("link.png")).unwrap();
 
     let mut config = Config::default();
-    config.file_root = Some(root.0.clone());
+    config.fetch.file_root = Some(root.0.clone());
     let mut pipeline = Pipeline::<usize>::new(config).unwrap();
     let urls = [
         url(&inside),
@@ -95,15 +95,15 @@ fn files_load_as_thumbnails_and_the_cap_applies() {
     let size = std::fs::metadata(&image).unwrap().len();
     let config = |max_body_bytes| {
         let mut config = Config::default();
-        config.file_root = Some(root.0.clone());
-        config.max_body_bytes = max_body_bytes;
+        config.fetch.file_root = Some(root.0.clone());
+        config.fetch.max_body_bytes = max_body_bytes;
         config
     };
     let mut roomy = Pipeline::<usize>::new(config(size)).unwrap();
     assert_eq!(load(&mut roomy, &[url(&image)])[0].as_ref().unwrap(), &21);
     let mut tight = Pipeline::<usize>::new(config(size - 1)).unwrap();
     match &load(&mut tight, &[url(&image)])[0] {
-        Err(Error::TooLarge { setting, .. }) => assert_eq!(*setting, "max_body_bytes"),
+        Err(Error::TooLarge { setting, .. }) => assert_eq!(*setting, "fetch.max_body_bytes"),
         other => panic!("{other:?}"),
     }
 }
@@ -114,7 +114,7 @@ fn a_root_that_is_not_a_directory_is_a_build_error() {
     let file = root.png("file.png", 1);
     for bad in [root.0.join("missing"), file] {
         let mut config = Config::default();
-        config.file_root = Some(bad.clone());
+        config.fetch.file_root = Some(bad.clone());
         match Pipeline::<usize>::new(config) {
             Err(BuildError::Config(message)) => assert!(message.contains("file_root"), "{message}"),
             Err(other) => panic!("{other}"),
@@ -142,7 +142,7 @@ fn a_fifo_under_the_root_is_refused_without_blocking_other_loads() {
     // pool too.
     let by_name = server.image_url(22).replace("127.0.0.1", "localhost");
     let mut config = Config::default();
-    config.file_root = Some(root.0.clone());
+    config.fetch.file_root = Some(root.0.clone());
     let mut pipeline = Pipeline::<usize>::new(config).unwrap();
     let results = load(&mut pipeline, &[url(&fifo), url(&image), by_name]);
     match &results[0] {

@@ -28,7 +28,7 @@ fn png() -> Bytes {
 fn a_ttl_of_duration_max_is_cached_not_a_panic() {
     let body = png();
     let mut config = Config::default();
-    config.cache_ttl = Duration::MAX;
+    config.cache.ttl = Duration::MAX;
     let mut pipeline = Pipeline::<u32>::builder()
         .config(config)
         .fetcher(thumbpipe::fetch_fn(move |_, _| {
@@ -55,7 +55,7 @@ fn a_panicking_fetcher_is_a_typed_error_and_gives_its_slot_back() {
     let body = png();
     let mut config = Config::default();
     // One slot: the last request loads only if both panics gave it back.
-    config.max_concurrent_fetches = 1;
+    config.fetch.max_per_host = 1;
     let mut pipeline = Pipeline::<u32>::builder()
         .config(config)
         .fetcher(thumbpipe::fetch_fn(move |url, _| {

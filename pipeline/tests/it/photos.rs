@@ -28,7 +28,7 @@ fn thumbnail(image: &CorpusImage, side: u32) -> Thumbnail {
         &image.name,
         &image.bytes,
         TargetSize::square(side),
-        &Config::default(),
+        &Config::default().decode,
     )
     .unwrap_or_else(|e| panic!("{} at {side}: {e}", image.name))
 }

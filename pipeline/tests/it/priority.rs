@@ -90,7 +90,7 @@ fn small_images_complete_while_large_ones_hold_the_other_threads() {
     let gate = Arc::new(Gate::default());
     let mut pipeline = pipeline(&gate, {
         let mut config = Config::default();
-        config.decode_threads = 2;
+        config.decode.threads = 2;
         config
     });
     for n in 0..4 {
@@ -138,7 +138,7 @@ fn a_raised_priority_follows_the_load_into_the_decode_queue() {
     let gate = Arc::new(Gate::default());
     let mut pipeline = pipeline(&gate, {
         let mut config = Config::default();
-        config.decode_threads = 1;
+        config.decode.threads = 1;
         config
     });
     pipeline.request("held".into(), "http://m/hold.png", SIZE, Priority::Visible);

@@ -42,7 +42,7 @@ fn a_custom_decoder_is_used_and_its_panics_become_decode_errors() {
         .decoder(Measure)
         .config({
             let mut config = thumbpipe::Config::default();
-            config.decode_threads = 1;
+            config.decode.threads = 1;
             config
         })
         .build()

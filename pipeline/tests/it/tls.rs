@@ -113,8 +113,8 @@ fn a_redirect_from_https_to_http_is_refused_unless_allowed() {
     let https = format!("https://localhost:{port}/moved.jpg");
     for allowed in [false, true] {
         let mut config = Config::default();
-        config.extra_root_certificates = vec![CERT.to_vec()];
-        config.allow_https_to_http_redirects = allowed;
+        config.fetch.extra_root_certificates = vec![CERT.to_vec()];
+        config.fetch.allow_https_to_http_redirects = allowed;
         let mut pipeline = Pipeline::<u8>::new(config).unwrap();
         pipeline.request(0, &https, TargetSize::square(32), Priority::Visible);
         let done = drain_until(&mut pipeline, |all| !all.is_empty());
@@ -136,7 +136,7 @@ fn a_redirect_from_https_to_http_is_refused_unless_allowed() {
 #[test]
 fn an_unreadable_extra_root_certificate_fails_the_build() {
     let mut config = Config::default();
-    config.extra_root_certificates = vec![b"not a certificate".to_vec()];
+    config.fetch.extra_root_certificates = vec![b"not a certificate".to_vec()];
     let error = Pipeline::<u8>::new(config).err().unwrap();
     assert!(
         error.to_string().contains("extra_root_certificates"),

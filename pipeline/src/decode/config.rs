@@ -1,0 +1,78 @@
+//! The decode stage's settings: the limits every image is held to before
+//! it is decoded, the JPEG route, and the decode pool's threads. Plain
+//! data, read when the pipeline is built (by [`crate::ImageDecoder::new`]
+//! and the decode pool); validated with the rest of [`crate::Config`].
+
+use crate::BuildError;
+
+/// Settings of the decode stage: [`Config::decode`](crate::Config::decode).
+///
+/// ```
+/// let mut config = thumbpipe::Config::default();
+/// config.decode.max_dimension = 8192;
+/// config.decode.threads = 1;
+/// let pipeline = thumbpipe::Pipeline::<usize>::new(config)?;
+/// # Ok::<(), thumbpipe::BuildError>(())
+/// ```
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct DecodeConfig {
+    /// Largest width or height an image may declare. Default: 16384.
+    pub max_dimension: u32,
+    /// Most bytes one decode may allocate, counted from the header before
+    /// decoding: the decoded pixels, the decoder's own buffers and the
+    /// resize's. A JPEG decodes at the smallest DCT scale that covers the
+    /// thumbnail, so a baseline one costs little at any size (a 12 MP
+    /// photo to 256 px: under 1 MB), but a progressive one keeps every DCT
+    /// coefficient at full size until its last scan (2 bytes a sample: 36
+    /// MB for a 12 MP 4:2:0 photo, 72 MB at 4:4:4). PNG, GIF and WebP
+    /// decode in full: 4 bytes a pixel, and a WebP's YUV planes or ARGB
+    /// words on top. Default: 256 MiB, a 40-megapixel progressive 4:4:4
+    /// JPEG or a 60-megapixel PNG.
+    pub max_alloc_bytes: u64,
+    /// Whether JPEGs are decoded by libjpeg at the smallest DCT scale that
+    /// covers the thumbnail (a 12 MP photo to 256 px: 31.7 ms and 3.3 MB),
+    /// rather than in full by `image`'s pure-Rust decoder (112 ms and 132
+    /// MB). Default: `true`.
+    ///
+    /// In a binary built with `panic = "abort"` it has no effect: libjpeg
+    /// reports a broken file by unwinding out of its error callback (that
+    /// is how the `mozjpeg` crate turns it into an error), and without
+    /// unwinding that would end the process. There, every JPEG takes the
+    /// pure-Rust decoder, which returns its errors, so a broken JPEG is an
+    /// [`crate::Error::Decode`] as it is elsewhere. What else changes under
+    /// `panic = "abort"`: a panic inside a decoder or a disk job (none is
+    /// known; `decode-fuzz` and `disk-fuzz` look for them) ends the process
+    /// instead of failing one load.
+    pub jpeg_dct_scaling: bool,
+    /// Decode threads, named `thumbpipe-decode-N`. Default: one per core.
+    pub threads: usize,
+    /// Images whose header declares more pixels than this are large: they
+    /// decode on at most `threads - 1` threads at once, so that with
+    /// two or more decode threads a small thumbnail never waits behind a
+    /// large decode. Default: 2,000,000 (a 1920x1080 image is large, a
+    /// 1600x1200 one is not). `u64::MAX` lets large images use every
+    /// thread.
+    pub large_image_pixels: u64,
+}
+
+impl Default for DecodeConfig {
+    fn default() -> Self {
+        Self {
+            max_dimension: 16_384,
+            max_alloc_bytes: 256 * 1024 * 1024,
+            jpeg_dct_scaling: true,
+            threads: std::thread::available_parallelism().map_or(2, |n| n.get()),
+            large_image_pixels: 2_000_000,
+        }
+    }
+}
+
+impl DecodeConfig {
+    pub(crate) fn validate(&self) -> Result<(), BuildError> {
+        crate::config::at_least_one(&[
+            ("decode.max_dimension", u64::from(self.max_dimension)),
+            ("decode.threads", self.threads as u64),
+        ])
+    }
+}

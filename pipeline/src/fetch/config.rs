@@ -1,0 +1,113 @@
+//! The fetch stage's settings: connections, timeouts, body limits, TLS
+//! roots and the `file://` root. Plain data, read when the pipeline is
+//! built (by [`crate::HttpFetcher::new`], the load actor's scheduler and
+//! its body budget); validated with the rest of [`crate::Config`].
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::BuildError;
+
+/// Settings of the fetch stage: [`Config::fetch`](crate::Config::fetch).
+///
+/// ```
+/// use std::time::Duration;
+///
+/// let mut config = thumbpipe::Config::default();
+/// config.fetch.max_per_host = 4;
+/// config.fetch.total_timeout = Duration::from_secs(10);
+/// let pipeline = thumbpipe::Pipeline::<usize>::new(config)?;
+/// # Ok::<(), thumbpipe::BuildError>(())
+/// ```
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct FetchConfig {
+    /// Fetches in flight at once to one host; the rest wait in the queue,
+    /// costing no thread. Default: 16, so that a screenful of list rows
+    /// loads in one round trip: with 6 (what browsers allow per host over
+    /// HTTP/1.1) the 13 rows in view when a scroll stops wait for three,
+    /// 750 ms at 250 ms latency. Lower it for a server that must not see
+    /// more connections from one client.
+    pub max_per_host: usize,
+    /// Fetches in flight at once over every host together; the rest wait in
+    /// the queue. Without it, a list of images from many hosts (one per
+    /// user's avatar, say) would open `max_per_host` sockets to
+    /// each of them. Default: 24, a screenful from one host and room for a
+    /// few others.
+    pub max_in_flight: usize,
+    /// Time to establish a connection. Default: 5 s.
+    pub connect_timeout: Duration,
+    /// Time for a whole response, headers and body. Time a fetch spends
+    /// waiting for [`FetchConfig::body_budget_bytes`], its body unread
+    /// while the decoders catch up, does not count. Default: 30 s.
+    pub total_timeout: Duration,
+    /// Largest response body; a larger one is aborted while streaming.
+    /// Default: 16 MiB.
+    pub max_body_bytes: u64,
+    /// Bytes of response bodies held between the network and the decoders:
+    /// bodies being read and bodies waiting for (or in) a decode. Past it,
+    /// no new fetch starts and no new body is read (by an
+    /// [`crate::HttpFetcher`], a `file://` read or the disk cache) until
+    /// decodes catch up; a cancelled load's body is freed at once.
+    /// Without it, a slow decoder and a fast server would pile up bodies:
+    /// 200 rows of 16 MiB images are 3.2 GB. A body larger than the whole
+    /// budget still loads, alone. Default: 64 MiB (four bodies at
+    /// [`FetchConfig::max_body_bytes`], hundreds of typical thumbnails).
+    pub body_budget_bytes: u64,
+    /// Redirects followed before giving up. Default: 5.
+    pub max_redirects: usize,
+    /// Whether a redirect from an `https` URL to a plain `http` one is
+    /// followed. Default: `false`: it is [`crate::Error::InsecureRedirect`],
+    /// as the image would travel unencrypted, open to being read or
+    /// replaced on the way.
+    pub allow_https_to_http_redirects: bool,
+    /// Certificates (DER) trusted for `https` besides the platform's own
+    /// roots: a company's certificate authority, or a test server's
+    /// self-signed certificate. A certificate that cannot be read fails
+    /// [`crate::Pipeline::new`]. Default: none.
+    pub extra_root_certificates: Vec<Vec<u8>>,
+    /// The directory `file://` URLs may read from. Default: `None`, which
+    /// refuses every `file://` URL. With a root, a file loads only if its
+    /// path, with symbolic links resolved, lies under the root; it is read
+    /// under [`FetchConfig::max_body_bytes`] on a thread of its own
+    /// (`thumbpipe-file`, started only with a root), so that a slow disk
+    /// never holds up the host name lookups of `http` loads.
+    ///
+    /// ```
+    /// let dir = std::env::temp_dir();
+    /// let mut config = thumbpipe::Config::default();
+    /// config.fetch.file_root = Some(dir.clone());
+    /// let pipeline = thumbpipe::Pipeline::<usize>::new(config)?;
+    /// # Ok::<(), thumbpipe::BuildError>(())
+    /// ```
+    pub file_root: Option<PathBuf>,
+}
+
+impl Default for FetchConfig {
+    fn default() -> Self {
+        Self {
+            max_per_host: 16,
+            max_in_flight: 24,
+            connect_timeout: Duration::from_secs(5),
+            total_timeout: Duration::from_secs(30),
+            max_body_bytes: 16 * 1024 * 1024,
+            body_budget_bytes: 64 * 1024 * 1024,
+            max_redirects: 5,
+            allow_https_to_http_redirects: false,
+            extra_root_certificates: Vec::new(),
+            file_root: None,
+        }
+    }
+}
+
+impl FetchConfig {
+    pub(crate) fn validate(&self) -> Result<(), BuildError> {
+        let at_least_one = [
+            ("fetch.max_per_host", self.max_per_host as u64),
+            ("fetch.max_in_flight", self.max_in_flight as u64),
+            ("fetch.max_body_bytes", self.max_body_bytes),
+            ("fetch.body_budget_bytes", self.body_budget_bytes),
+        ];
+        crate::config::at_least_one(&at_least_one)
+    }
+}
