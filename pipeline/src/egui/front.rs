@@ -34,6 +34,7 @@ use ::egui::load::SizedTexture;
 use ::egui::{Context, TextureOptions};
 
 use super::EguiConfig;
+use super::plan::CoastPlan;
 use super::textures::{TextureCache, TextureKey, TextureStats, UploadRefused};
 use crate::{
     BuildError, CoastModel, CoastPrediction, Error, Pipeline, Priority, Stats, TargetSize,
@@ -255,55 +256,24 @@ impl<K: Hash + Eq + Clone> Front<K> {
             return;
         }
         let min_time_on_screen = self.min_time_on_screen();
-        let resting = coast.resting_rows();
-        // The rows egui will draw there: one more below the view, or, at
-        // the bottom of the list, one more above it. (The prediction itself
-        // is within half a point.)
-        let rows = coast.list().rows;
-        let margin = if resting.end >= rows {
-            resting.start.saturating_sub(1)..rows
-        } else {
-            resting.start..resting.end + 1
-        };
-        for index in margin {
+        let now = Instant::now();
+        let pipeline = &self.pipeline;
+        let plan = CoastPlan::new(coast, min_time_on_screen, |index| {
+            let (row, _) = row_of(index);
+            let asked = pipeline.requested_at(&row)?;
+            Some(now.saturating_duration_since(asked))
+        });
+        for index in plan.destination {
             let (row, url) = row_of(index);
             self.destination.insert(row.clone());
             self.want(row, url.as_ref(), target, Priority::Destination);
         }
-        let now = Instant::now();
-        // Whether a row will have left before its image arrives, asked for
-        // now or when its request was made: then it is not asked for. In
-        // durations from now, so that no setting or model (up to
-        // `Duration::MAX`) can overflow an `Instant`.
-        let gone_first = |index: usize, asked: Option<Instant>| {
-            coast.leaves_after(index).is_some_and(|leaves_in| {
-                let waited =
-                    asked.map_or(Duration::ZERO, |asked| now.saturating_duration_since(asked));
-                leaves_in < min_time_on_screen.saturating_sub(waited)
-            })
-        };
-        // The visible rows and a row either side: egui draws a row more
-        // than it shows, and that one must not be requested either.
-        let visible = coast.visible_rows();
-        for index in visible.start.saturating_sub(1)..(visible.end + 1).min(coast.list().rows) {
-            // An image asked for now that arrives in time also does if it
-            // was asked for earlier: only rows gone first need their key.
-            if !gone_first(index, None) {
-                continue;
-            }
-            let (row, _) = row_of(index);
-            let asked = self.pipeline.requested_at(&row);
-            if gone_first(index, asked) && !self.destination.contains(&row) {
-                self.passing.insert(row);
-            }
+        for index in plan.passing {
+            self.passing.insert(row_of(index).0);
         }
-        // The prefetch window's place: a screen of rows ahead, those whose
-        // image can arrive before they have passed.
-        for index in coast.rows_ahead(visible.len()) {
-            if !gone_first(index, None) {
-                let (row, url) = row_of(index);
-                self.want(row, url.as_ref(), target, Priority::Prefetch);
-            }
+        for index in plan.ahead {
+            let (row, url) = row_of(index);
+            self.want(row, url.as_ref(), target, Priority::Prefetch);
         }
     }
 

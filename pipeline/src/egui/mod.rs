@@ -56,6 +56,8 @@
 //! - `uri`: the loaders [`install`] registers, and their handle [`Loader`].
 //! - `list`: [`ThumbnailList`], the row-keyed helper.
 //! - `front`: what both share — what a row draws, level by level.
+//! - `plan`: while a list coasts, which rows to ask for at what priority
+//!   (pure: prediction and timings in, rows out).
 //! - `textures`: L1, textures under a byte budget and a per-pass upload budget.
 //! - `size`: egui's size hints to [`crate::TargetSize`] steps.
 //! - `prefetch`: [`PrefetchWindow`], the rows just beyond the view.
@@ -67,6 +69,7 @@ mod coast;
 mod config;
 mod front;
 mod list;
+mod plan;
 mod prefetch;
 mod size;
 mod textures;
