@@ -7,13 +7,16 @@
 //! is the app's. Used on the UI thread only; it owns its pipeline, so
 //! dropping it cancels every load and frees its textures.
 //!
-//! What a row draws, in order, each answered within the pass:
+//! What a row draws, each answered within the pass; the levels are walked
+//! in one place (`Front::held`), for drawing, for pixels and for deciding
+//! whether to ask:
 //!
 //! ```text
-//! L1 texture for (url, size)?                 -> draw it
-//! failed for this row's url and size?         -> the error
-//! delivered for this row, or in the cache?    -> upload (pass budget) -> draw it
-//! otherwise                                   -> pending; the request is under way
+//! L1 texture for (url, size, options)?          -> draw it
+//! pixels of (url, size): a texture's, the row's
+//!   delivered outcome, or the cache's (L2)?     -> upload (pass budget) -> draw it
+//! failed for this row's url and size?           -> the error
+//! otherwise                                     -> pending; the request is under way
 //! ```
 //!
 //! Everything is looked up by the URL the row shows now, so an image meant
@@ -53,6 +56,13 @@ pub(crate) enum Look<'a> {
     /// arrive.
     Passing,
     Failed(&'a Error),
+}
+
+/// What the levels in front of the pipeline hold for a row.
+enum Held<'a> {
+    Pixels(Thumbnail),
+    Failed(&'a Error),
+    Nothing,
 }
 
 /// A row's outcome that is not a texture yet.
@@ -137,21 +147,11 @@ impl<K: Hash + Eq + Clone> Front<K> {
         // cancelled at the pass's end, freeing the slot for the rows where
         // the list will rest.
         self.ask_shown(&row, url, target);
-        let thumbnail = match self.outcomes.get(&row) {
-            Some(outcome) if *outcome.url == *url && outcome.target == target => {
-                match &outcome.result {
-                    Ok(thumbnail) => Some(thumbnail.clone()),
-                    Err(_) => return self.failed(&row),
-                }
-            }
-            _ => self.pipeline.cached(url, target),
-        };
-        let Some(thumbnail) = thumbnail else {
-            return if self.passing.contains(&row) {
-                Look::Passing
-            } else {
-                Look::Pending
-            };
+        let thumbnail = match self.held(&row, url, target) {
+            Held::Pixels(thumbnail) => thumbnail,
+            Held::Failed(_) => return self.failed(&row),
+            Held::Nothing if self.passing.contains(&row) => return Look::Passing,
+            Held::Nothing => return Look::Pending,
         };
         // The outcome stays while the row is shown: should its texture be
         // freed, it is made again from it without asking the pipeline.
@@ -190,12 +190,32 @@ impl<K: Hash + Eq + Clone> Front<K> {
             return Ok(Some(thumbnail.clone()));
         }
         self.ask_shown(&row, url, target);
-        match self.outcomes.get(&row) {
-            Some(outcome) if *outcome.url == *url && outcome.target == target => outcome
-                .result
-                .as_ref()
-                .map(|thumbnail| Some(thumbnail.clone())),
-            _ => Ok(self.pipeline.cached(url, target)),
+        match self.held(&row, url, target) {
+            Held::Pixels(thumbnail) => Ok(Some(thumbnail)),
+            Held::Failed(error) => Err(error),
+            Held::Nothing => Ok(None),
+        }
+    }
+
+    /// What the levels in front of the pipeline hold for `row` showing
+    /// `url` at `target`, walked in order: a texture's pixels (L1), the
+    /// row's outcome (delivered, not uploaded yet, or failed), the
+    /// pipeline's cache (L2).
+    fn held(&self, row: &K, url: &str, target: TargetSize) -> Held<'_> {
+        if let Some(thumbnail) = self.textures.thumbnail(url, target) {
+            return Held::Pixels(thumbnail.clone());
+        }
+        match self.outcomes.get(row) {
+            Some(outcome) if *outcome.url == *url && outcome.target == target => {
+                match &outcome.result {
+                    Ok(thumbnail) => Held::Pixels(thumbnail.clone()),
+                    Err(error) => Held::Failed(error),
+                }
+            }
+            _ => match self.pipeline.cached(url, target) {
+                Some(thumbnail) => Held::Pixels(thumbnail),
+                None => Held::Nothing,
+            },
         }
     }
 
@@ -308,14 +328,7 @@ impl<K: Hash + Eq + Clone> Front<K> {
             return;
         }
         // Already drawable, or already failed: nothing to load.
-        let done = match self.outcomes.get(&row) {
-            Some(outcome) => *outcome.url == *url && outcome.target == target,
-            None => {
-                self.textures.thumbnail(url, target).is_some()
-                    || self.pipeline.cached(url, target).is_some()
-            }
-        };
-        if !done {
+        if matches!(self.held(&row, url, target), Held::Nothing) {
             self.pipeline.request(row, url, target, priority);
         }
     }
