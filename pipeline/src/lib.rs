@@ -63,7 +63,9 @@
 //!   per row ---subscribe--> load actor: cache hit? ---------------------+
 //!                           registry: same (url, size) joins one task   |
 //!                           scheduler: priority, LIFO, per-host slots   |
-//!                           fetch task (cancellable, body cap)          |
+//!                           [disk thumbnail? lookup task: hit ----------+]
+//!                           fetch task: [disk layer ->] fetcher         |
+//!                             (cancellable, body cap, body budget)      |
 //!                             --Fetched--> load actor --submit-------------> queue: priority, LIFO
 //!                                                                          decode + downscale
 //!                                                                          (skipped if cancelled;
@@ -85,6 +87,10 @@
 //!   `load/registry.rs` and an `Event` the actor handles in `load/mod.rs`
 //!   (as the thumbnail tier's lookup is `LookingUp` and `LookedUp`), and a
 //!   seam trait like [`Fetch`] if it is pluggable.
+//! - **A new setting**: a field of its stage's config, beside the stage
+//!   (`fetch/config.rs`, `decode/config.rs`, `cache.rs`, `disk/config.rs`;
+//!   egui's in `egui/config.rs`), with its default and its check in that
+//!   config's `validate`.
 //! - **A new image format**: an `image` cargo feature in
 //!   `pipeline/Cargo.toml` and a name in [`SUPPORTED_FORMATS`]; a faster
 //!   path for it in its own file like `decode/jpeg.rs`.
