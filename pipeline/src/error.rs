@@ -131,7 +131,7 @@ pub enum Error {
     /// follows such redirects.
     #[error(
         "cannot load '{url}': it redirects from https to plain http ({to}); \
-         set allow_https_to_http_redirects to follow it"
+         set config.fetch.allow_https_to_http_redirects to follow it"
     )]
     InsecureRedirect {
         /// The URL.

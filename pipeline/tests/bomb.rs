@@ -192,7 +192,7 @@ impl Decode for Stalled {
 /// Regression: the fetch slot was given back as soon as a body arrived and
 /// the decode queue had no bound, so a stalled decoder let every row's body
 /// pile up: 200 rows of 16 MiB were 3.2 GB. Now the bodies held stay within
-/// `max_bytes_awaiting_decode`, and a cancelled load's body is freed at once.
+/// `fetch.body_budget_bytes`, and a cancelled load's body is freed at once.
 #[test]
 fn bodies_waiting_for_a_stalled_decoder_stay_within_the_budget() {
     const MIB: usize = 1024 * 1024;

@@ -10,13 +10,13 @@
 //! An in-memory fetcher answers at once: large URLs with a 4000x3000 JPEG (a
 //! phone photo, 12 MP), small URLs with a 600x600 JPEG; every URL is new, so
 //! nothing comes from the cache. Thumbnails are 64x64. A small request is
-//! made every 25 ms while, in the busy scenarios, `3 x decode_threads` large
+//! made every 25 ms while, in the busy scenarios, `3 x decode.threads` large
 //! requests are kept outstanding (each finished one is replaced at once,
 //! until the last small image has been asked for):
 //!
 //! - `idle`: no large images; the floor (decode + the pipeline's hops).
 //! - `busy, lane`: the default config; large images may hold at most
-//!   `decode_threads - 1` threads.
+//!   `decode.threads - 1` threads.
 //! - `busy, no lane`: `large_image_pixels: u64::MAX`, so large images may
 //!   hold every thread, as in a plain pool: the baseline.
 //!

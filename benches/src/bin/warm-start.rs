@@ -802,7 +802,7 @@ fn soak(
         "## Soak: {} requests over {} images, {} MiB budget, killed halfway\n\n\
          Images 160x160 JPEG at 0 ms, to 64x64 thumbnails (kept on disk too: 16 KB of RGBA \
          each, beside the 5-6 KB response), 64 rows at a time, ids checked. Non-default: the memory \
-         cache holds 16 thumbnails (`cache_count_limit = 16`), so that repeats go to the disk. \
+         cache holds 16 thumbnails (`cache.max_entries = 16`), so that repeats go to the disk. \
          The directory's bytes (apparent sizes of every file: bodies, index, temporary files) \
          summed every 100 ms with the child stopped (SIGSTOP), so that each sum is of one \
          moment.\n",

@@ -389,7 +389,7 @@ mod tests {
 
     /// Regression: disk reads had no deadline, and each held a fetch slot:
     /// a cache directory on a mount that stopped answering stopped every
-    /// load. Now a load waits at most `disk_read_timeout` for the disk,
+    /// load. Now a load waits at most `disk.read_timeout` for the disk,
     /// and once a read has timed out the others do not ask it: 100 rows
     /// all load from the server.
     #[test]

@@ -129,7 +129,7 @@ pub(super) fn check_owner(dir: &Path) -> Result<(), crate::BuildError> {
         let Ok(me) = me else { return Ok(()) };
         if me != metadata.uid() {
             return Err(crate::BuildError::Config(format!(
-                "disk_cache_dir '{}' belongs to another user (uid {}): use a directory of \
+                "disk.dir '{}' belongs to another user (uid {}): use a directory of \
                  your own, such as the platform's cache directory for your app",
                 dir.display(),
                 metadata.uid()

@@ -3,7 +3,7 @@
 //! while it is fresh, revalidate a stale one with the copy's validators,
 //! keep what the inner fetcher returns when its headers allow, forget what
 //! they forbid. It also serves and keeps the decoded thumbnails beside
-//! their responses, as the load actor's [`ThumbnailTier`].
+//! their responses, as the load actor's [`ThumbnailTier`] (`DiskThumbnails`).
 //!
 //! Made by the pipeline's builder when
 //! [`DiskConfig::dir`](crate::DiskConfig::dir) is set, around the default
@@ -65,9 +65,11 @@ impl DiskTier {
         move || counters.snapshot()
     }
 
-    /// Whether it keeps decoded thumbnails.
-    pub(crate) fn keeps_thumbnails(&self) -> bool {
+    /// Its decoded thumbnails, as the load actor's tier, if it keeps
+    /// them ([`DiskConfig::thumbnails`]).
+    pub(crate) fn thumbnails(&self) -> Option<Arc<dyn ThumbnailTier>> {
         self.thumbnails
+            .then(|| Arc::new(DiskThumbnails(Arc::clone(&self.disk))) as Arc<dyn ThumbnailTier>)
     }
 
     /// Tests: the cache itself.
@@ -103,18 +105,24 @@ impl Fetch for DiskTier {
     }
 }
 
-impl ThumbnailTier for DiskTier {
+/// The decoded thumbnails beside the responses: the load actor's
+/// [`ThumbnailTier`]. It holds the cache alone, not the fetcher behind the
+/// layer, so a decode job that offers it a thumbnail keeps nothing else
+/// alive.
+#[derive(Debug)]
+struct DiskThumbnails(Arc<DiskCache>);
+
+impl ThumbnailTier for DiskThumbnails {
     fn keeps(&self, url: &Url) -> bool {
-        self.thumbnails && is_http(url)
+        is_http(url)
     }
 
     fn lookup(&self, url: &Url, target: TargetSize) -> BoxFuture<'static, Option<Thumbnail>> {
-        Box::pin(self.disk.lookup_thumbnail(url, target))
+        Box::pin(self.0.lookup_thumbnail(url, target))
     }
 
     fn offer(&self, url: &Url, target: TargetSize, body: &Bytes, thumbnail: &Thumbnail) {
-        self.disk
-            .store_thumbnail(url, target, body, thumbnail.clone());
+        self.0.store_thumbnail(url, target, body, thumbnail.clone());
     }
 }
 
@@ -216,10 +224,12 @@ fn fetched(
         disk.remove(url);
         return Ok(response);
     }
+    // Aged from when its headers arrived, not from now: its body took
+    // time to read, and perhaps to be given a share of the body budget.
     let policy = CachePolicy::new_options(
         parts,
         &response_parts(response.status, &response.headers),
-        SystemTime::now(),
+        response.received_at,
         cache_options(),
     );
     // Written on a disk thread, from a copy: the body's reservation ends

@@ -7,16 +7,15 @@
 //! is the app's. Used on the UI thread only; it owns its pipeline, so
 //! dropping it cancels every load and frees its textures.
 //!
-//! What a row draws, each answered within the pass; the levels are walked
-//! in one place (`Front::held`), for drawing, for pixels and for deciding
-//! whether to ask:
+//! What a row draws, each answered within the pass; the levels behind the
+//! row's texture are walked in one place (`Front::held`), for drawing, for
+//! pixels and for deciding whether to ask:
 //!
 //! ```text
-//! L1 texture for (url, size, options)?          -> draw it
-//! pixels of (url, size): a texture's, the row's
-//!   delivered outcome, or the cache's (L2)?     -> upload (pass budget) -> draw it
-//! failed for this row's url and size?           -> the error
-//! otherwise                                     -> pending; the request is under way
+//! L1 texture for (url, size)?                 -> draw it
+//! failed for this row's url and size?         -> the error
+//! delivered for this row, or in the cache?    -> upload (pass budget) -> draw it
+//! otherwise                                   -> pending; the request is under way
 //! ```
 //!
 //! Everything is looked up by the URL the row shows now, so an image meant
@@ -56,6 +55,16 @@ pub(crate) enum Look<'a> {
     /// arrive.
     Passing,
     Failed(&'a Error),
+}
+
+/// Which levels [`Front::held`] walks.
+#[derive(Clone, Copy)]
+enum Levels {
+    /// Every level.
+    All,
+    /// The levels behind the row's texture, which the caller has looked
+    /// up itself.
+    BehindTexture,
 }
 
 /// What the levels in front of the pipeline hold for a row.
@@ -147,7 +156,7 @@ impl<K: Hash + Eq + Clone> Front<K> {
         // cancelled at the pass's end, freeing the slot for the rows where
         // the list will rest.
         self.ask_shown(&row, url, target);
-        let thumbnail = match self.held(&row, url, target) {
+        let thumbnail = match self.held(&row, url, target, Levels::BehindTexture) {
             Held::Pixels(thumbnail) => thumbnail,
             Held::Failed(_) => return self.failed(&row),
             Held::Nothing if self.passing.contains(&row) => return Look::Passing,
@@ -190,7 +199,7 @@ impl<K: Hash + Eq + Clone> Front<K> {
             return Ok(Some(thumbnail.clone()));
         }
         self.ask_shown(&row, url, target);
-        match self.held(&row, url, target) {
+        match self.held(&row, url, target, Levels::BehindTexture) {
             Held::Pixels(thumbnail) => Ok(Some(thumbnail)),
             Held::Failed(error) => Err(error),
             Held::Nothing => Ok(None),
@@ -198,24 +207,28 @@ impl<K: Hash + Eq + Clone> Front<K> {
     }
 
     /// What the levels in front of the pipeline hold for `row` showing
-    /// `url` at `target`, walked in order: a texture's pixels (L1), the
-    /// row's outcome (delivered, not uploaded yet, or failed), the
-    /// pipeline's cache (L2).
-    fn held(&self, row: &K, url: &str, target: TargetSize) -> Held<'_> {
-        if let Some(thumbnail) = self.textures.thumbnail(url, target) {
-            return Held::Pixels(thumbnail.clone());
+    /// `url` at `target`, walked in order: the row's outcome (delivered,
+    /// not uploaded yet, or failed), the pipeline's cache (L2), and with
+    /// [`Levels::All`] the pixels of a texture (L1, a scan of them).
+    fn held(&self, row: &K, url: &str, target: TargetSize, levels: Levels) -> Held<'_> {
+        if let Some(outcome) = self.outcomes.get(row)
+            && *outcome.url == *url
+            && outcome.target == target
+        {
+            return match &outcome.result {
+                Ok(thumbnail) => Held::Pixels(thumbnail.clone()),
+                Err(error) => Held::Failed(error),
+            };
         }
-        match self.outcomes.get(row) {
-            Some(outcome) if *outcome.url == *url && outcome.target == target => {
-                match &outcome.result {
-                    Ok(thumbnail) => Held::Pixels(thumbnail.clone()),
-                    Err(error) => Held::Failed(error),
-                }
-            }
-            _ => match self.pipeline.cached(url, target) {
-                Some(thumbnail) => Held::Pixels(thumbnail),
-                None => Held::Nothing,
-            },
+        if let Some(thumbnail) = self.pipeline.cached(url, target) {
+            return Held::Pixels(thumbnail);
+        }
+        match levels {
+            Levels::All => self
+                .textures
+                .thumbnail(url, target)
+                .map_or(Held::Nothing, |thumbnail| Held::Pixels(thumbnail.clone())),
+            Levels::BehindTexture => Held::Nothing,
         }
     }
 
@@ -288,8 +301,13 @@ impl<K: Hash + Eq + Clone> Front<K> {
             self.destination.insert(row.clone());
             self.want(row, url.as_ref(), target, Priority::Destination);
         }
+        // A row showing the same image as a destination row (the same key)
+        // is not passing.
         for index in plan.passing {
-            self.passing.insert(row_of(index).0);
+            let (row, _) = row_of(index);
+            if !self.destination.contains(&row) {
+                self.passing.insert(row);
+            }
         }
         for index in plan.ahead {
             let (row, url) = row_of(index);
@@ -327,8 +345,14 @@ impl<K: Hash + Eq + Clone> Front<K> {
         if !self.asked.insert(row.clone()) {
             return;
         }
-        // Already drawable, or already failed: nothing to load.
-        if matches!(self.held(&row, url, target), Held::Nothing) {
+        // Already drawable, or already failed: nothing to load. A row
+        // whose outcome is for another URL or size asks anew, so that the
+        // new one replaces it.
+        let stale = self
+            .outcomes
+            .get(&row)
+            .is_some_and(|outcome| *outcome.url != *url || outcome.target != target);
+        if stale || matches!(self.held(&row, url, target, Levels::All), Held::Nothing) {
             self.pipeline.request(row, url, target, priority);
         }
     }

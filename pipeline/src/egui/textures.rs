@@ -66,7 +66,7 @@ struct Texture {
 pub(crate) struct TextureCache {
     entries: LruCache<TextureKey, Texture>,
     budget: usize,
-    upload_budget: usize,
+    upload_bytes_per_pass: usize,
     /// The current pass, counted by `begin_pass`.
     pass: u64,
     /// Bytes and textures uploaded in the current pass.
@@ -76,11 +76,11 @@ pub(crate) struct TextureCache {
 }
 
 impl TextureCache {
-    pub(crate) fn new(budget: usize, upload_budget: usize) -> Self {
+    pub(crate) fn new(budget: usize, upload_bytes_per_pass: usize) -> Self {
         Self {
             entries: LruCache::unbounded(),
             budget,
-            upload_budget,
+            upload_bytes_per_pass,
             pass: 0,
             uploaded_bytes: 0,
             uploaded_count: 0,
@@ -141,7 +141,7 @@ impl TextureCache {
                 setting: "max_texture_bytes",
             }));
         }
-        if self.uploaded_count > 0 && self.uploaded_bytes + bytes > self.upload_budget {
+        if self.uploaded_count > 0 && self.uploaded_bytes + bytes > self.upload_bytes_per_pass {
             self.stats.deferred += 1;
             return Err(UploadRefused::BudgetSpent);
         }

@@ -6,6 +6,7 @@
 //! [`Fetch`]: crate::Fetch
 
 use std::sync::Arc;
+use std::time::SystemTime;
 
 use bytes::Bytes;
 use url::Url;
@@ -107,17 +108,22 @@ pub struct FetchResponse {
     pub url: Url,
     /// The body; empty for a `304`.
     pub body: Bytes,
+    /// When its headers arrived: what HTTP's caching rules count a stored
+    /// copy's age from (RFC 9111's `response_time`), so that reading the
+    /// body, or waiting for the body budget, does not make it younger.
+    pub received_at: SystemTime,
 }
 
 impl FetchResponse {
     /// A `200 OK` from `url` with no headers (nothing the disk cache may
-    /// keep).
+    /// keep), received now.
     pub fn new(url: Url, body: Bytes) -> Self {
         Self {
             status: http::StatusCode::OK,
             headers: http::HeaderMap::new(),
             url,
             body,
+            received_at: SystemTime::now(),
         }
     }
 
@@ -125,6 +131,12 @@ impl FetchResponse {
     pub fn with_headers(mut self, status: http::StatusCode, headers: http::HeaderMap) -> Self {
         self.status = status;
         self.headers = headers;
+        self
+    }
+
+    /// A response whose headers arrived at `received_at`.
+    pub fn received_at(mut self, received_at: SystemTime) -> Self {
+        self.received_at = received_at;
         self
     }
 }

@@ -10,9 +10,6 @@
 //! whose load was cancelled before the thread reached it is skipped. The
 //! thread ends when the last fetcher is dropped, which waits for it a
 //! bounded time.
-//!
-//! [`FetchConfig::file_root`](crate::FetchConfig::file_root):
-//! crate::Config::file_root
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -65,7 +62,8 @@ impl FileReader {
 
 /// `root` with symbolic links resolved, if it is a directory.
 fn canonical_root(root: &Path) -> Result<Arc<Path>, BuildError> {
-    let invalid = |why: String| BuildError::Config(format!("file_root '{}' {why}", root.display()));
+    let invalid =
+        |why: String| BuildError::Config(format!("fetch.file_root '{}' {why}", root.display()));
     let canonical = root
         .canonicalize()
         .map_err(|e| invalid(format!("cannot be opened: {e}")))?;
@@ -109,7 +107,7 @@ fn read_file(url: &Url, root: &Path, max_bytes: u64) -> Result<Vec<u8>, Error> {
         return Err(Error::UnsupportedUrl {
             url: url.to_string(),
             reason: format!(
-                "'{}' is outside Config::file_root '{}'",
+                "'{}' is outside config.fetch.file_root '{}'",
                 path.display(),
                 root.display()
             ),
@@ -150,7 +148,7 @@ fn read_file(url: &Url, root: &Path, max_bytes: u64) -> Result<Vec<u8>, Error> {
 pub(super) fn files_off(url: &str) -> Error {
     Error::UnsupportedUrl {
         url: url.to_owned(),
-        reason: "file URLs are off; set Config::file_root to a directory to allow the files \
+        reason: "file URLs are off; set config.fetch.file_root to a directory to allow the files \
                  under it"
             .into(),
     }

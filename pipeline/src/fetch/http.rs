@@ -72,8 +72,12 @@ impl Network<'_> {
         let status = response.status();
         let final_url = response.url().clone();
         let headers = response.headers().clone();
-        let answered =
-            |body: Bytes| FetchResponse::new(final_url, body).with_headers(status, headers);
+        let received_at = std::time::SystemTime::now();
+        let answered = |body: Bytes| {
+            FetchResponse::new(final_url, body)
+                .with_headers(status, headers)
+                .received_at(received_at)
+        };
         if status == reqwest::StatusCode::NOT_MODIFIED && self.request.is_conditional() {
             return Ok(answered(Bytes::new()));
         }

@@ -22,7 +22,7 @@ impl LoadActor {
     /// Starts queued fetches while their hosts have free slots and the
     /// bodies awaiting a decode are within their budget.
     pub(super) fn start_fetches(&mut self) {
-        while self.awaiting_decode < self.parts.max_bytes_awaiting_decode {
+        while self.awaiting_decode < self.parts.body_budget_bytes {
             let Some(task_id) = self.scheduler.next() else {
                 break;
             };

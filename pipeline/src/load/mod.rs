@@ -100,7 +100,7 @@ pub(crate) struct Parts {
     pub(crate) max_in_flight: usize,
     pub(crate) max_body_bytes: u64,
     /// No fetch starts while bodies of this many bytes await a decode.
-    pub(crate) max_bytes_awaiting_decode: u64,
+    pub(crate) body_budget_bytes: u64,
     /// And no body is read while the bodies held, read or being read, are
     /// as many bytes: lent to every fetch in its request.
     pub(crate) body_budget: Arc<BodyBudget>,
@@ -316,6 +316,19 @@ impl LoadActor {
                     Metrics::add(&metrics.loads_abandoned_after_fetch, 1);
                     return;
                 }
+                // A fetcher answers a success, or a 304 to a conditional
+                // request that a layer in front of it turns into one; any
+                // other status it returns is not a body to decode.
+                let result = result.and_then(|response| {
+                    if response.status.is_success() {
+                        Ok(response)
+                    } else {
+                        Err(Error::Status {
+                            url: task_url(&self.registry, task_id),
+                            status: response.status.as_u16(),
+                        })
+                    }
+                });
                 match result {
                     Ok(response) => {
                         Metrics::add(&metrics.fetches_completed, 1);
@@ -437,4 +450,12 @@ impl LoadActor {
             *stats = self.cache.stats();
         }
     }
+}
+
+/// The URL of `task_id`, as asked for; empty if the task is gone.
+fn task_url(registry: &TaskRegistry, task_id: TaskId) -> String {
+    registry
+        .get(task_id)
+        .map(|task| task.key.url.to_string())
+        .unwrap_or_default()
 }

@@ -108,8 +108,8 @@ impl<K> PipelineBuilder<K> {
             let tier = Arc::new(DiskTier::open(fetcher, dir, &config.disk)?);
             disk_stats = Some(Box::new(tier.stats()) as DiskStatsFn);
             // Thumbnails on disk are what the default decoder makes.
-            if tier.keeps_thumbnails() && self.decoder.is_none() {
-                thumbnails = Some(Arc::clone(&tier) as Arc<dyn ThumbnailTier>);
+            if self.decoder.is_none() {
+                thumbnails = tier.thumbnails();
             }
             fetcher = tier;
         }
@@ -143,7 +143,7 @@ impl<K> PipelineBuilder<K> {
             max_per_host: config.fetch.max_per_host,
             max_in_flight: config.fetch.max_in_flight,
             max_body_bytes: config.fetch.max_body_bytes,
-            max_bytes_awaiting_decode: config.fetch.body_budget_bytes,
+            body_budget_bytes: config.fetch.body_budget_bytes,
             body_budget: Arc::new(BodyBudget::new(config.fetch.body_budget_bytes)),
             root: root.clone(),
         };

@@ -227,7 +227,7 @@ fn other_uris_fall_through_to_eguis_other_loaders() {
     let loader = thumbpipe::egui::install(&ctx, EguiConfig::default()).expect("installs");
     let seen = draw(&ctx, &["bytes://white.png".to_owned()], CELL);
     assert_eq!(seen, [Seen::Ready(vec2(1.0, 1.0))]);
-    // file:// without Config::file_root is not thumbpipe's either.
+    // file:// without fetch.file_root is not thumbpipe's either.
     let seen = draw(&ctx, &["file:///tmp/a.png".to_owned()], CELL);
     assert!(
         matches!(&seen[0], Seen::Failed(message) if message.contains("No matching ImageLoader")),

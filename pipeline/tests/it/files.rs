@@ -71,7 +71,7 @@ fn file_urls_load_only_under_the_root() {
         match result {
             Err(Error::UnsupportedUrl { reason, .. }) => {
                 assert!(
-                    reason.contains("outside Config::file_root"),
+                    reason.contains("outside config.fetch.file_root"),
                     "{what}: {reason}"
                 )
             }
