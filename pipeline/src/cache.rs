@@ -58,7 +58,7 @@ impl Default for CacheConfig {
 
 impl CacheConfig {
     pub(crate) fn validate(&self) -> Result<(), BuildError> {
-        crate::config::at_least_one(&[("cache.max_entries", self.max_entries as u64)])
+        crate::error::at_least_one(&[("cache.max_entries", self.max_entries as u64)])
     }
 }
 

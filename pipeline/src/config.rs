@@ -60,7 +60,7 @@ impl Config {
         self.decode.validate()?;
         self.cache.validate()?;
         self.disk.validate()?;
-        at_least_one(&[
+        crate::error::at_least_one(&[
             ("io_threads", self.io_threads as u64),
             ("max_pending_requests", self.max_pending_requests as u64),
         ])
@@ -77,14 +77,5 @@ impl Default for Config {
             io_threads: 2,
             max_pending_requests: 10_000,
         }
-    }
-}
-
-/// A [`BuildError::Config`] for the first of `settings` (named as a user
-/// writes them, `fetch.max_per_host`) that is 0.
-pub(crate) fn at_least_one(settings: &[(&str, u64)]) -> Result<(), BuildError> {
-    match settings.iter().find(|(_, value)| *value == 0) {
-        Some((name, _)) => Err(BuildError::Config(format!("{name} must be at least 1"))),
-        None => Ok(()),
     }
 }

@@ -197,3 +197,12 @@ pub enum BuildError {
     )]
     AlreadyInstalled,
 }
+
+/// A [`BuildError::Config`] for the first of `settings` (named as a user
+/// writes them, `fetch.max_per_host`) that is 0.
+pub(crate) fn at_least_one(settings: &[(&str, u64)]) -> Result<(), BuildError> {
+    match settings.iter().find(|(_, value)| *value == 0) {
+        Some((name, _)) => Err(BuildError::Config(format!("{name} must be at least 1"))),
+        None => Ok(()),
+    }
+}

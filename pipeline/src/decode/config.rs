@@ -70,7 +70,7 @@ impl Default for DecodeConfig {
 
 impl DecodeConfig {
     pub(crate) fn validate(&self) -> Result<(), BuildError> {
-        crate::config::at_least_one(&[
+        crate::error::at_least_one(&[
             ("decode.max_dimension", u64::from(self.max_dimension)),
             ("decode.threads", self.threads as u64),
         ])

@@ -109,7 +109,7 @@ impl Default for DiskConfig {
 
 impl DiskConfig {
     pub(crate) fn validate(&self) -> Result<(), BuildError> {
-        crate::config::at_least_one(&[
+        crate::error::at_least_one(&[
             ("disk.max_bytes", self.max_bytes),
             ("disk.threads", self.threads as u64),
         ])

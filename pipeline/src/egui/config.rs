@@ -81,7 +81,7 @@ impl From<Config> for EguiConfig {
 impl EguiConfig {
     /// Checks the UI side's settings; the pipeline checks its own.
     pub(crate) fn validate(&self) -> Result<(), BuildError> {
-        crate::config::at_least_one(&[
+        crate::error::at_least_one(&[
             ("max_texture_bytes", self.max_texture_bytes as u64),
             ("upload_bytes_per_pass", self.upload_bytes_per_pass as u64),
         ])

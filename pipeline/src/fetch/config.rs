@@ -108,6 +108,6 @@ impl FetchConfig {
             ("fetch.max_body_bytes", self.max_body_bytes),
             ("fetch.body_budget_bytes", self.body_budget_bytes),
         ];
-        crate::config::at_least_one(&at_least_one)
+        crate::error::at_least_one(&at_least_one)
     }
 }

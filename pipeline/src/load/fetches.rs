@@ -4,19 +4,22 @@
 //! its own holding the same slot (`LookedUp`). Each is a task on the I/O
 //! runtime that ends with its load's token (a child of the root), reports
 //! `LookedUp` or `Fetched` to the actor, and turns a panic of the fetcher
-//! into [`Error::FetcherPanicked`].
+//! into [`Error::FetcherPanicked`]. What the actor does with their reports
+//! (`looked_up`, `fetched`) is here too.
 
 use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
 
 use futures::FutureExt as _;
 use futures::future::BoxFuture;
 
 use super::registry::Stage;
 use super::{Event, LoadActor};
-use crate::Error;
+
 use crate::fetch::{Fetch, FetchRequest, FetchResponse};
 use crate::metrics::Metrics;
 use crate::request::TaskId;
+use crate::{Error, Thumbnail};
 
 impl LoadActor {
     /// Starts queued fetches while their hosts have free slots and the
@@ -66,6 +69,64 @@ impl LoadActor {
             task_id,
             fetch.map(move |fetched| Event::Fetched(task_id, fetched)),
         );
+    }
+
+    /// The thumbnail tier answered `task_id`'s lookup: with its thumbnail,
+    /// the load is done; without, the slot it holds goes to its fetch.
+    pub(super) fn looked_up(&mut self, task_id: TaskId, found: Option<Thumbnail>) {
+        let Some(mut thumbnail) = found else {
+            if self.registry.get(task_id).is_some() {
+                self.fetch(task_id);
+            }
+            return;
+        };
+        self.scheduler.remove(task_id);
+        let metrics = &self.parts.metrics;
+        let Some(task) = self.registry.get(task_id) else {
+            Metrics::add(&metrics.loads_abandoned_after_fetch, 1);
+            return;
+        };
+        // The URL as asked for, as a decoded thumbnail carries it.
+        thumbnail.url = Arc::clone(&task.key.url);
+        Metrics::add(&metrics.fetches_completed, 1);
+        self.finish(task_id, Ok(thumbnail));
+    }
+
+    /// `task_id`'s fetch ended: its slot is free, and its body goes to a
+    /// decode, or its error to its subscribers.
+    pub(super) fn fetched(&mut self, task_id: TaskId, result: Result<FetchResponse, Error>) {
+        self.scheduler.remove(task_id);
+        let metrics = Arc::clone(&self.parts.metrics);
+        let Some(task) = self.registry.get(task_id) else {
+            // Cancelled after its body had arrived, before this message
+            // was read.
+            Metrics::add(&metrics.loads_abandoned_after_fetch, 1);
+            return;
+        };
+        // A fetcher answers a success, or a 304 to a conditional request
+        // that a layer in front of it turns into one; any other status it
+        // returns is not a body to decode.
+        let result = result.and_then(|response| {
+            if response.status.is_success() {
+                Ok(response)
+            } else {
+                Err(Error::Status {
+                    url: task.key.url.to_string(),
+                    status: response.status.as_u16(),
+                })
+            }
+        });
+        match result {
+            Ok(response) => {
+                Metrics::add(&metrics.fetches_completed, 1);
+                Metrics::add(&metrics.bytes_fetched, response.body.len() as u64);
+                self.decode(task_id, response.body);
+            }
+            Err(error) => {
+                Metrics::add(&metrics.fetches_failed, 1);
+                self.finish(task_id, Err(error));
+            }
+        }
     }
 
     /// Runs `work` for `task_id` in a task of its own, which reports its

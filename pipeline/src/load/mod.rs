@@ -291,56 +291,8 @@ impl LoadActor {
             self.awaiting_decode = self.awaiting_decode.saturating_sub(*size);
         }
         match event {
-            Event::LookedUp(task_id, None) => {
-                // Missed: the slot it holds goes to its fetch.
-                if self.registry.get(task_id).is_some() {
-                    self.fetch(task_id);
-                }
-            }
-            Event::LookedUp(task_id, Some(mut thumbnail)) => {
-                self.scheduler.remove(task_id);
-                let Some(task) = self.registry.get(task_id) else {
-                    Metrics::add(&metrics.loads_abandoned_after_fetch, 1);
-                    return;
-                };
-                // The URL as asked for, as a decoded thumbnail carries it.
-                thumbnail.url = Arc::clone(&task.key.url);
-                Metrics::add(&metrics.fetches_completed, 1);
-                self.finish(task_id, Ok(thumbnail));
-            }
-            Event::Fetched(task_id, result) => {
-                self.scheduler.remove(task_id);
-                if self.registry.get(task_id).is_none() {
-                    // Cancelled after its body had arrived, before this
-                    // message was read.
-                    Metrics::add(&metrics.loads_abandoned_after_fetch, 1);
-                    return;
-                }
-                // A fetcher answers a success, or a 304 to a conditional
-                // request that a layer in front of it turns into one; any
-                // other status it returns is not a body to decode.
-                let result = result.and_then(|response| {
-                    if response.status.is_success() {
-                        Ok(response)
-                    } else {
-                        Err(Error::Status {
-                            url: task_url(&self.registry, task_id),
-                            status: response.status.as_u16(),
-                        })
-                    }
-                });
-                match result {
-                    Ok(response) => {
-                        Metrics::add(&metrics.fetches_completed, 1);
-                        Metrics::add(&metrics.bytes_fetched, response.body.len() as u64);
-                        self.decode(task_id, response.body);
-                    }
-                    Err(error) => {
-                        Metrics::add(&metrics.fetches_failed, 1);
-                        self.finish(task_id, Err(error));
-                    }
-                }
-            }
+            Event::LookedUp(task_id, found) => self.looked_up(task_id, found),
+            Event::Fetched(task_id, result) => self.fetched(task_id, result),
             Event::Decoded(task_id, _, DecodeOutcome::Done(result)) => {
                 Metrics::add(&metrics.decodes_completed, 1);
                 if self.registry.get(task_id).is_none() {
@@ -450,12 +402,4 @@ impl LoadActor {
             *stats = self.cache.stats();
         }
     }
-}
-
-/// The URL of `task_id`, as asked for; empty if the task is gone.
-fn task_url(registry: &TaskRegistry, task_id: TaskId) -> String {
-    registry
-        .get(task_id)
-        .map(|task| task.key.url.to_string())
-        .unwrap_or_default()
 }

@@ -153,3 +153,72 @@ fn a_fetcher_of_bodies_alone_gets_nothing_kept() {
         "{disk:?}"
     );
 }
+
+/// Serves one PNG with `Cache-Control: max-age=1`, its headers received
+/// `age` ago.
+struct AgedBy(Bytes, Duration);
+
+impl Fetch for AgedBy {
+    fn fetch(&self, _url: url::Url, _max_bytes: u64) -> BoxFuture<'static, Result<Bytes, Error>> {
+        let body = self.0.clone();
+        Box::pin(async move { Ok(body) })
+    }
+
+    fn fetch_response(
+        &self,
+        request: FetchRequest,
+    ) -> BoxFuture<'static, Result<FetchResponse, Error>> {
+        let mut headers = http::HeaderMap::new();
+        headers.insert(http::header::CACHE_CONTROL, "max-age=1".parse().unwrap());
+        let response = FetchResponse::new(request.url, self.0.clone())
+            .with_headers(http::StatusCode::OK, headers)
+            .received_at(std::time::SystemTime::now() - self.1);
+        Box::pin(async move { Ok(response) })
+    }
+}
+
+/// Regression: the disk layer aged a response from when its body had been
+/// read, not from when its headers arrived, so a response whose body took
+/// longer to read than its max-age was kept as fresh.
+#[test]
+fn a_response_ages_from_when_its_headers_arrived() {
+    let png = fixture_server::picture::render(9, 40, 40)
+        .encode_png()
+        .unwrap();
+    let mut written = Vec::new();
+    for (name, age) in [
+        ("layer-age-new", Duration::ZERO),
+        ("layer-age-old", Duration::from_secs(2)),
+    ] {
+        let scratch = Scratch::new(name);
+        let mut config = Config::default();
+        config.disk.dir = Some(scratch.0.clone());
+        let mut pipeline = Pipeline::<usize>::builder()
+            .config(config)
+            .fetcher(AgedBy(Bytes::from(png.clone()), age))
+            .build()
+            .unwrap();
+        pipeline.request(
+            0,
+            "http://aged.test/9.png",
+            TargetSize::square(16),
+            Priority::Visible,
+        );
+        let done = drain_until(&mut pipeline, |all| !all.is_empty());
+        assert!(done[0].result.is_ok(), "{done:?}");
+        assert!(eventually(|| idle(&pipeline)));
+        if age.is_zero() {
+            assert!(eventually(|| pipeline.stats().disk.written >= 1));
+        } else {
+            // A write, were there one, lands within milliseconds (as the
+            // fresh response's does).
+            std::thread::sleep(Duration::from_millis(500));
+        }
+        written.push(pipeline.stats().disk.written);
+    }
+    // Fresh for a second from its headers: kept when they have just
+    // arrived; stale on arrival, with nothing to revalidate, when they
+    // arrived two seconds before.
+    assert_eq!(written[1], 0, "{written:?}");
+    assert!(written[0] >= 1, "{written:?}");
+}
