@@ -60,7 +60,7 @@ impl<K: Hash + Eq + Clone> Pipeline<K> {
         priority: Priority,
         ttl: Duration,
     ) -> u64 {
-        let (id, url, refused) = match self.rows.ask(row, url, target, priority, Instant::now()) {
+        let (id, url, refused) = match self.rows.ask(row, url, target, priority, Instant::now) {
             Asked::Current { id, reprioritized } => {
                 if let Some(priority) = reprioritized {
                     self.loads.set_priority(id, priority);

@@ -75,14 +75,16 @@ impl<K> RowTable<K> {
 }
 
 impl<K: Hash + Eq + Clone> RowTable<K> {
-    /// `row` asks for `url` fitted to `target` at `priority`, at `now`.
+    /// `row` asks for `url` fitted to `target` at `priority`; `now` is read
+    /// only for a new request (a row asking again every frame costs no
+    /// clock read).
     pub(crate) fn ask(
         &mut self,
         row: K,
         url: &str,
         target: TargetSize,
         priority: Priority,
-        now: Instant,
+        now: impl FnOnce() -> Instant,
     ) -> Asked {
         if let Some(current) = self.rows.get_mut(&row)
             && *current.url == *url
@@ -114,7 +116,7 @@ impl<K: Hash + Eq + Clone> RowTable<K> {
                 priority,
                 seen: true,
                 pending: true,
-                since: now,
+                since: now(),
             },
         );
         Asked::New {
@@ -228,7 +230,7 @@ mod tests {
     const SIZE: TargetSize = TargetSize::square(64);
 
     fn ask(rows: &mut RowTable<u32>, row: u32, url: &str) -> Asked {
-        rows.ask(row, url, SIZE, Priority::Visible, Instant::now())
+        rows.ask(row, url, SIZE, Priority::Visible, Instant::now)
     }
 
     fn new_id(asked: Asked) -> SubscriptionId {
@@ -261,7 +263,7 @@ mod tests {
                 reprioritized: None
             }
         );
-        let higher = rows.ask(7, "a", SIZE, Priority::Destination, Instant::now());
+        let higher = rows.ask(7, "a", SIZE, Priority::Destination, Instant::now);
         assert_eq!(
             higher,
             Asked::Current {
@@ -275,7 +277,7 @@ mod tests {
             "a",
             TargetSize::square(32),
             Priority::Visible,
-            Instant::now(),
+            Instant::now,
         );
         assert!(matches!(resized, Asked::New { superseded: Some(old), .. } if old == id));
     }
@@ -321,7 +323,7 @@ mod tests {
             panic!()
         };
         rows.complete(done(id));
-        let later = rows.ask(2, "c", SIZE, Priority::Destination, Instant::now());
+        let later = rows.ask(2, "c", SIZE, Priority::Destination, Instant::now);
         assert_eq!(
             later,
             Asked::Current {
