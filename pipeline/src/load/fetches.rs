@@ -12,6 +12,7 @@ use std::sync::Arc;
 
 use futures::FutureExt as _;
 use futures::future::BoxFuture;
+use tokio_util::sync::CancellationToken;
 
 use super::registry::Stage;
 use super::{Event, LoadActor};
@@ -29,22 +30,23 @@ impl LoadActor {
             let Some(task_id) = self.scheduler.next() else {
                 break;
             };
-            let lookup = match (self.registry.get(task_id), &self.parts.thumbnails) {
+            let (lookup, cancel) = match (self.registry.get(task_id), &self.parts.thumbnails) {
                 (None, _) => {
                     self.scheduler.remove(task_id);
                     continue;
                 }
-                (Some(task), Some(tier)) if tier.keeps(&task.url) => {
-                    Some(tier.lookup(&task.url, task.key.target))
-                }
-                (Some(_), _) => None,
+                (Some(task), Some(tier)) if tier.keeps(&task.url) => (
+                    Some(tier.lookup(&task.url, task.key.target)),
+                    task.cancel.clone(),
+                ),
+                (Some(task), _) => (None, task.cancel.clone()),
             };
             Metrics::add(&self.parts.metrics.fetches_started, 1);
             match lookup {
                 Some(lookup) => {
                     self.registry.advance(task_id, Stage::LookingUp);
                     self.spawn(
-                        task_id,
+                        cancel,
                         lookup.map(move |found| Event::LookedUp(task_id, found)),
                     );
                 }
@@ -64,9 +66,10 @@ impl LoadActor {
             self.parts.max_body_bytes,
             std::sync::Arc::clone(&self.parts.body_budget),
         );
+        let cancel = task.cancel.clone();
         let fetch = guarded_fetch(&*self.parts.fetcher, request);
         self.spawn(
-            task_id,
+            cancel,
             fetch.map(move |fetched| Event::Fetched(task_id, fetched)),
         );
     }
@@ -75,10 +78,7 @@ impl LoadActor {
     /// the load is done; without, the slot it holds goes to its fetch.
     pub(super) fn looked_up(&mut self, task_id: TaskId, found: Option<Thumbnail>) {
         let Some(mut thumbnail) = found else {
-            if self.registry.get(task_id).is_some() {
-                self.fetch(task_id);
-            }
-            return;
+            return self.fetch(task_id);
         };
         self.scheduler.remove(task_id);
         let metrics = &self.parts.metrics;
@@ -129,13 +129,9 @@ impl LoadActor {
         }
     }
 
-    /// Runs `work` for `task_id` in a task of its own, which reports its
-    /// event unless the load is cancelled first.
-    fn spawn(&self, task_id: TaskId, work: impl Future<Output = Event> + Send + 'static) {
-        let Some(task) = self.registry.get(task_id) else {
-            return;
-        };
-        let cancel = task.cancel.clone();
+    /// Runs `work` in a task of its own, which reports its event unless
+    /// the load's token, `cancel`, fires first.
+    fn spawn(&self, cancel: CancellationToken, work: impl Future<Output = Event> + Send + 'static) {
         let events = self.events.clone();
         let live = self.live.enter();
         // A task per fetch, not a future polled by the actor: connecting
