@@ -96,8 +96,10 @@ impl CoastModel for ExponentialDecay {
     }
 }
 
-/// A list of rows of one height, scrolled vertically: row `i` spans the
-/// offsets `i * row_pitch .. (i + 1) * row_pitch` of the content.
+/// A list of rows of one height, scrolled vertically: the row at list
+/// index `i` spans the offsets `i * row_pitch .. (i + 1) * row_pitch` of
+/// the content. Rows here are positions in the list, named by index; the
+/// pipeline's row keys are the app's, and the app maps one to the other.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct ListGeometry {
     /// From one row's top to the next one's: the row's height plus the
@@ -140,10 +142,10 @@ impl ListGeometry {
         first.min(self.rows)..end.min(self.rows)
     }
 
-    /// The offsets at which any part of `row` is visible: from its top
+    /// The offsets at which any part of the row at `index` is visible: from its top
     /// reaching the viewport's bottom to its bottom leaving the top.
-    fn shown_between(&self, row: usize) -> (f32, f32) {
-        let top = row as f32 * self.row_pitch;
+    fn shown_between(&self, index: usize) -> (f32, f32) {
+        let top = index as f32 * self.row_pitch;
         (top - self.viewport, top + self.row_pitch)
     }
 }
@@ -290,12 +292,13 @@ impl<M: CoastModel> CoastPrediction<M> {
         (low..=high).contains(&offset)
     }
 
-    /// When `row` shows, and for how long, during the coast.
-    pub fn visit(&self, row: usize) -> RowVisit {
-        if row >= self.list.rows {
+    /// When the row at list index `index` shows, and for how long, during
+    /// the coast.
+    pub fn visit(&self, index: usize) -> RowVisit {
+        if index >= self.list.rows {
             return RowVisit::Never;
         }
-        let (from, to) = self.list.shown_between(row);
+        let (from, to) = self.list.shown_between(index);
         let shown_at = |offset: f32| from < offset && offset < to;
         let down = self.rest >= self.offset;
         // Moving down a row shows when the offset passes `from` and leaves
@@ -337,17 +340,17 @@ impl<M: CoastModel> CoastPrediction<M> {
         }
     }
 
-    /// How long `row` is on screen from now on: `None` for a row that
+    /// How long the row at `index` is on screen from now on: `None` for a row that
     /// stays (it is on screen at rest), zero for one never shown.
-    pub fn time_on_screen(&self, row: usize) -> Option<Duration> {
-        match self.visit(row) {
+    pub fn time_on_screen(&self, index: usize) -> Option<Duration> {
+        match self.visit(index) {
             RowVisit::Never => Some(Duration::ZERO),
             RowVisit::Passing { on_screen, .. } => Some(on_screen),
             RowVisit::Resting { .. } => None,
         }
     }
 
-    /// From now until `row` has left the screen for good: `None` for a
+    /// From now until the row at `index` has left the screen for good: `None` for a
     /// row that stays, zero for one never shown. An image requested now
     /// that takes longer than this to arrive is never seen in that row.
     ///
@@ -360,8 +363,8 @@ impl<M: CoastModel> CoastPrediction<M> {
     /// assert!(coast.leaves_after(15).unwrap() > coast.time_on_screen(15).unwrap());
     /// assert_eq!(coast.leaves_after(45), None);
     /// ```
-    pub fn leaves_after(&self, row: usize) -> Option<Duration> {
-        match self.visit(row) {
+    pub fn leaves_after(&self, index: usize) -> Option<Duration> {
+        match self.visit(index) {
             RowVisit::Never => Some(Duration::ZERO),
             RowVisit::Passing { appears, on_screen } => Some(appears.saturating_add(on_screen)),
             RowVisit::Resting { .. } => None,

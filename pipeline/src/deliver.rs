@@ -9,13 +9,13 @@ use std::panic::AssertUnwindSafe;
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use crate::request::{SubscriptionId, TargetSize};
+use crate::request::{RequestId, TargetSize};
 use crate::{Error, Thumbnail};
 
-/// A finished load for one subscription.
+/// A finished load for one request.
 #[derive(Debug)]
 pub(crate) struct Delivery {
-    pub(crate) id: SubscriptionId,
+    pub(crate) id: RequestId,
     pub(crate) result: Result<Thumbnail, Error>,
 }
 
@@ -31,8 +31,8 @@ pub struct Completion<K> {
     pub url: Arc<str>,
     /// The box, as given to `request`.
     pub target: TargetSize,
-    /// The row's generation: the value `request` returned for it.
-    pub generation: u64,
+    /// The request this completes: the id `request` returned for it.
+    pub request: RequestId,
     /// The thumbnail, or why it could not be loaded.
     pub result: Result<Thumbnail, Error>,
 }

@@ -73,7 +73,7 @@
 //!                           load actor <--Decoded--------------------------+
 //!                           cache put (TTL, cost, LRU)                  |
 //! drain() <---------------- deliver to every subscriber <---------------+
-//!   only the row's current generation; the waker asks for a frame
+//!   only the row's current request; the waker asks for a frame
 //! ```
 //!
 //! # Where to change what
@@ -218,5 +218,5 @@ pub use error::{BuildError, Error};
 pub use fetch::{Fetch, FetchConfig, FetchFn, FetchRequest, FetchResponse, HttpFetcher, fetch_fn};
 pub use metrics::Stats;
 pub use pipeline::{Pipeline, PipelineBuilder};
-pub use request::{Priority, TargetSize};
+pub use request::{Priority, RequestId, TargetSize};
 pub use thumbnail::Thumbnail;

@@ -6,9 +6,28 @@
 /// actor's registry, increasing.
 pub(crate) type TaskId = u64;
 
-/// Identifies one request of one row: its generation. Allocated by
-/// [`Pipeline::request`], unique and increasing over a pipeline's life.
-pub(crate) type SubscriptionId = u64;
+/// Names one request: what [`Pipeline::request`](crate::Pipeline::request)
+/// returns and what its [`Completion`](crate::Completion) carries.
+///
+/// A row keeps its request id while it asks for the same URL and size;
+/// asking for another URL or size is a new request with a new id. Ids are
+/// unique over a pipeline's life and increase in the order requests are
+/// made, so of two ids the greater is the newer request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct RequestId(pub(crate) u64);
+
+impl RequestId {
+    /// The id as a number, for logs and maps keyed by integers.
+    pub const fn get(self) -> u64 {
+        self.0
+    }
+}
+
+impl std::fmt::Display for RequestId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "request {}", self.0)
+    }
+}
 
 /// How urgently a row wants its thumbnail. The fetch and decode queues
 /// serve [`Priority::Destination`], then [`Priority::Visible`], then

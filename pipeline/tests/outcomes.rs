@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use common::{FAULTS, Lcg, eventually, id_of, is_error_for_fault, server};
 use fixture_server::ThreadCensus;
-use thumbpipe::{Completion, Config, Pipeline, Priority, TargetSize};
+use thumbpipe::{Completion, Config, Pipeline, Priority, RequestId, TargetSize};
 
 const ROWS: u32 = 200;
 const VISIBLE: u32 = 30;
@@ -46,16 +46,16 @@ struct Made {
 /// The test's own account of every request, kept beside the pipeline's.
 #[derive(Default)]
 struct Ledger {
-    made: HashMap<u64, Made>,
-    /// The generation each row holds in the pipeline, until `end_frame`
+    made: HashMap<RequestId, Made>,
+    /// The request each row holds in the pipeline, until `end_frame`
     /// drops the row.
-    rows: HashMap<u32, u64>,
+    rows: HashMap<u32, RequestId>,
 }
 
 impl Ledger {
-    fn requested(&mut self, row: u32, content: &Content, generation: u64) {
-        match self.rows.insert(row, generation) {
-            Some(previous) if previous == generation => return,
+    fn requested(&mut self, row: u32, content: &Content, request: RequestId) {
+        match self.rows.insert(row, request) {
+            Some(previous) if previous == request => return,
             Some(previous) => self.end(previous, Outcome::Superseded),
             None => {}
         }
@@ -64,12 +64,12 @@ impl Ledger {
             content: content.clone(),
             outcome: Outcome::Pending,
         };
-        assert!(self.made.insert(generation, made).is_none());
+        assert!(self.made.insert(request, made).is_none());
     }
 
-    /// Ends `generation` unless it has ended already.
-    fn end(&mut self, generation: u64, outcome: Outcome) {
-        let made = self.made.get_mut(&generation).unwrap();
+    /// Ends `request` unless it has ended already.
+    fn end(&mut self, request: RequestId, outcome: Outcome) {
+        let made = self.made.get_mut(&request).unwrap();
         if made.outcome == Outcome::Pending {
             made.outcome = outcome;
         }
@@ -78,8 +78,8 @@ impl Ledger {
     fn completed(&mut self, completion: &Completion<u32>) {
         let made = self
             .made
-            .get_mut(&completion.generation)
-            .unwrap_or_else(|| panic!("unknown generation {}", completion.generation));
+            .get_mut(&completion.request)
+            .unwrap_or_else(|| panic!("unknown {}", completion.request));
         assert_eq!(made.row, completion.row);
         assert_eq!(*completion.url, made.content.url);
         assert_eq!(
@@ -105,9 +105,9 @@ impl Ledger {
     fn request_rows(&mut self, pipeline: &mut Pipeline<u32>, rows: &[Content], visible: &[u32]) {
         for &row in visible {
             let shown = &rows[row as usize];
-            let generation =
+            let request =
                 pipeline.request(row, &shown.url, TargetSize::square(32), Priority::Visible);
-            self.requested(row, shown, generation);
+            self.requested(row, shown, request);
         }
     }
 
@@ -122,21 +122,21 @@ impl Ledger {
 
     /// Rows the pipeline drops at `end_frame`: those not requested.
     fn end_frame(&mut self, requested: &[u32]) {
-        let gone: Vec<(u32, u64)> = self
+        let gone: Vec<(u32, RequestId)> = self
             .rows
             .iter()
             .filter(|(row, _)| !requested.contains(row))
-            .map(|(row, generation)| (*row, *generation))
+            .map(|(row, request)| (*row, *request))
             .collect();
-        for (row, generation) in gone {
+        for (row, request) in gone {
             self.rows.remove(&row);
-            self.end(generation, Outcome::Cancelled);
+            self.end(request, Outcome::Cancelled);
         }
     }
 
     fn cancel_row(&mut self, row: u32) {
-        if let Some(generation) = self.rows.remove(&row) {
-            self.end(generation, Outcome::Cancelled);
+        if let Some(request) = self.rows.remove(&row) {
+            self.end(request, Outcome::Cancelled);
         }
     }
 

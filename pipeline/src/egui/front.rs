@@ -275,14 +275,14 @@ impl<K: Hash + Eq + Clone> Front<K> {
     /// are asked for at [`Priority::Destination`], before every other row;
     /// a row on screen now that will leave sooner than an image takes to
     /// arrive is drawn from the levels above but not requested this pass.
-    /// `row_of` gives a row index's key and URL. Does nothing with
+    /// `row_at` gives a row index's key and URL. Does nothing with
     /// [`EguiConfig::coast_prediction`] off.
     pub(crate) fn follow_coast<M: CoastModel, S: AsRef<str>>(
         &mut self,
         pass: u64,
         coast: &CoastPrediction<M>,
         target: TargetSize,
-        mut row_of: impl FnMut(usize) -> (K, S),
+        mut row_at: impl FnMut(usize) -> (K, S),
     ) {
         self.begin_pass_if_new(pass);
         if !self.coast_policy.enabled || !coast.is_coasting() {
@@ -292,25 +292,25 @@ impl<K: Hash + Eq + Clone> Front<K> {
         let now = Instant::now();
         let pipeline = &self.pipeline;
         let plan = CoastPlan::new(coast, min_time_on_screen, |index| {
-            let (row, _) = row_of(index);
+            let (row, _) = row_at(index);
             let asked = pipeline.requested_at(&row)?;
             Some(now.saturating_duration_since(asked))
         });
         for index in plan.destination {
-            let (row, url) = row_of(index);
+            let (row, url) = row_at(index);
             self.destination.insert(row.clone());
             self.want(row, url.as_ref(), target, Priority::Destination);
         }
         // A row showing the same image as a destination row (the same key)
         // is not passing.
         for index in plan.passing {
-            let (row, _) = row_of(index);
+            let (row, _) = row_at(index);
             if !self.destination.contains(&row) {
                 self.passing.insert(row);
             }
         }
         for index in plan.ahead {
-            let (row, url) = row_of(index);
+            let (row, url) = row_at(index);
             self.want(row, url.as_ref(), target, Priority::Prefetch);
         }
     }

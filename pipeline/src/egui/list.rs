@@ -153,7 +153,7 @@ impl<K: Hash + Eq + Clone> ThumbnailList<K> {
     /// [`ThumbnailList::prefetch`] asks for nothing during the coast. When the
     /// prediction changes (a new drag, the end of the list), the old
     /// destination's rows are no longer asked for and are cancelled at the
-    /// pass's end. `row_of` gives the key and URL of a row by its index in the
+    /// pass's end. `row_at` gives the key and URL of the row at an index in the
     /// list. Nothing changes with [`EguiConfig::coast_prediction`] off.
     ///
     /// See [`super::CoastWatch`] for a whole pass.
@@ -161,12 +161,12 @@ impl<K: Hash + Eq + Clone> ThumbnailList<K> {
         &mut self,
         coast: Option<&CoastPrediction<M>>,
         size: Vec2,
-        row_of: impl FnMut(usize) -> (K, S),
+        row_at: impl FnMut(usize) -> (K, S),
     ) {
         let Some(coast) = coast else { return };
         let target = target_size(size, self.ctx.pixels_per_point());
         let pass = self.ctx.cumulative_pass_nr();
-        self.front.follow_coast(pass, coast, target, row_of);
+        self.front.follow_coast(pass, coast, target, row_at);
     }
 
     /// Ends the pass: rows neither shown nor prefetched since the last call

@@ -297,7 +297,7 @@ impl Loader {
     /// ```no_run
     /// # fn f(ui: &mut egui::Ui, loader: &thumbpipe::egui::Loader, watch: &mut thumbpipe::egui::CoastWatch, urls: &[String]) {
     /// let size = egui::vec2(64.0, 64.0);
-    /// loader.follow_coast(watch.predict(ui.ctx()).as_ref(), size, |row| urls[row].as_str());
+    /// loader.follow_coast(watch.predict(ui.ctx()).as_ref(), size, |index| urls[index].as_str());
     /// let output = egui::ScrollArea::vertical().show_rows(ui, 72.0, urls.len(), |ui, rows| {
     ///     for row in rows {
     ///         ui.add(egui::Image::new(&urls[row]).fit_to_exact_size(size));

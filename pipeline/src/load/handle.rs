@@ -14,7 +14,7 @@ use url::Url;
 
 use crate::cache::CacheKey;
 use crate::deliver::{Waker, wake};
-use crate::request::{Priority, SubscriptionId, TargetSize};
+use crate::request::{Priority, RequestId, TargetSize};
 
 /// The UI side's handle on the load actor. Every method sends one message
 /// and returns at once; the actor ends when the handle is dropped.
@@ -55,12 +55,12 @@ impl LoadHandle {
         self.ended.load(Ordering::Acquire) || self.commands.is_closed()
     }
 
-    /// Asks for `url` fitted to `target` for subscription `id`: delivered
+    /// Asks for `url` fitted to `target` for request `id`: delivered
     /// from the cache, joined to a load under way, or loaded. Returns
     /// whether the actor will answer.
     pub(crate) fn subscribe(
         &self,
-        id: SubscriptionId,
+        id: RequestId,
         url: Arc<str>,
         parsed: Url,
         target: TargetSize,
@@ -76,12 +76,12 @@ impl LoadHandle {
         }) && !self.ended()
     }
 
-    /// Ends subscription `id`; its load is cancelled if nobody else wants it.
-    pub(crate) fn unsubscribe(&self, id: SubscriptionId) {
+    /// Ends request `id`; its load is cancelled if nobody else wants it.
+    pub(crate) fn unsubscribe(&self, id: RequestId) {
         self.send(Command::Unsubscribe(id));
     }
 
-    pub(crate) fn set_priority(&self, id: SubscriptionId, priority: Priority) {
+    pub(crate) fn set_priority(&self, id: RequestId, priority: Priority) {
         self.send(Command::SetPriority(id, priority));
     }
 
@@ -104,14 +104,14 @@ impl LoadHandle {
 #[derive(Debug)]
 pub(super) enum Command {
     Subscribe {
-        id: SubscriptionId,
+        id: RequestId,
         key: CacheKey,
         url: Url,
         priority: Priority,
         ttl: Duration,
     },
-    Unsubscribe(SubscriptionId),
-    SetPriority(SubscriptionId, Priority),
+    Unsubscribe(RequestId),
+    SetPriority(RequestId, Priority),
     Forget(Arc<str>),
     ForgetAll,
 }

@@ -1,4 +1,4 @@
-//! The load actor: one task that turns subscriptions into fetches, decodes
+//! The load actor: one task that turns requests into fetches, decodes
 //! and deliveries, over three parts that are plain data: the task registry
 //! (one shared load per url and size: coalescing), the fetch scheduler
 //! (queue and per-host slots) and the cache.
@@ -67,7 +67,7 @@ use crate::decode::{DecodeJob, DecodeOutcome, DecodePool};
 use crate::deliver::{Delivery, Outbox};
 use crate::fetch::{BodyBudget, Fetch, FetchResponse, host_key};
 use crate::metrics::Metrics;
-use crate::request::{Priority, SubscriptionId, TaskId};
+use crate::request::{Priority, RequestId, TaskId};
 use crate::thumbnail::ThumbnailTier;
 use crate::{CacheStats, Error, Thumbnail};
 
@@ -228,7 +228,7 @@ impl LoadActor {
 
     fn subscribe(
         &mut self,
-        id: SubscriptionId,
+        id: RequestId,
         key: CacheKey,
         url: Url,
         priority: Priority,
@@ -262,7 +262,7 @@ impl LoadActor {
         }
     }
 
-    fn unsubscribe(&mut self, id: SubscriptionId) {
+    fn unsubscribe(&mut self, id: RequestId) {
         let (task_id, task) = match self.registry.unsubscribe(id) {
             Left::Unknown => return,
             Left::Shared(task_id) => return self.reprioritize(task_id),

@@ -1,9 +1,9 @@
 //! The task registry: every load under way, one per (url, size), with the
-//! subscriptions that share it and the stage it has reached.
+//! requests that share it and the stage it has reached.
 //!
 //! Plain data, owned by the load actor and changed only by it; it ends with
-//! the actor. A task is made by its first subscription and removed when its
-//! last subscription leaves or its outcome is delivered; what the removal
+//! the actor. A task is made by its first request and removed when its
+//! last request leaves or its outcome is delivered; what the removal
 //! means (cancel a fetch, skip a decode) is the actor's business.
 
 use std::collections::HashMap;
@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 use url::Url;
 
 use crate::cache::CacheKey;
-use crate::request::{Priority, SubscriptionId, TaskId};
+use crate::request::{Priority, RequestId, TaskId};
 
 /// How far a task has got.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -33,7 +33,7 @@ pub(crate) enum Stage {
 pub(crate) struct Task {
     pub(crate) key: CacheKey,
     pub(crate) url: Url,
-    subscribers: HashMap<SubscriptionId, Priority>,
+    subscribers: HashMap<RequestId, Priority>,
     /// Cancelled when the task is dropped by its last subscriber.
     pub(crate) cancel: CancellationToken,
     pub(crate) stage: Stage,
@@ -52,12 +52,12 @@ impl Task {
     }
 
     /// Who gets its outcome.
-    pub(crate) fn subscribers(&self) -> impl Iterator<Item = SubscriptionId> + '_ {
+    pub(crate) fn subscribers(&self) -> impl Iterator<Item = RequestId> + '_ {
         self.subscribers.keys().copied()
     }
 }
 
-/// A new subscription's task.
+/// A new request's task.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Joined {
     /// A task was made for it: queue it.
@@ -66,10 +66,10 @@ pub(crate) enum Joined {
     Existing(TaskId),
 }
 
-/// What leaving did to the subscription's task.
+/// What leaving did to the request's task.
 #[derive(Debug)]
 pub(crate) enum Left {
-    /// The subscription was unknown (its task had finished).
+    /// The request was unknown (its task had finished).
     Unknown,
     /// Others still want the task; their priority may have changed.
     Shared(TaskId),
@@ -81,18 +81,18 @@ pub(crate) enum Left {
 pub(crate) struct TaskRegistry {
     tasks: HashMap<TaskId, Task>,
     by_key: HashMap<CacheKey, TaskId>,
-    subscriptions: HashMap<SubscriptionId, TaskId>,
+    requests: HashMap<RequestId, TaskId>,
     last_task: TaskId,
     /// Tasks in [`Stage::Decoding`], kept by the stage changes below.
     decoding: usize,
 }
 
 impl TaskRegistry {
-    /// Adds subscription `id` to the task loading `key`, making one (queued,
+    /// Adds request `id` to the task loading `key`, making one (queued,
     /// with a child of `parent` as its token) if there is none.
     pub(crate) fn subscribe(
         &mut self,
-        id: SubscriptionId,
+        id: RequestId,
         key: CacheKey,
         url: Url,
         priority: Priority,
@@ -104,13 +104,13 @@ impl TaskRegistry {
         {
             task.subscribers.insert(id, priority);
             task.ttl = task.ttl.max(ttl);
-            self.subscriptions.insert(id, task_id);
+            self.requests.insert(id, task_id);
             return Joined::Existing(task_id);
         }
         self.last_task += 1;
         let task_id = self.last_task;
         self.by_key.insert(key.clone(), task_id);
-        self.subscriptions.insert(id, task_id);
+        self.requests.insert(id, task_id);
         self.tasks.insert(
             task_id,
             Task {
@@ -126,9 +126,9 @@ impl TaskRegistry {
         Joined::New(task_id)
     }
 
-    /// Removes subscription `id`; its task too if it was the last one.
-    pub(crate) fn unsubscribe(&mut self, id: SubscriptionId) -> Left {
-        let Some(task_id) = self.subscriptions.remove(&id) else {
+    /// Removes request `id`; its task too if it was the last one.
+    pub(crate) fn unsubscribe(&mut self, id: RequestId) -> Left {
+        let Some(task_id) = self.requests.remove(&id) else {
             return Left::Unknown;
         };
         let Some(task) = self.tasks.get_mut(&task_id) else {
@@ -144,13 +144,9 @@ impl TaskRegistry {
         }
     }
 
-    /// Changes subscription `id`'s priority; returns its task.
-    pub(crate) fn set_priority(
-        &mut self,
-        id: SubscriptionId,
-        priority: Priority,
-    ) -> Option<TaskId> {
-        let task_id = *self.subscriptions.get(&id)?;
+    /// Changes request `id`'s priority; returns its task.
+    pub(crate) fn set_priority(&mut self, id: RequestId, priority: Priority) -> Option<TaskId> {
+        let task_id = *self.requests.get(&id)?;
         self.tasks
             .get_mut(&task_id)?
             .subscribers
@@ -178,12 +174,12 @@ impl TaskRegistry {
         Some(task)
     }
 
-    /// Takes a finished task out, with its subscriptions, to deliver its
+    /// Takes a finished task out, with its requests, to deliver its
     /// outcome to them.
     pub(crate) fn finish(&mut self, task_id: TaskId) -> Option<Task> {
         let task = self.remove(task_id)?;
         for id in task.subscribers() {
-            self.subscriptions.remove(&id);
+            self.requests.remove(&id);
         }
         Some(task)
     }
@@ -217,10 +213,11 @@ mod tests {
         }
     }
 
-    fn subscribe(registry: &mut TaskRegistry, id: SubscriptionId, url: &str, side: u32) -> Joined {
+    fn subscribe(registry: &mut TaskRegistry, id: u64, url: &str, side: u32) -> Joined {
         let parsed = Url::parse(url).unwrap();
         let ttl = Duration::from_secs(id);
         let root = CancellationToken::new();
+        let id = RequestId(id);
         registry.subscribe(id, key(url, side), parsed, Priority::Prefetch, ttl, &root)
     }
 
@@ -250,14 +247,23 @@ mod tests {
         let mut registry = TaskRegistry::default();
         subscribe(&mut registry, 1, "http://h/a", 64);
         subscribe(&mut registry, 2, "http://h/a", 64);
-        assert_eq!(registry.set_priority(2, Priority::Visible), Some(1));
+        assert_eq!(
+            registry.set_priority(RequestId(2), Priority::Visible),
+            Some(1)
+        );
         assert_eq!(registry.get(1).unwrap().priority(), Priority::Visible);
-        assert!(matches!(registry.unsubscribe(2), Left::Shared(1)));
+        assert!(matches!(
+            registry.unsubscribe(RequestId(2)),
+            Left::Shared(1)
+        ));
         assert_eq!(registry.get(1).unwrap().priority(), Priority::Prefetch);
-        assert!(matches!(registry.unsubscribe(1), Left::Last(1, _)));
-        assert!(matches!(registry.unsubscribe(1), Left::Unknown));
+        assert!(matches!(
+            registry.unsubscribe(RequestId(1)),
+            Left::Last(1, _)
+        ));
+        assert!(matches!(registry.unsubscribe(RequestId(1)), Left::Unknown));
         assert!(registry.get(1).is_none());
-        // The key is free again: a new subscription makes a new task.
+        // The key is free again: a new request makes a new task.
         assert_eq!(
             subscribe(&mut registry, 3, "http://h/a", 64),
             Joined::New(2)
@@ -265,16 +271,20 @@ mod tests {
     }
 
     #[test]
-    fn finishing_ends_every_subscription_of_the_task() {
+    fn finishing_ends_every_request_of_the_task() {
         let mut registry = TaskRegistry::default();
         subscribe(&mut registry, 1, "http://h/a", 64);
         subscribe(&mut registry, 2, "http://h/a", 64);
         let task = registry.finish(1).unwrap();
         let mut ids: Vec<_> = task.subscribers().collect();
         ids.sort_unstable();
-        assert_eq!(ids, [1, 2]);
-        assert!(matches!(registry.unsubscribe(1), Left::Unknown));
-        assert!(registry.set_priority(2, Priority::Visible).is_none());
+        assert_eq!(ids, [RequestId(1), RequestId(2)]);
+        assert!(matches!(registry.unsubscribe(RequestId(1)), Left::Unknown));
+        assert!(
+            registry
+                .set_priority(RequestId(2), Priority::Visible)
+                .is_none()
+        );
         assert!(registry.finish(1).is_none());
     }
 
@@ -291,7 +301,10 @@ mod tests {
         registry.advance(3, Stage::Decoding);
         assert_eq!(registry.decoding(), 3);
         registry.finish(1);
-        assert!(matches!(registry.unsubscribe(2), Left::Last(2, _)));
+        assert!(matches!(
+            registry.unsubscribe(RequestId(2)),
+            Left::Last(2, _)
+        ));
         assert_eq!(registry.decoding(), 1);
         assert!(registry.advance(1, Stage::Decoding).is_none());
         assert_eq!(registry.decoding(), 1);
@@ -303,7 +316,7 @@ mod tests {
         let root = CancellationToken::new();
         let url = Url::parse("http://h/a").unwrap();
         registry.subscribe(
-            1,
+            RequestId(1),
             key("http://h/a", 8),
             url,
             Priority::Visible,

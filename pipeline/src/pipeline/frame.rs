@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use super::rows::Asked;
 use crate::deliver::Delivery;
 use crate::metrics::Metrics;
-use crate::request::{Priority, SubscriptionId, TargetSize};
+use crate::request::{Priority, RequestId, TargetSize};
 use crate::{Completion, Error, Pipeline, Thumbnail, fetch};
 
 impl<K: Hash + Eq + Clone> Pipeline<K> {
@@ -21,8 +21,8 @@ impl<K: Hash + Eq + Clone> Pipeline<K> {
     /// Call it every frame for every visible row: asking again for the same
     /// URL and size is cheap and keeps the request alive through
     /// [`Pipeline::end_frame`]. A different URL or size cancels the row's
-    /// previous request at once and starts a new generation, which this
-    /// returns; completions of older generations are never delivered.
+    /// previous request at once and starts a new request, whose id this
+    /// returns; completions of older requests are never delivered.
     /// Never blocks.
     ///
     /// A load that failed is not retried while the row keeps asking for the
@@ -45,7 +45,13 @@ impl<K: Hash + Eq + Clone> Pipeline<K> {
     /// assert!(next > first);
     /// # Ok::<(), thumbpipe::BuildError>(())
     /// ```
-    pub fn request(&mut self, row: K, url: &str, target: TargetSize, priority: Priority) -> u64 {
+    pub fn request(
+        &mut self,
+        row: K,
+        url: &str,
+        target: TargetSize,
+        priority: Priority,
+    ) -> RequestId {
         self.request_with_ttl(row, url, target, priority, self.default_ttl)
     }
 
@@ -59,7 +65,7 @@ impl<K: Hash + Eq + Clone> Pipeline<K> {
         target: TargetSize,
         priority: Priority,
         ttl: Duration,
-    ) -> u64 {
+    ) -> RequestId {
         let (id, url, refused) = match self.rows.ask(row, url, target, priority, Instant::now) {
             Asked::Current { id, reprioritized } => {
                 if let Some(priority) = reprioritized {
@@ -126,7 +132,7 @@ impl<K: Hash + Eq + Clone> Pipeline<K> {
         }
         ready.extend(self.deliveries.try_iter());
         if self.loads.ended() {
-            let arrived: HashSet<SubscriptionId> = ready.iter().map(|d| d.id).collect();
+            let arrived: HashSet<RequestId> = ready.iter().map(|d| d.id).collect();
             let ended: Vec<_> = self
                 .rows
                 .pending()
@@ -166,10 +172,10 @@ impl<K: Hash + Eq + Clone> Pipeline<K> {
         }
     }
 
-    /// When `row`'s current request (its latest generation) was made, if
-    /// it has one: with [`Pipeline::recent_load_time`], what a UI needs to
-    /// tell whether a row's image can still arrive before the row leaves
-    /// the view (the egui front door's coasting does).
+    /// When `row`'s current request was made, if it has one: with
+    /// [`Pipeline::recent_load_time`], what a UI needs to tell whether a
+    /// row's image can still arrive before the row leaves the view (the
+    /// egui front door's coasting does).
     ///
     /// ```
     /// use thumbpipe::{Pipeline, Priority, TargetSize};
@@ -246,14 +252,14 @@ impl<K: Hash + Eq + Clone> Pipeline<K> {
     }
 
     /// Cancels the requests of rows that have gone.
-    fn cancel(&mut self, gone: Vec<SubscriptionId>) {
+    fn cancel(&mut self, gone: Vec<RequestId>) {
         for id in gone {
             self.unsubscribe(id, Ended::Cancelled);
         }
     }
 
     /// Ends a pending request the row table has let go of.
-    fn unsubscribe(&mut self, id: SubscriptionId, how: Ended) {
+    fn unsubscribe(&mut self, id: RequestId, how: Ended) {
         let counter = match how {
             Ended::Cancelled => &self.metrics.cancelled,
             Ended::Superseded => &self.metrics.superseded,

@@ -23,7 +23,7 @@ use crate::decode::{self, DecodePool};
 use crate::deliver::{Delivery, Waker, unset_waker};
 use crate::load::LoadHandle;
 use crate::metrics::Metrics;
-use crate::request::SubscriptionId;
+use crate::request::RequestId;
 use crate::{BuildError, CacheStats, Config, DiskStats, Stats};
 
 /// Reads the disk cache's counters.
@@ -45,7 +45,7 @@ pub struct Pipeline<K> {
     ready: Vec<Delivery>,
     /// Requests refused past `max_pending`, ended by the next `drain` with
     /// [`Error::TooManyPending`].
-    refused: Vec<SubscriptionId>,
+    refused: Vec<RequestId>,
     default_ttl: Duration,
     /// Whether `file://` URLs may be requested (`FetchConfig::file_root` is
     /// set).

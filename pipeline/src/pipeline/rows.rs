@@ -1,5 +1,5 @@
 //! Rows: the UI side's book of requests. One live request per row key, its
-//! generation (the request id), and which row owns each pending request;
+//! [`RequestId`], and which row owns each pending request;
 //! what a new request, the end of a frame or a completion does to them.
 //!
 //! Plain data, owned by the [`Pipeline`](crate::Pipeline) handle and
@@ -13,13 +13,13 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use crate::deliver::Delivery;
-use crate::request::{Priority, SubscriptionId, TargetSize};
+use crate::request::{Priority, RequestId, TargetSize};
 use crate::{Completion, Error};
 
 /// A row's current request.
 #[derive(Debug)]
 struct Row {
-    id: SubscriptionId,
+    id: RequestId,
     url: Arc<str>,
     target: TargetSize,
     priority: Priority,
@@ -27,7 +27,7 @@ struct Row {
     seen: bool,
     /// Still waiting for its completion.
     pending: bool,
-    /// When this request (generation) was made.
+    /// When this request was made.
     since: Instant,
 }
 
@@ -38,16 +38,16 @@ pub(crate) enum Asked {
     /// on. `reprioritized` is its new priority, when it changed while the
     /// request is pending.
     Current {
-        id: SubscriptionId,
+        id: RequestId,
         reprioritized: Option<Priority>,
     },
-    /// A new request (generation) `id`. `superseded` is the row's previous
+    /// A new request `id`. `superseded` is the row's previous
     /// request, if it was still pending; `refused` whether the requests
     /// pending had reached their limit, so that no work may start.
     New {
-        id: SubscriptionId,
+        id: RequestId,
         url: Arc<str>,
-        superseded: Option<SubscriptionId>,
+        superseded: Option<RequestId>,
         refused: bool,
     },
 }
@@ -57,8 +57,8 @@ pub(crate) enum Asked {
 pub(crate) struct RowTable<K> {
     rows: HashMap<K, Row>,
     /// Which row owns each pending request.
-    owners: HashMap<SubscriptionId, K>,
-    last_id: SubscriptionId,
+    owners: HashMap<RequestId, K>,
+    last_id: RequestId,
     /// `Config::max_pending_requests`.
     max_pending: usize,
 }
@@ -68,7 +68,7 @@ impl<K> RowTable<K> {
         Self {
             rows: HashMap::new(),
             owners: HashMap::new(),
-            last_id: 0,
+            last_id: RequestId(0),
             max_pending,
         }
     }
@@ -102,7 +102,7 @@ impl<K: Hash + Eq + Clone> RowTable<K> {
             .rows
             .remove(&row)
             .and_then(|previous| self.end(&previous));
-        self.last_id += 1;
+        self.last_id = RequestId(self.last_id.0 + 1);
         let id = self.last_id;
         let refused = self.owners.len() >= self.max_pending;
         self.owners.insert(id, row.clone());
@@ -129,23 +129,23 @@ impl<K: Hash + Eq + Clone> RowTable<K> {
 
     /// Ends a frame: rows not asked for since the previous end have left
     /// the view and are forgotten. Returns their pending requests.
-    pub(crate) fn end_frame(&mut self) -> Vec<SubscriptionId> {
+    pub(crate) fn end_frame(&mut self) -> Vec<RequestId> {
         self.forget_where(|row| !std::mem::take(&mut row.seen))
     }
 
     /// Forgets `row`; returns its request if it was pending.
-    pub(crate) fn forget_row(&mut self, row: &K) -> Option<SubscriptionId> {
+    pub(crate) fn forget_row(&mut self, row: &K) -> Option<RequestId> {
         let current = self.rows.remove(row)?;
         self.end(&current)
     }
 
     /// Forgets every row asking for `url`; returns their pending requests.
-    pub(crate) fn forget_url(&mut self, url: &str) -> Vec<SubscriptionId> {
+    pub(crate) fn forget_url(&mut self, url: &str) -> Vec<RequestId> {
         self.forget_where(|row| *row.url == *url)
     }
 
     /// Forgets every row; returns their pending requests.
-    pub(crate) fn forget_all(&mut self) -> Vec<SubscriptionId> {
+    pub(crate) fn forget_all(&mut self) -> Vec<RequestId> {
         self.forget_where(|_| true)
     }
 
@@ -161,7 +161,7 @@ impl<K: Hash + Eq + Clone> RowTable<K> {
         let completion = Completion {
             url: Arc::clone(&current.url),
             target: current.target,
-            generation: current.id,
+            request: current.id,
             row,
             result: delivery.result,
         };
@@ -174,13 +174,13 @@ impl<K: Hash + Eq + Clone> RowTable<K> {
     }
 
     /// The URL of pending request `id`, if it is still its row's.
-    pub(crate) fn url_of(&self, id: SubscriptionId) -> Option<&Arc<str>> {
+    pub(crate) fn url_of(&self, id: RequestId) -> Option<&Arc<str>> {
         let row = self.rows.get(self.owners.get(&id)?)?;
         (row.id == id).then_some(&row.url)
     }
 
     /// The rows' pending requests and their URLs.
-    pub(crate) fn pending(&self) -> impl Iterator<Item = (SubscriptionId, &Arc<str>)> {
+    pub(crate) fn pending(&self) -> impl Iterator<Item = (RequestId, &Arc<str>)> {
         self.rows
             .values()
             .filter(|row| row.pending)
@@ -198,7 +198,7 @@ impl<K: Hash + Eq + Clone> RowTable<K> {
     }
 
     /// Ends `row`'s request: returns it if it was pending.
-    fn end(&mut self, row: &Row) -> Option<SubscriptionId> {
+    fn end(&mut self, row: &Row) -> Option<RequestId> {
         if !row.pending {
             return None;
         }
@@ -206,7 +206,7 @@ impl<K: Hash + Eq + Clone> RowTable<K> {
         Some(row.id)
     }
 
-    fn forget_where(&mut self, mut which: impl FnMut(&mut Row) -> bool) -> Vec<SubscriptionId> {
+    fn forget_where(&mut self, mut which: impl FnMut(&mut Row) -> bool) -> Vec<RequestId> {
         let mut gone = Vec::new();
         self.rows.retain(|_, row| {
             let forget = which(row);
@@ -233,14 +233,14 @@ mod tests {
         rows.ask(row, url, SIZE, Priority::Visible, Instant::now)
     }
 
-    fn new_id(asked: Asked) -> SubscriptionId {
+    fn new_id(asked: Asked) -> RequestId {
         match asked {
             Asked::New { id, .. } => id,
             Asked::Current { .. } => panic!("expected a new request, got {asked:?}"),
         }
     }
 
-    fn done(id: SubscriptionId) -> Delivery {
+    fn done(id: RequestId) -> Delivery {
         Delivery {
             id,
             result: Ok(Thumbnail {
@@ -253,7 +253,7 @@ mod tests {
     }
 
     #[test]
-    fn asking_again_for_the_same_url_and_size_keeps_the_generation() {
+    fn asking_again_for_the_same_url_and_size_keeps_the_request_id() {
         let mut rows = RowTable::new(100);
         let id = new_id(ask(&mut rows, 7, "a"));
         assert_eq!(
@@ -300,7 +300,7 @@ mod tests {
         // The wrong-row image: the first URL's result arrives late.
         assert!(rows.complete(done(first)).is_none());
         let completion = rows.complete(done(second)).unwrap();
-        assert_eq!((completion.row, completion.generation), (1, second));
+        assert_eq!((completion.row, completion.request), (1, second));
         assert_eq!(&*completion.url, "b");
         // Delivered once.
         assert!(rows.complete(done(second)).is_none());
@@ -362,7 +362,7 @@ mod tests {
         assert_eq!(gone, [a1, a2]);
         assert_eq!(rows.forget_row(&1), None);
         assert_eq!(rows.forget_row(&3), Some(b));
-        assert_eq!(rows.forget_all(), Vec::<SubscriptionId>::new());
+        assert_eq!(rows.forget_all(), Vec::<RequestId>::new());
     }
 
     #[test]
