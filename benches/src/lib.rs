@@ -5,7 +5,8 @@
 //! `fixture_server`, which the tests and the demo share.)
 //!
 //! The directory fuzzer of the disk cache is [`disk_fuzz`]; [`Rng`] is the
-//! fuzzers' source of mutations.
+//! fuzzers' source of mutations. [`Targets`] is how a report checks its
+//! figures against thumbpipe's targets and says which it missed.
 //!
 //! Nothing here runs on its own. A [`ServerProcess`] is killed when dropped,
 //! so a report that fails half-way leaves no server behind.
@@ -17,6 +18,9 @@ use std::process::{Child, Command, Stdio};
 use anyhow::{Context as _, bail};
 
 pub mod disk_fuzz;
+pub mod targets;
+
+pub use targets::Targets;
 
 /// The path of binary `bin` of workspace package `package`, built in the same
 /// profile as the running program. Builds it with cargo when it is missing.

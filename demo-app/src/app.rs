@@ -3,7 +3,7 @@
 //! load state. The same code runs in a window and headless.
 //!
 //! Owned by `main`; runs on the UI thread, one call of [`Demo::ui`] per
-//! frame. A scripted run ends by itself and leaves its [`Report`].
+//! frame. A scripted run ends by itself and leaves its [`RunReport`].
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -14,10 +14,10 @@ use crate::loaders::{
     Counts, EguiExtrasLoader, EguiImageLoader, Loader, NaiveLoader, PipelineLoader, RowState,
     THUMB_SIDE,
 };
-use fixture_server::percentile;
+use fixture_server::{RunReport, percentile};
 
 use crate::fling::{FlingDriver, FlingMeasures, ListSeen, PassSeen};
-use crate::measure::{DiskReport, Measurements, Report};
+use crate::measure::{Measurements, disk_report};
 use crate::script::{QUIET_AFTER_TAIL, STILL_FRAMES, STILL_FRAMES_MAX, Script, ScriptKind};
 use crate::server::ServerLink;
 
@@ -104,7 +104,7 @@ pub struct Demo {
     /// Image requests the server had received at `first_screen`.
     requests_at_first_screen: Option<u64>,
     texture_bytes_peak: Option<u64>,
-    report: Option<Report>,
+    report: Option<RunReport>,
     error: Option<String>,
 }
 
@@ -197,7 +197,7 @@ impl Demo {
     }
 
     /// The report, once a scripted run has finished.
-    pub fn report(&self) -> Option<&Report> {
+    pub fn report(&self) -> Option<&RunReport> {
         self.report.as_ref()
     }
 
@@ -435,7 +435,7 @@ impl Demo {
         }
     }
 
-    fn make_report(&mut self) -> Report {
+    fn make_report(&mut self) -> RunReport {
         self.measurements.sample();
         let m = &self.measurements;
         let counts = self.loader.as_ref().map(|l| l.counts()).unwrap_or_default();
@@ -466,7 +466,7 @@ impl Demo {
             .min(m.frame_ms.len());
         let flick_ms = &m.frame_ms[..flick_frames];
         let stalls: Vec<f64> = flick_ms.iter().copied().filter(|ms| *ms > 50.0).collect();
-        Report {
+        RunReport {
             mode: self.mode.name().to_owned(),
             script: kind.name().to_owned(),
             rows: self.rows,
@@ -507,7 +507,7 @@ impl Demo {
             disk: counts
                 .disk
                 .filter(|_| self.disk_cache.is_some())
-                .map(DiskReport::from),
+                .map(disk_report),
             placeholder_row_frames_back: (kind == ScriptKind::Browse)
                 .then_some(self.placeholders_back),
             texture_bytes_peak: self.texture_bytes_peak,

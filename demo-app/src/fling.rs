@@ -14,6 +14,8 @@
 
 use std::time::{Duration, Instant};
 
+use fixture_server::FlingReport;
+
 use egui::{Event, PointerButton, Pos2, Rect, pos2};
 
 /// The drag speeds, in points per second; positive drags up (the list
@@ -177,43 +179,6 @@ fn button(pos: Pos2, pressed: bool) -> Event {
 /// Below this speed, in points per second (a point a frame at 60 Hz), the
 /// list looks still to a person though egui still coasts it.
 pub const SLOW: f32 = 60.0;
-
-/// One fling as measured: what egui did with it, what the rows showed and
-/// what the server sent.
-#[derive(Debug, serde::Serialize, serde::Deserialize, PartialEq)]
-pub struct FlingReport {
-    /// The drag's speed, points per second; negative drags down (the list
-    /// coasts up).
-    pub drag_speed: f32,
-    /// egui's velocity of the list as the release pass left it (after
-    /// that pass's first step of coasting), points per second.
-    pub release_velocity: f32,
-    /// Points the list coasted from where the release pass left it to its
-    /// stop.
-    pub distance: f32,
-    /// From the release pass to the pass in which egui's velocity is zero.
-    pub coast_ms: f64,
-    /// From the release to the first pass slower than [`SLOW`].
-    pub slow_after_ms: f64,
-    /// From the pass the coast stopped to the first in which every row
-    /// drawn showed its own image (0 if they did at the stop); `None` if
-    /// that never happened during the rest.
-    pub settle_ms: Option<f64>,
-    /// The same from the first pass slower than [`SLOW`]: what a person
-    /// sees as the list stopping.
-    pub settle_from_slow_ms: Option<f64>,
-    /// (pass, drawn row) pairs without their image, from the release to
-    /// the end of the rest.
-    pub placeholder_row_frames: u64,
-    /// From the release to the end of the last pass in which a drawn row
-    /// lacked its image (0 if none did): when the last placeholder went.
-    pub last_placeholder_ms: f64,
-    /// Image requests the server received, from the press to the end of
-    /// the rest.
-    pub requests: u64,
-    /// Image bytes the server sent in that time.
-    pub bytes: u64,
-}
 
 /// A fling being measured.
 #[derive(Debug)]

@@ -216,7 +216,7 @@ fn read_urls(path: &std::path::Path) -> anyhow::Result<Vec<String>> {
 }
 
 /// Drives the UI without a window at a 60 Hz pace until the script ends.
-fn run_headless(mut demo: Demo) -> anyhow::Result<Option<measure::Report>> {
+fn run_headless(mut demo: Demo) -> anyhow::Result<Option<fixture_server::RunReport>> {
     let ctx = egui::Context::default();
     let frame = Duration::from_secs_f64(1.0 / 60.0);
     let started = Instant::now();
@@ -268,7 +268,7 @@ fn save_png(path: &std::path::Path, image: &egui::ColorImage) {
     }
 }
 
-fn clone_report(report: &measure::Report) -> anyhow::Result<measure::Report> {
+fn clone_report(report: &fixture_server::RunReport) -> anyhow::Result<fixture_server::RunReport> {
     Ok(serde_json::from_value(serde_json::to_value(report)?)?)
 }
 
@@ -276,7 +276,7 @@ fn clone_report(report: &measure::Report) -> anyhow::Result<measure::Report> {
 fn run_window(
     demo: Demo,
     screenshot: Option<(std::path::PathBuf, usize)>,
-) -> anyhow::Result<Option<measure::Report>> {
+) -> anyhow::Result<Option<fixture_server::RunReport>> {
     let report = std::sync::Arc::new(std::sync::Mutex::new(None));
     let out = std::sync::Arc::clone(&report);
     let options = eframe::NativeOptions {
@@ -304,7 +304,7 @@ fn run_window(
 
 struct Window {
     demo: Demo,
-    out: std::sync::Arc<std::sync::Mutex<Option<measure::Report>>>,
+    out: std::sync::Arc<std::sync::Mutex<Option<fixture_server::RunReport>>>,
     /// Where to save a screenshot, and at which frame.
     screenshot: Option<(std::path::PathBuf, usize)>,
     frames: usize,

@@ -7,8 +7,7 @@
 
 use std::collections::VecDeque;
 
-use fixture_server::ThreadCensus;
-use serde::Serialize;
+use fixture_server::{DiskReport, ThreadCensus};
 
 /// Frames between two samples of `/proc`.
 const SAMPLE_EVERY: u64 = 5;
@@ -159,103 +158,16 @@ fn threads_outside_server(census: &ThreadCensus) -> usize {
     census.total - census.with_prefix(fixture_server::THREAD_PREFIX)
 }
 
-/// The JSON report of a scripted run.
-#[derive(Debug, Serialize, serde::Deserialize, PartialEq)]
-pub struct Report {
-    pub mode: String,
-    /// `flick` or `browse`.
-    pub script: String,
-    pub rows: usize,
-    pub latency_ms: u64,
-    pub refresh_ms: Option<u64>,
-    pub flick_s: f64,
-    pub frames: usize,
-    pub frame_ms_p50: f64,
-    pub frame_ms_p99: f64,
-    pub frame_ms_max: f64,
-    pub stalls_over_50ms: usize,
-    pub stall_total_ms: f64,
-    pub baseline_threads: usize,
-    pub peak_threads: usize,
-    pub peak_blocked_io_threads: usize,
-    pub rss_start_mb: f64,
-    pub rss_peak_mb: f64,
-    pub requests_completed: u64,
-    pub requests_cancelled: u64,
-    pub requests_failed: u64,
-    /// Loads abandoned because their rows left (cancelled in time, or after
-    /// the download); absent where the loader does not count them.
-    pub requests_abandoned: Option<u64>,
-    pub server_completed: u64,
-    pub server_aborted: u64,
-    pub images_shown: u64,
-    /// `None` (unknown) for images of the user's, which carry no id.
-    pub wrong_row_images: Option<u64>,
-    /// Images in which no id could be read, though one was expected (a
-    /// `--server` whose images are not the fixture's); not counted wrong.
-    pub unreadable_images: Option<u64>,
-    pub tail_after_stop_ms: f64,
-    /// From the last frame that moved the list to the first in which every
-    /// visible row showed its image; `None` if that never happened.
-    pub settle_ms: Option<f64>,
-    /// From the first frame that drew the list to the first in which every
-    /// visible row showed its image: a launch's wait for its first screen.
-    #[serde(default)]
-    pub first_screen_ms: Option<f64>,
-    /// Image requests the server received, answered `304 Not Modified`,
-    /// and answered with the whole image.
-    #[serde(default)]
-    pub server_requests: u64,
-    /// Image requests the server had received when the first screen was
-    /// whole (`first_screen_ms`).
-    #[serde(default)]
-    pub server_requests_at_first_screen: Option<u64>,
-    #[serde(default)]
-    pub server_not_modified: u64,
-    #[serde(default)]
-    pub server_image_bodies: u64,
-    /// thumbpipe's disk cache, when the run had one (`--disk-cache`).
-    #[serde(default)]
-    pub disk: Option<DiskReport>,
-    /// On the browse's way back: (frame, visible row) pairs that showed no
-    /// image. `None` for other scripts.
-    pub placeholder_row_frames_back: Option<u64>,
-    /// Peak bytes of live textures, where the loader can tell.
-    pub texture_bytes_peak: Option<u64>,
-    /// Whether the mode followed a coast's predicted resting place;
-    /// `None` for modes without the choice.
-    #[serde(default)]
-    pub coast_prediction: Option<bool>,
-    /// Each fling of the `fling` script; `None` for other scripts.
-    #[serde(default)]
-    pub flings: Option<Vec<crate::fling::FlingReport>>,
-    /// The UI-thread time of every frame of the flick, in order.
-    pub frame_ms: Vec<f64>,
-}
-
-/// What the disk cache did in a run.
-#[derive(Debug, Serialize, serde::Deserialize, PartialEq, Eq, Clone, Copy)]
-pub struct DiskReport {
-    pub thumbnail_hits: u64,
-    pub hits: u64,
-    pub revalidated: u64,
-    pub misses: u64,
-    pub written: u64,
-    pub corrupt: u64,
-    pub errors: u64,
-}
-
-impl From<thumbpipe::DiskStats> for DiskReport {
-    fn from(disk: thumbpipe::DiskStats) -> Self {
-        Self {
-            thumbnail_hits: disk.thumbnail_hits,
-            hits: disk.hits,
-            revalidated: disk.revalidated,
-            misses: disk.misses,
-            written: disk.written,
-            corrupt: disk.corrupt,
-            errors: disk.errors,
-        }
+/// The disk cache's counters as the report keeps them.
+pub fn disk_report(disk: thumbpipe::DiskStats) -> DiskReport {
+    DiskReport {
+        thumbnail_hits: disk.thumbnail_hits,
+        hits: disk.hits,
+        revalidated: disk.revalidated,
+        misses: disk.misses,
+        written: disk.written,
+        corrupt: disk.corrupt,
+        errors: disk.errors,
     }
 }
 

@@ -8,56 +8,23 @@
 
 use std::process::Command;
 
-use serde_json::Value;
-
-const KEYS: [&str; 30] = [
-    "mode",
-    "script",
-    "rows",
-    "latency_ms",
-    "refresh_ms",
-    "flick_s",
-    "frames",
-    "frame_ms_p50",
-    "frame_ms_p99",
-    "frame_ms_max",
-    "stalls_over_50ms",
-    "stall_total_ms",
-    "baseline_threads",
-    "peak_threads",
-    "peak_blocked_io_threads",
-    "rss_start_mb",
-    "rss_peak_mb",
-    "requests_completed",
-    "requests_cancelled",
-    "requests_failed",
-    "requests_abandoned",
-    "server_completed",
-    "server_aborted",
-    "images_shown",
-    "wrong_row_images",
-    "tail_after_stop_ms",
-    "settle_ms",
-    "placeholder_row_frames_back",
-    "texture_bytes_peak",
-    "frame_ms",
-];
+use fixture_server::RunReport;
 
 /// Runs a headless flick over 40 rows at 50 ms with a 400 ms refresh and
 /// returns its report, the last line of stdout.
-fn flick(mode: &str) -> Value {
+fn flick(mode: &str) -> RunReport {
     demo(&["--script", "flick", "--refresh-ms", "400", "--mode", mode])
 }
 
 /// Runs the demo headless over 40 rows at 50 ms with `args`; returns its
 /// report.
-fn demo(args: &[&str]) -> Value {
+fn demo(args: &[&str]) -> RunReport {
     demo_over(40, args)
 }
 
 /// Runs the demo headless over `rows` rows at 50 ms with `args`; returns
-/// its report.
-fn demo_over(rows: usize, args: &[&str]) -> Value {
+/// its report, read as the report binaries read it.
+fn demo_over(rows: usize, args: &[&str]) -> RunReport {
     let output = Command::new(env!("CARGO_BIN_EXE_demo-app"))
         .args(["--headless", "--json", "--latency-ms", "50"])
         .args(["--rows", &rows.to_string()])
@@ -78,21 +45,15 @@ fn demo_over(rows: usize, args: &[&str]) -> Value {
 fn thumbpipes_modes_show_no_wrong_image_cancel_and_park_no_thread() {
     for mode in ["pipeline", "egui-image"] {
         let report = flick(mode);
-        for key in KEYS {
-            assert!(report.get(key).is_some(), "report lacks {key}: {report}");
-        }
-        assert_eq!(report["mode"], mode);
-        assert_eq!(report["rows"], 40);
-        assert_eq!(report["frames"], 88);
-        assert_eq!(report["frame_ms"].as_array().map(Vec::len), Some(88));
-        assert!(report["images_shown"].as_u64().unwrap() >= 40, "{report}");
-        assert_eq!(report["wrong_row_images"], 0, "{report}");
-        assert!(
-            report["requests_cancelled"].as_u64().unwrap() > 0,
-            "{report}"
-        );
-        assert_eq!(report["peak_blocked_io_threads"], 0, "{report}");
-        assert!(report["texture_bytes_peak"].as_u64().unwrap() <= 32 * 1024 * 1024);
+        assert_eq!(report.mode, mode);
+        assert_eq!(report.rows, 40);
+        assert_eq!(report.frames, 88);
+        assert_eq!(report.frame_ms.len(), 88);
+        assert!(report.images_shown >= 40, "{report:?}");
+        assert_eq!(report.wrong_row_images, Some(0), "{report:?}");
+        assert!(report.requests_cancelled > 0, "{report:?}");
+        assert_eq!(report.peak_blocked_io_threads, 0, "{report:?}");
+        assert!(report.texture_bytes_peak.unwrap() <= 32 * 1024 * 1024);
     }
 }
 
@@ -100,28 +61,24 @@ fn thumbpipes_modes_show_no_wrong_image_cancel_and_park_no_thread() {
 fn flinging_coasts_four_times_through_egui_and_every_resting_row_shows_its_image() {
     // 200 rows, so that no fling reaches an end of the list.
     let report = demo_over(200, &["--script", "fling", "--mode", "pipeline"]);
-    assert_eq!(report["script"], "fling");
-    assert_eq!(report["coast_prediction"], true);
-    assert_eq!(report["wrong_row_images"], 0, "{report}");
-    let flings = report["flings"].as_array().unwrap();
+    assert_eq!(report.script, "fling");
+    assert_eq!(report.coast_prediction, Some(true));
+    assert_eq!(report.wrong_row_images, Some(0), "{report:?}");
+    let flings = report.flings.as_deref().unwrap();
     let speeds = [2500.0, 5000.0, 12_000.0, -9000.0];
-    assert_eq!(flings.len(), speeds.len(), "{report}");
+    assert_eq!(flings.len(), speeds.len(), "{report:?}");
     for (fling, speed) in flings.iter().zip(speeds) {
-        let number = |key: &str| fling[key].as_f64().unwrap_or(f64::NAN);
-        assert_eq!(number("drag_speed"), speed);
+        assert_eq!(fling.drag_speed, speed);
         // egui measured the drag's speed: the pointer follows its clock.
-        let velocity = number("release_velocity");
-        assert!((velocity / speed - 1.0).abs() < 0.1, "{fling}");
+        let velocity = fling.release_velocity;
+        assert!((velocity / speed - 1.0).abs() < 0.1, "{fling:?}");
         // It coasted: half a second of velocity, in the drag's direction.
         let expected = velocity * 0.5;
-        assert!(
-            (number("distance") / expected - 1.0).abs() < 0.05,
-            "{fling}"
-        );
-        assert!(number("coast_ms") > 2000.0, "{fling}");
-        assert_eq!(number("settle_ms"), 0.0, "{fling}");
+        assert!((fling.distance / expected - 1.0).abs() < 0.05, "{fling:?}");
+        assert!(fling.coast_ms > 2000.0, "{fling:?}");
+        assert_eq!(fling.settle_ms, Some(0.0), "{fling:?}");
         if speed > 0.0 {
-            assert!(number("requests") > 0.0, "rows never seen: {fling}");
+            assert!(fling.requests > 0, "rows never seen: {fling:?}");
         }
     }
 }
@@ -139,10 +96,10 @@ fn browsing_back_shows_every_row_already_seen_without_a_placeholder() {
             .collect::<Vec<_>>()
     });
     for report in reports {
-        assert_eq!(report["script"], "browse");
-        assert_eq!(report["placeholder_row_frames_back"], 0, "{report}");
-        assert!(report["settle_ms"].as_f64().is_some(), "{report}");
-        assert_eq!(report["wrong_row_images"], 0, "{report}");
+        assert_eq!(report.script, "browse");
+        assert_eq!(report.placeholder_row_frames_back, Some(0), "{report:?}");
+        assert!(report.settle_ms.is_some(), "{report:?}");
+        assert_eq!(report.wrong_row_images, Some(0), "{report:?}");
     }
 }
 
@@ -162,8 +119,8 @@ fn a_url_list_of_the_users_is_loaded_and_wrong_rows_are_unknown() {
         "--urls",
         list.to_str().unwrap(),
     ]);
-    assert!(report["images_shown"].as_u64().unwrap() > 0, "{report}");
-    assert!(report["wrong_row_images"].is_null(), "{report}");
+    assert!(report.images_shown > 0, "{report:?}");
+    assert_eq!(report.wrong_row_images, None, "{report:?}");
     let empty = dir.join("empty.txt");
     std::fs::write(&empty, "\n# nothing\n").unwrap();
     let output = Command::new(env!("CARGO_BIN_EXE_demo-app"))
@@ -184,13 +141,10 @@ fn a_url_list_of_the_users_is_loaded_and_wrong_rows_are_unknown() {
 #[test]
 fn naive_shows_wrong_images_and_parks_threads() {
     let report = flick("naive");
-    assert_eq!(report["mode"], "naive");
-    assert!(report["wrong_row_images"].as_u64().unwrap() > 0, "{report}");
-    assert!(
-        report["peak_blocked_io_threads"].as_u64().unwrap() > 0,
-        "{report}"
-    );
-    assert_eq!(report["requests_cancelled"], 0);
+    assert_eq!(report.mode, "naive");
+    assert!(report.wrong_row_images.unwrap() > 0, "{report:?}");
+    assert!(report.peak_blocked_io_threads > 0, "{report:?}");
+    assert_eq!(report.requests_cancelled, 0);
 }
 
 #[test]

@@ -20,6 +20,8 @@
 //! - [`blocking_client`]: a blocking HTTP/1.1 client, for the thread-per-request
 //!   baselines that thumbpipe is measured against.
 //! - `measure`: [`percentile`] and [`resident_mb`], shared by the reports.
+//! - [`report`]: what a scripted run of a list measured ([`RunReport`]),
+//!   written by the demo and read by the report binaries.
 //! - `census`: this process's threads by name and by what blocks them
 //!   ([`ThreadCensus`]), for tests that count threads.
 //!
@@ -68,6 +70,7 @@ mod measure;
 pub mod photo;
 pub mod picture;
 mod random;
+pub mod report;
 mod server;
 mod stats;
 
@@ -78,5 +81,6 @@ pub use images::BOMB_SIDE;
 pub use measure::{peak_resident_growth, percentile, resident_mb};
 pub use picture::{MAX_ID, decode_id};
 pub use random::splitmix64;
+pub use report::{DiskReport, FlingReport, RunReport};
 pub use server::{DEDICATED_BLOCKING, DEDICATED_WORKERS, FixtureServer, StartError, THREAD_PREFIX};
 pub use stats::StatsSnapshot;

@@ -41,10 +41,10 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
 use clap::Parser;
-use fixture_server::FixtureServer;
+use fixture_server::{DiskReport, FixtureServer, RunReport};
 use serde::{Deserialize, Serialize};
 use thumbpipe::{Config, Pipeline, Priority, TargetSize};
-use thumbpipe_benches::{ServerProcess, machine, median_and_range, workspace_binary};
+use thumbpipe_benches::{ServerProcess, Targets, machine, median_and_range, workspace_binary};
 
 #[derive(Debug, Parser)]
 #[command(about = "The disk cache: warm launches, the cost of a disk hit, and a soak with a kill")]
@@ -107,50 +107,23 @@ fn run(args: &Args) -> anyhow::Result<()> {
          Default config unless a line says otherwise.\n",
         machine()
     )?;
-    let mut missed = Vec::new();
-    launches(args, &scratch, &mut report, &mut missed)?;
+    let mut targets = Targets::default();
+    launches(args, &scratch, &mut report, &mut targets)?;
     singles(args, &scratch, &mut report)?;
     if args.soak_requests > 0 {
-        soak(args, &scratch, &mut report, &mut missed)?;
+        soak(args, &scratch, &mut report, &mut targets)?;
     }
     let _ = std::fs::remove_dir_all(&scratch);
-    if missed.is_empty() {
-        writeln!(report, "\nEvery target met.")?;
-    } else {
-        writeln!(report, "\nMissed:")?;
-        for miss in &missed {
-            writeln!(report, "- {miss}")?;
-        }
-    }
+    write!(report, "\n{}", targets.summary())?;
     print!("{report}");
     std::fs::create_dir_all(&args.out)?;
     let path = args.out.join("warm-start.md");
     std::fs::write(&path, &report).with_context(|| format!("cannot write {}", path.display()))?;
     eprintln!("wrote {}", path.display());
-    if !missed.is_empty() {
+    if !targets.all_met() {
         std::process::exit(1);
     }
     Ok(())
-}
-
-/// The parts of the demo's report this needs.
-#[derive(Debug, Deserialize)]
-struct DemoReport {
-    first_screen_ms: Option<f64>,
-    server_requests: u64,
-    server_requests_at_first_screen: Option<u64>,
-    server_not_modified: u64,
-    server_image_bodies: u64,
-    wrong_row_images: Option<u64>,
-    disk: Option<DemoDisk>,
-}
-
-#[derive(Debug, Deserialize)]
-struct DemoDisk {
-    thumbnail_hits: u64,
-    hits: u64,
-    revalidated: u64,
-    misses: u64,
 }
 
 /// One kind of launch, and what its runs measured.
@@ -161,7 +134,7 @@ struct Launch {
     /// The disk cache's directory, by name; `None` runs without one.
     dir: Option<String>,
     thumbnails: bool,
-    reports: Vec<DemoReport>,
+    reports: Vec<RunReport>,
 }
 
 /// The servers a run starts: (max-age, image side).
@@ -233,7 +206,7 @@ fn launches(
     args: &Args,
     scratch: &Path,
     report: &mut String,
-    missed: &mut Vec<String>,
+    targets: &mut Targets,
 ) -> anyhow::Result<()> {
     let demo = workspace_binary("demo-app", "demo-app")?;
     let run_demo = |server: &ServerProcess, launch: &Launch, dir: Option<&Path>| {
@@ -265,7 +238,7 @@ fn launches(
         }
         let stdout = String::from_utf8_lossy(&output.stdout);
         let last = stdout.lines().last().unwrap_or_default();
-        serde_json::from_str::<DemoReport>(last)
+        serde_json::from_str::<RunReport>(last)
             .with_context(|| format!("demo-app printed {last:?}"))
     };
     let Kinds {
@@ -332,11 +305,11 @@ fn launches(
         if never > 0 && first != "never" {
             write!(first, "; never in {never} runs")?;
         }
-        let per_run = |f: &dyn Fn(&DemoReport) -> u64| -> String {
+        let per_run = |f: &dyn Fn(&RunReport) -> u64| -> String {
             let values: Vec<String> = kind.reports.iter().map(|r| f(r).to_string()).collect();
             values.join(" / ")
         };
-        let disk = |f: &dyn Fn(&DemoDisk) -> u64| -> String {
+        let disk = |f: &dyn Fn(&DiskReport) -> u64| -> String {
             let values: Vec<String> = kind
                 .reports
                 .iter()
@@ -366,8 +339,10 @@ fn launches(
     let wrong: u64 = kinds
         .iter()
         .flat_map(|kind| &kind.reports)
-        .map(|r| r.wrong_row_images.unwrap_or(0))
-        .sum();
+        // The fixture's images carry ids: an unknown count cannot pass
+        // for zero.
+        .map(|r| r.wrong_row_images.unwrap_or(u64::MAX))
+        .fold(0, u64::saturating_add);
     writeln!(
         report,
         "\nWrong-row images in every launch together: {wrong}.\n"
@@ -396,32 +371,32 @@ fn launches(
         .iter()
         .map(|r| r.server_image_bodies)
         .sum();
-    writeln!(
-        report,
-        "Targets (the demo's 600x600 list, default config): a warm launch with fresh entries \
-         asks the network for none of them (requests by the first screen: {early}; image bodies \
-         or disk misses over the whole run: {fetched_again}; requests in all: {requests}, for \
-         rows whose cold load was cancelled while scrolling and so never written) and shows its \
-         first screen within 50 ms (slowest: {worst_first:.0} ms); a stale one gets 304s only \
-         (image bodies sent: {bodies}).\n"
-    )?;
-    if early > 0 || fetched_again > 0 {
-        missed.push(format!(
-            "warm launches asked the network for images on disk ({early} requests by the first \
-             screen, {fetched_again} fetched again)"
-        ));
-    }
-    if worst_first > 50.0 {
-        missed.push(format!("a warm first screen took {worst_first:.0} ms"));
-    }
-    if bodies > 0 {
-        missed.push(format!(
-            "stale warm launches were sent {bodies} image bodies"
-        ));
-    }
-    if wrong > 0 {
-        missed.push(format!("{wrong} wrong-row images"));
-    }
+    targets.group("Targets for the launches (the demo's 600x600 list, default config)");
+    targets.check(
+        "a warm launch with fresh entries asks for none of them by its first screen",
+        early == 0,
+        format!("{early} requests by the first screen"),
+    );
+    targets.check(
+        "a warm launch with fresh entries fetches none of them again",
+        fetched_again == 0,
+        format!(
+            "{fetched_again} image bodies or disk misses; {requests} requests in all, for rows \
+             whose cold load was cancelled while scrolling and so never written"
+        ),
+    );
+    targets.check(
+        "a warm launch shows its first screen within 50 ms",
+        worst_first <= 50.0,
+        format!("slowest {worst_first:.0} ms"),
+    );
+    targets.check(
+        "a stale warm launch gets 304s only",
+        bodies == 0,
+        format!("{bodies} image bodies sent"),
+    );
+    targets.check("0 wrong-row images", wrong == 0, format!("{wrong}"));
+    writeln!(report, "{}", targets.table("##"))?;
     Ok(())
 }
 
@@ -690,7 +665,7 @@ fn soak(
     args: &Args,
     scratch: &Path,
     report: &mut String,
-    missed: &mut Vec<String>,
+    targets: &mut Targets,
 ) -> anyhow::Result<()> {
     let server = ServerProcess::fixture_server(&[
         "--latency-ms".into(),
@@ -858,24 +833,22 @@ fn soak(
         mib(at_end),
         mib(last.disk_bytes),
     )?;
-    if peak > allowed {
-        missed.push(format!(
-            "the soak's directory reached {:.2} MiB, over the budget and one entry ({:.2} MiB)",
-            mib(peak),
-            mib(allowed)
-        ));
-    }
-    if !second_status.success() || last.done != rest {
-        missed.push(format!(
-            "the reopened soak child ended with {second_status} after {} of {rest} requests",
-            last.done
-        ));
-    }
-    if killed_at.wrong + last.wrong > 0 {
-        missed.push(format!(
-            "the soak delivered {} images with another id",
-            killed_at.wrong + last.wrong
-        ));
-    }
+    targets.group(format!(
+        "Targets for the soak ({} requests, a {} MiB budget, a kill halfway)",
+        args.soak_requests, args.soak_budget_mib
+    ));
+    targets.check(
+        "the directory stays within the budget and one entry",
+        peak <= allowed,
+        format!("peak {:.2} MiB against {:.2} MiB", mib(peak), mib(allowed)),
+    );
+    targets.check(
+        "the reopened child opens the cache and finishes every request",
+        second_status.success() && last.done == rest,
+        format!("{second_status} after {} of {rest} requests", last.done),
+    );
+    let wrong = killed_at.wrong + last.wrong;
+    targets.check("0 images with another id", wrong == 0, format!("{wrong}"));
+    writeln!(report, "{}", targets.table("##"))?;
     Ok(())
 }
