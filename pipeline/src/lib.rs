@@ -29,8 +29,10 @@
 //! - `queue`: the serving order of the fetch and decode queues: by
 //!   priority, newest first.
 //! - `fetch`: the [`Fetch`] trait, what it is asked and answers
-//!   ([`FetchRequest`], [`FetchResponse`]), its reqwest implementation
-//!   [`HttpFetcher`], and [`fetch_fn`].
+//!   ([`FetchRequest`], [`FetchResponse`]), the headers every request
+//!   carries (`fetch/headers.rs`: the app's, a [`HeaderHook`]'s, thumbpipe's
+//!   `User-Agent` and `Accept`), its reqwest implementation [`HttpFetcher`],
+//!   and [`fetch_fn`].
 //! - `disk` (opt-in, [`disk.dir`](DiskConfig::dir)): the HTTP cache on disk, a
 //!   layer in front of the pipeline's [`Fetch`] (`disk/tier.rs`) that owns
 //!   every caching decision, and beside it the decoded thumbnails, which
@@ -215,8 +217,19 @@ pub use decode::{Decode, DecodeConfig, ImageDecoder, SUPPORTED_FORMATS, thumbnai
 pub use deliver::Completion;
 pub use disk::{DiskConfig, DiskStats};
 pub use error::{BuildError, Error};
-pub use fetch::{Fetch, FetchConfig, FetchFn, FetchRequest, FetchResponse, HttpFetcher, fetch_fn};
+pub use fetch::{
+    Fetch, FetchConfig, FetchFn, FetchRequest, FetchResponse, HeaderHook, HttpFetcher, Proxy,
+    fetch_fn,
+};
+/// The `http` crate, whose header types [`FetchConfig::headers`],
+/// [`HeaderHook`] and [`FetchRequest`] use.
+pub use http;
 pub use metrics::Stats;
 pub use pipeline::{Pipeline, PipelineBuilder};
 pub use request::{Priority, RequestId, TargetSize};
 pub use thumbnail::Thumbnail;
+
+/// The crate README's examples, compiled as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -27,7 +27,13 @@ pub struct DiskConfig {
     /// or `Last-Modified` is revalidated (`If-None-Match`,
     /// `If-Modified-Since`), and a `304 Not Modified` serves it with no
     /// body sent; `no-store` is never written and `no-cache` always
-    /// revalidated. Every body read back is checked against its SHA-256;
+    /// revalidated. Entries are keyed by URL alone, so a response to a
+    /// request with credentials (`Authorization` or `Cookie`, from
+    /// [`FetchConfig::headers`](crate::FetchConfig::headers) or the hook)
+    /// is kept only when it says it may be shared (`public`, `s-maxage` or
+    /// `must-revalidate`: RFC 9111's rule for a shared cache, section
+    /// 3.5), never under a key another account's request could read.
+    /// Every body read back is checked against its SHA-256;
     /// one that fails is removed and fetched again. Two processes may
     /// share the directory. A disk that fails (read-only, full) never fails
     /// a load: the image comes from the network, and [`crate::Stats::disk`]

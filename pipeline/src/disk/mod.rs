@@ -67,7 +67,9 @@ use crate::workers::Workers;
 use crate::{BuildError, Thumbnail};
 pub use config::DiskConfig;
 use lanes::Lanes;
-pub(crate) use policy::{cache_options, request_parts, response_parts};
+pub(crate) use policy::{
+    cache_options, carries_credentials, may_be_shared, request_parts, response_parts,
+};
 use policy::{reusable, sane_age};
 pub(crate) use stats::DiskCounters;
 pub use stats::DiskStats;

@@ -1,6 +1,7 @@
 //! Policy: the HTTP caching rules as this cache applies them, through
 //! `http-cache-semantics` as a private cache (`private` responses are
-//! kept, `s-maxage` is not used). Plain functions, called by the fetch
+//! kept, `s-maxage` is not used), except that a response to a request
+//! with credentials is kept only when a shared cache could keep it. Plain functions, called by the fetch
 //! stage when a response arrives and by the store when an entry is read;
 //! every policy is made from [`response_parts`], which reads an absurd
 //! `Age` as the most RFC 9111 allows.
@@ -16,6 +17,28 @@ pub(crate) fn cache_options() -> CacheOptions {
         shared: false,
         ..CacheOptions::default()
     }
+}
+
+/// Whether a request with `headers` carries a user's credentials, whose
+/// response the cache, keyed by URL alone, must not give another request.
+pub(crate) fn carries_credentials(headers: &http::HeaderMap) -> bool {
+    headers.contains_key(http::header::AUTHORIZATION) || headers.contains_key(http::header::COOKIE)
+}
+
+/// Whether a response with `headers` to a request with credentials may be
+/// kept and given to other requests: RFC 9111, 3.5, allows a shared cache
+/// that for `public`, `s-maxage` and `must-revalidate`.
+pub(crate) fn may_be_shared(headers: &http::HeaderMap) -> bool {
+    headers
+        .get_all(http::header::CACHE_CONTROL)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(','))
+        .map(|directive| {
+            let name = directive.split('=').next().unwrap_or_default();
+            name.trim().to_ascii_lowercase()
+        })
+        .any(|name| matches!(name.as_str(), "public" | "s-maxage" | "must-revalidate"))
 }
 
 /// The request the policies are computed for: a plain GET of `url`, as the
@@ -137,6 +160,30 @@ mod tests {
         // Stale at once and nothing to revalidate with: no use on disk.
         assert!(!kept(&[("cache-control", "no-cache")]));
         assert!(!kept(&[]));
+    }
+
+    #[test]
+    fn credentials_are_kept_only_with_a_response_that_may_be_shared() {
+        let shared = |value: &'static str| {
+            let mut headers = http::HeaderMap::new();
+            headers.insert(
+                http::header::CACHE_CONTROL,
+                http::HeaderValue::from_static(value),
+            );
+            may_be_shared(&headers)
+        };
+        assert!(shared("public, max-age=60"));
+        assert!(shared("max-age=60, S-MAXAGE=600"));
+        assert!(shared("must-revalidate"));
+        assert!(!shared("private, max-age=60"));
+        assert!(!shared("max-age=60"));
+        // A directive's name, not a value that contains one.
+        assert!(!shared("x-note=\"public\""));
+        assert!(!may_be_shared(&http::HeaderMap::new()));
+        let mut request = http::HeaderMap::new();
+        assert!(!carries_credentials(&request));
+        request.insert(http::header::COOKIE, http::HeaderValue::from_static("s=1"));
+        assert!(carries_credentials(&request));
     }
 
     #[test]

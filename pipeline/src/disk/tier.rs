@@ -19,7 +19,10 @@ use futures::future::BoxFuture;
 use http_cache_semantics::{AfterResponse, BeforeRequest, CachePolicy};
 use url::Url;
 
-use super::{DiskCache, DiskStats, cache_options, request_parts, response_parts};
+use super::{
+    DiskCache, DiskStats, cache_options, carries_credentials, may_be_shared, request_parts,
+    response_parts,
+};
 use crate::fetch::{Fetch, FetchRequest, FetchResponse, body_only};
 use crate::request::TargetSize;
 use crate::thumbnail::ThumbnailTier;
@@ -142,8 +145,14 @@ async fn load(
     parts: http::request::Parts,
 ) -> Result<FetchResponse, Error> {
     let url = request.url.clone();
+    let kept = Kept {
+        disk: &disk,
+        url: &url,
+        parts: &parts,
+        credentials: carries_credentials(&request.headers),
+    };
     let Some(head) = disk.head(&url, request.max_bytes).await else {
-        return fetched(&disk, &url, &parts, inner.fetch_response(request).await?);
+        return kept.fetched(inner.fetch_response(request).await?);
     };
     match head.policy.before_request(&parts, SystemTime::now()) {
         BeforeRequest::Fresh(stored) => {
@@ -164,7 +173,7 @@ async fn load(
             conditional.headers.extend(revalidation.headers);
             let response = inner.fetch_response(conditional).await?;
             if response.status != http::StatusCode::NOT_MODIFIED {
-                return fetched(&disk, &url, &parts, response);
+                return kept.fetched(response);
             }
             // A 304 from where a redirect led speaks for that target, not
             // for this URL.
@@ -198,44 +207,53 @@ async fn load(
             }
         }
     }
-    fetched(&disk, &url, &parts, inner.fetch_response(request).await?)
+    kept.fetched(inner.fetch_response(request).await?)
 }
 
-/// `response`, fetched for `url` (the request `parts`), after storing it as its
-/// headers allow (or, for `no-store`, removing any older copy). A `304`
-/// to a request without conditions is an error, as any other status
-/// outside `2xx`. A response reached through a redirect is not stored: its
-/// freshness is the target's, not the URL's, which may point elsewhere
-/// next time.
-fn fetched(
-    disk: &DiskCache,
-    url: &Url,
-    parts: &http::request::Parts,
-    response: FetchResponse,
-) -> Result<FetchResponse, Error> {
-    if !response.status.is_success() {
-        return Err(Error::Status {
-            url: url.to_string(),
-            status: response.status.as_u16(),
-        });
+/// Where a fetched response is kept: the cache, its key, the request the
+/// caching rules are computed for, and whether that request carried
+/// credentials.
+struct Kept<'a> {
+    disk: &'a DiskCache,
+    url: &'a Url,
+    parts: &'a http::request::Parts,
+    credentials: bool,
+}
+
+impl Kept<'_> {
+    /// `response`, after storing it as its headers allow (or, for
+    /// `no-store`, removing any older copy). A `304` to a request without
+    /// conditions is an error, as any other status outside `2xx`. A
+    /// response reached through a redirect is not stored: its freshness is
+    /// the target's, not the URL's, which may point elsewhere next time.
+    /// Nor is a response to a request with credentials that does not say
+    /// it may be shared: entries are keyed by URL alone.
+    fn fetched(&self, response: FetchResponse) -> Result<FetchResponse, Error> {
+        let (disk, url) = (self.disk, self.url);
+        if !response.status.is_success() {
+            return Err(Error::Status {
+                url: url.to_string(),
+                status: response.status.as_u16(),
+            });
+        }
+        disk.count_miss();
+        if response.url != *url || (self.credentials && !may_be_shared(&response.headers)) {
+            disk.remove(url);
+            return Ok(response);
+        }
+        // Aged from when its headers arrived, not from now: its body took
+        // time to read, and perhaps to be given a share of the body budget.
+        let policy = CachePolicy::new_options(
+            self.parts,
+            &response_parts(response.status, &response.headers),
+            response.received_at,
+            cache_options(),
+        );
+        // Written on a disk thread, from a copy: the body's reservation ends
+        // with its decode, whatever the disk does.
+        disk.store(url, self.parts, policy, &response.body);
+        Ok(response)
     }
-    disk.count_miss();
-    if response.url != *url {
-        disk.remove(url);
-        return Ok(response);
-    }
-    // Aged from when its headers arrived, not from now: its body took
-    // time to read, and perhaps to be given a share of the body budget.
-    let policy = CachePolicy::new_options(
-        parts,
-        &response_parts(response.status, &response.headers),
-        response.received_at,
-        cache_options(),
-    );
-    // Written on a disk thread, from a copy: the body's reservation ends
-    // with its decode, whatever the disk does.
-    disk.store(url, parts, policy, &response.body);
-    Ok(response)
 }
 
 /// Whether a response with `headers` may not be stored (`no-store`), by the

@@ -39,8 +39,8 @@ use super::EguiConfig;
 use super::plan::CoastPlan;
 use super::textures::{TextureCache, TextureKey, TextureStats, UploadRefused};
 use crate::{
-    BuildError, CoastModel, CoastPrediction, Error, Pipeline, Priority, Stats, TargetSize,
-    Thumbnail,
+    BuildError, CoastModel, CoastPrediction, Error, Pipeline, PipelineBuilder, Priority, Stats,
+    TargetSize, Thumbnail,
 };
 
 /// The shortest time on screen worth a request while coasting, before any
@@ -108,14 +108,19 @@ struct CoastPolicy {
 
 impl<K: Hash + Eq + Clone> Front<K> {
     /// A pipeline with `config` that wakes `ctx` when loads finish.
-    pub(crate) fn new(ctx: &Context, config: EguiConfig) -> Result<Self, BuildError> {
+    /// A front whose pipeline is built by `builder` with `config.pipeline`.
+    pub(crate) fn new(
+        ctx: &Context,
+        config: EguiConfig,
+        builder: PipelineBuilder<K>,
+    ) -> Result<Self, BuildError> {
         config.validate()?;
         let textures = TextureCache::new(config.max_texture_bytes, config.upload_bytes_per_pass);
         let coast_policy = CoastPolicy {
             enabled: config.coast_prediction,
             min_time_on_screen: config.coast_min_time_on_screen,
         };
-        let pipeline = Pipeline::new(config.pipeline)?;
+        let pipeline = builder.config(config.pipeline).build()?;
         let repaint = ctx.clone();
         pipeline.set_waker(move || repaint.request_repaint());
         Ok(Self {

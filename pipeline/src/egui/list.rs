@@ -15,7 +15,9 @@ use super::EguiConfig;
 use super::front::{Front, Look};
 use super::size::target_size;
 use super::textures::TextureStats;
-use crate::{BuildError, CoastModel, CoastPrediction, Error, Pipeline, Stats, Thumbnail};
+use crate::{
+    BuildError, CoastModel, CoastPrediction, Error, Pipeline, PipelineBuilder, Stats, Thumbnail,
+};
 
 /// Thumbnails for the rows of a list, keyed by row: one live request per
 /// row (a new URL cancels the old one), rows not shown during a pass
@@ -70,8 +72,32 @@ impl<K: Hash + Eq + Clone> ThumbnailList<K> {
     /// A list whose pipeline runs with `config` and wakes `ctx` when
     /// thumbnails arrive.
     pub fn new(ctx: &Context, config: impl Into<EguiConfig>) -> Result<Self, BuildError> {
+        Self::with_builder(ctx, config, Pipeline::builder())
+    }
+
+    /// [`ThumbnailList::new`], with the pipeline built by `builder`: a
+    /// fetcher, decoder or tokio runtime of the app's own. The settings are
+    /// `config`'s, whose `pipeline` replaces a config given to
+    /// [`PipelineBuilder::config`].
+    ///
+    /// ```no_run
+    /// # fn setup(ctx: &egui::Context, runtime: &tokio::runtime::Runtime) -> Result<(), thumbpipe::BuildError> {
+    /// use thumbpipe::Pipeline;
+    /// use thumbpipe::egui::ThumbnailList;
+    ///
+    /// // The I/O side on the app's runtime rather than a runtime of its own.
+    /// let builder = Pipeline::builder().runtime(runtime.handle().clone());
+    /// let list = ThumbnailList::<u64>::with_builder(ctx, thumbpipe::Config::default(), builder)?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn with_builder(
+        ctx: &Context,
+        config: impl Into<EguiConfig>,
+        builder: PipelineBuilder<K>,
+    ) -> Result<Self, BuildError> {
         Ok(Self {
-            front: Front::new(ctx, config.into())?,
+            front: Front::new(ctx, config.into(), builder)?,
             ctx: ctx.clone(),
         })
     }

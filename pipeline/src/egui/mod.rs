@@ -81,4 +81,4 @@ pub use list::{RowThumbnail, ThumbnailList};
 pub use prefetch::PrefetchWindow;
 pub use size::target_size;
 pub use textures::TextureStats;
-pub use uri::{Loader, install};
+pub use uri::{Loader, install, install_with};

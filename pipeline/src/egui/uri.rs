@@ -19,7 +19,10 @@ use super::EguiConfig;
 use super::front::{Front, Look};
 use super::size::{target_for_hint, target_size};
 use super::textures::{TextureStats, color_image};
-use crate::{BuildError, CoastModel, CoastPrediction, Stats, TargetSize, Thumbnail};
+use crate::{
+    BuildError, CoastModel, CoastPrediction, Pipeline, PipelineBuilder, Stats, TargetSize,
+    Thumbnail,
+};
 
 /// The id under which the loaders are registered (both kinds).
 const LOADER_ID: &str = ::egui::generate_loader_id!(UriLoader);
@@ -224,13 +227,45 @@ fn without_fragment(uri: &str) -> &str {
 /// }
 /// ```
 pub fn install(ctx: &Context, config: impl Into<EguiConfig>) -> Result<Loader, BuildError> {
+    install_with(ctx, config, Pipeline::<()>::builder())
+}
+
+/// [`install`], with the pipeline built by `builder`: a fetcher, decoder
+/// or tokio runtime of the app's own (an API client that signs requests, a
+/// decoder for another format, the runtime the app already runs).
+///
+/// The settings are `config`'s: its `pipeline` is the pipeline's
+/// [`Config`](crate::Config), and replaces one given to
+/// [`PipelineBuilder::config`]. With
+/// [`DiskConfig::dir`](crate::DiskConfig::dir) set, the disk cache is a layer
+/// in front of the builder's fetcher.
+///
+/// ```no_run
+/// use thumbpipe::Pipeline;
+///
+/// /// Images from the app's own store (an archive, a database) by URL.
+/// fn stored_image(url: &url::Url) -> Result<bytes::Bytes, thumbpipe::Error> {
+///     # let _ = url; unimplemented!()
+/// }
+///
+/// fn setup(ctx: &egui::Context) -> Result<thumbpipe::egui::Loader, thumbpipe::BuildError> {
+///     let builder = Pipeline::<()>::builder()
+///         .fetcher(thumbpipe::fetch_fn(|url, _max_bytes| async move { stored_image(&url) }));
+///     thumbpipe::egui::install_with(ctx, thumbpipe::Config::default(), builder)
+/// }
+/// ```
+pub fn install_with<K>(
+    ctx: &Context,
+    config: impl Into<EguiConfig>,
+    builder: PipelineBuilder<K>,
+) -> Result<Loader, BuildError> {
     if ctx.is_loader_installed(LOADER_ID) {
         return Err(BuildError::AlreadyInstalled);
     }
     let config = config.into();
     let files = config.pipeline.fetch.file_root.is_some();
     let loader = Arc::new(UriLoader {
-        front: Mutex::new(Some(Front::new(ctx, config)?)),
+        front: Mutex::new(Some(Front::new(ctx, config, builder.for_rows())?)),
         files,
     });
     ctx.add_texture_loader(Arc::clone(&loader) as _);

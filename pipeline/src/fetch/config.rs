@@ -1,11 +1,12 @@
 //! The fetch stage's settings: connections, timeouts, body limits, TLS
-//! roots and the `file://` root. Plain data, read when the pipeline is
+//! roots, the headers and proxy of requests, and the `file://` root. Plain data, read when the pipeline is
 //! built (by [`crate::HttpFetcher::new`], the load actor's scheduler and
 //! its body budget); validated with the rest of [`crate::Config`].
 
 use std::path::PathBuf;
 use std::time::Duration;
 
+use super::HeaderHook;
 use crate::BuildError;
 
 /// Settings of the fetch stage: [`Config::fetch`](crate::Config::fetch).
@@ -81,6 +82,57 @@ pub struct FetchConfig {
     /// # Ok::<(), thumbpipe::BuildError>(())
     /// ```
     pub file_root: Option<PathBuf>,
+    /// Headers sent with every request: an API token, a cookie, your app's
+    /// `User-Agent`. A `User-Agent` or `Accept` here replaces thumbpipe's
+    /// (`thumbpipe/VERSION`, and the media types of
+    /// [`SUPPORTED_FORMATS`](crate::SUPPORTED_FORMATS), so that a server that
+    /// picks a format by `Accept` never sends one the decoder refuses).
+    /// A request with `Authorization` or `Cookie` is kept in the disk cache
+    /// only when its response may be shared (see
+    /// [`DiskConfig::dir`](crate::DiskConfig::dir)). Default: none.
+    ///
+    /// ```
+    /// use thumbpipe::http::{HeaderValue, header};
+    ///
+    /// let mut config = thumbpipe::Config::default();
+    /// config
+    ///     .fetch
+    ///     .headers
+    ///     .insert(header::USER_AGENT, HeaderValue::from_static("gallery/2.0"));
+    /// config
+    ///     .fetch
+    ///     .headers
+    ///     .insert(header::AUTHORIZATION, HeaderValue::from_static("Bearer 5e3cr3t"));
+    /// ```
+    pub headers: http::HeaderMap,
+    /// Called as each request starts, to add or change its headers: a
+    /// token that rotates, a signature over the URL (see [`HeaderHook`]).
+    /// It sees [`FetchConfig::headers`] already in place. A fetcher of the
+    /// app's own gets the result in
+    /// [`FetchRequest::headers`](crate::FetchRequest::headers). Default:
+    /// none.
+    pub header_hook: Option<HeaderHook>,
+    /// The proxy requests go through. Default: [`Proxy::FromEnvironment`].
+    pub proxy: Proxy,
+}
+
+/// How requests reach their servers: [`FetchConfig::proxy`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Proxy {
+    /// Through the proxy the environment names, as curl reads it:
+    /// `HTTPS_PROXY` for `https` URLs, `HTTP_PROXY` for `http` ones,
+    /// `ALL_PROXY` for both, and none for the hosts of `NO_PROXY`; directly
+    /// when none is set.
+    #[default]
+    FromEnvironment,
+    /// Directly, whatever the environment says.
+    Direct,
+    /// Through the proxy at this URL (`http://` or `https://`, with
+    /// `user:password@` if it asks for them), for `http` and `https` URLs
+    /// alike. A URL that is not a proxy's fails [`crate::Pipeline::new`]
+    /// with [`BuildError::Config`](crate::BuildError::Config).
+    Url(String),
 }
 
 impl Default for FetchConfig {
@@ -96,6 +148,9 @@ impl Default for FetchConfig {
             allow_https_to_http_redirects: false,
             extra_root_certificates: Vec::new(),
             file_root: None,
+            headers: http::HeaderMap::new(),
+            header_hook: None,
+            proxy: Proxy::FromEnvironment,
         }
     }
 }

@@ -25,13 +25,16 @@ mod config;
 mod errors;
 mod exchange;
 mod file;
+mod headers;
 mod http;
 
 pub(crate) use budget::BodyBudget;
-pub use config::FetchConfig;
+pub use config::{FetchConfig, Proxy};
 use errors::{causes, redirect_policy};
 pub use exchange::{FetchRequest, FetchResponse};
 use file::{FileReader, files_off};
+pub use headers::HeaderHook;
+pub(crate) use headers::RequestHeaders;
 
 /// A source of image bytes.
 ///
@@ -198,7 +201,9 @@ struct FetchLimits {
 }
 
 impl HttpFetcher {
-    /// A client with `config`'s timeouts, redirect limit and trusted roots.
+    /// A client with `config`'s timeouts, redirect limit, trusted roots,
+    /// headers and proxy. [`FetchConfig::header_hook`] is the pipeline's: it
+    /// runs as the pipeline makes each request, not here.
     /// Fails if [`FetchConfig::file_root`] is set but is not a directory,
     /// or a certificate of [`FetchConfig::extra_root_certificates`] cannot
     /// be read.
@@ -224,7 +229,16 @@ impl HttpFetcher {
                 config.allow_https_to_http_redirects,
             ))
             .pool_max_idle_per_host(config.max_per_host)
-            .user_agent(concat!("thumbpipe/", env!("CARGO_PKG_VERSION")));
+            .default_headers(headers::client_defaults(&config.headers));
+        client = match &config.proxy {
+            Proxy::FromEnvironment => client,
+            Proxy::Direct => client.no_proxy(),
+            Proxy::Url(url) => {
+                let proxy = reqwest::Proxy::all(url.as_str())
+                    .map_err(|e| BuildError::Config(format!("fetch.proxy: {}", causes(&e))))?;
+                client.proxy(proxy)
+            }
+        };
         let extra_roots = !roots.is_empty();
         if extra_roots {
             client = client.tls_certs_merge(roots);

@@ -61,11 +61,12 @@ impl LoadActor {
             self.scheduler.remove(task_id);
             return;
         };
-        let request = FetchRequest::within(
+        let mut request = FetchRequest::within(
             task.url.clone(),
             self.parts.max_body_bytes,
             std::sync::Arc::clone(&self.parts.body_budget),
         );
+        request.headers = self.parts.request_headers.for_url(&task.url);
         let cancel = task.cancel.clone();
         let fetch = guarded_fetch(&*self.parts.fetcher, request);
         self.spawn(

@@ -65,7 +65,7 @@ use times::LoadTimes;
 use crate::cache::{CacheKey, CacheLimits, CacheView, ThumbnailCache};
 use crate::decode::{DecodeJob, DecodeOutcome, DecodePool};
 use crate::deliver::{Delivery, Outbox};
-use crate::fetch::{BodyBudget, Fetch, FetchResponse, host_key};
+use crate::fetch::{BodyBudget, Fetch, FetchResponse, RequestHeaders, host_key};
 use crate::metrics::Metrics;
 use crate::request::{Priority, RequestId, TaskId};
 use crate::thumbnail::ThumbnailTier;
@@ -105,6 +105,8 @@ pub(crate) struct Parts {
     /// as many bytes: lent to every fetch in its request.
     pub(crate) body_budget: Arc<BodyBudget>,
     pub(crate) root: CancellationToken,
+    /// The headers of every request: the app's, and its hook's.
+    pub(crate) request_headers: RequestHeaders,
 }
 
 /// Starts the actor on `runtime`; it runs until the returned handle is

@@ -13,7 +13,7 @@ use crate::cache::{CacheLimits, CacheView};
 use crate::decode::DecodePool;
 use crate::deliver::Outbox;
 use crate::disk::DiskTier;
-use crate::fetch::BodyBudget;
+use crate::fetch::{BodyBudget, RequestHeaders};
 use crate::load::{self, Parts};
 use crate::metrics::Metrics;
 use crate::thumbnail::ThumbnailTier;
@@ -78,6 +78,19 @@ impl<K> PipelineBuilder<K> {
     pub fn decoder(mut self, decoder: impl Decode) -> Self {
         self.decoder = Some(Arc::new(decoder));
         self
+    }
+
+    /// The same parts, for a pipeline of another row key: how a front door
+    /// that keys its rows itself (the egui loader) takes an app's builder.
+    #[cfg_attr(not(feature = "egui"), allow(dead_code))]
+    pub(crate) fn for_rows<R>(self) -> PipelineBuilder<R> {
+        PipelineBuilder {
+            config: self.config,
+            runtime: self.runtime,
+            fetcher: self.fetcher,
+            decoder: self.decoder,
+            rows: std::marker::PhantomData,
+        }
     }
 
     /// Starts the pipeline's threads and its load actor.
@@ -146,6 +159,10 @@ impl<K> PipelineBuilder<K> {
             body_budget_bytes: config.fetch.body_budget_bytes,
             body_budget: Arc::new(BodyBudget::new(config.fetch.body_budget_bytes)),
             root: root.clone(),
+            request_headers: RequestHeaders::new(
+                config.fetch.headers.clone(),
+                config.fetch.header_hook.clone(),
+            ),
         };
         let loads = load::start(parts, &handle);
         Ok(Pipeline {

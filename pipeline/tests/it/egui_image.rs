@@ -4,6 +4,7 @@
 //! cancelled, and the texture budget holds.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use egui::load::{ImageLoadResult, ImageLoader, ImagePoll, LoadError, SizeHint, TexturePoll};
@@ -420,4 +421,95 @@ fn the_list_helper_cancels_a_rows_old_url_and_shows_its_state() {
         failed,
         Some(thumbpipe::Error::Status { status: 404, .. })
     ));
+}
+
+/// A fetcher of the app's own that serves image `id` for every URL ending
+/// in `/{id}.png`, and counts its calls.
+fn counting_fetcher(calls: Arc<AtomicUsize>) -> impl thumbpipe::Fetch {
+    thumbpipe::fetch_fn(move |url, _max_bytes| {
+        calls.fetch_add(1, Ordering::SeqCst);
+        async move {
+            let id: u32 = url
+                .path()
+                .trim_start_matches('/')
+                .trim_end_matches(".png")
+                .parse()
+                .map_err(|_| thumbpipe::Error::Status {
+                    url: url.to_string(),
+                    status: 404,
+                })?;
+            let png = fixture_server::picture::render(id, 96, 96)
+                .encode_png()
+                .expect("encodes");
+            Ok(bytes::Bytes::from(png))
+        }
+    })
+}
+
+#[test]
+fn install_with_loads_through_the_apps_fetcher_with_configs_settings() {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let ctx = Context::default();
+    let mut config = EguiConfig::default();
+    // A texture budget of one image: the config given here is the one used.
+    config.max_texture_bytes = 64 * 64 * 4;
+    let builder =
+        thumbpipe::Pipeline::<()>::builder().fetcher(counting_fetcher(Arc::clone(&calls)));
+    let loader = thumbpipe::egui::install_with(&ctx, config, builder).expect("installs");
+    let uris: Vec<String> = (1..=2)
+        .map(|id| format!("https://app.test/{id}.png"))
+        .collect();
+    for uri in &uris {
+        assert_eq!(
+            draw_until_done(&ctx, std::slice::from_ref(uri), CELL),
+            [Seen::Ready(CELL)]
+        );
+    }
+    assert_eq!(calls.load(Ordering::SeqCst), 2);
+    assert_eq!(loader.texture_stats().evicted, 1, "the budget is config's");
+    let drawn = loader.drawn(&uris[1], CELL).expect("drawn");
+    assert_eq!(id_of(&drawn), Some(2));
+    // The same front door: a second install is refused either way.
+    assert!(matches!(
+        thumbpipe::egui::install(&ctx, EguiConfig::default()),
+        Err(BuildError::AlreadyInstalled)
+    ));
+    loader.uninstall();
+}
+
+#[test]
+fn the_list_helper_runs_on_the_apps_runtime_with_its_fetcher() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .thread_name("app-runtime")
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    let calls = Arc::new(AtomicUsize::new(0));
+    let ctx = Context::default();
+    let builder = thumbpipe::Pipeline::builder()
+        .runtime(runtime.handle().clone())
+        .fetcher(counting_fetcher(Arc::clone(&calls)));
+    let mut list =
+        ThumbnailList::<usize>::with_builder(&ctx, EguiConfig::default(), builder).expect("builds");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let shown = loop {
+        let mut state = None;
+        let _ = ctx.run_ui(egui::RawInput::default(), |ui| {
+            state = Some(list.show(ui, 7, "https://app.test/7.png", CELL).1);
+            list.end_pass();
+        });
+        match state {
+            Some(RowThumbnail::Shown(_, thumbnail)) => break Some(thumbnail),
+            _ if Instant::now() > deadline => break None,
+            _ => std::thread::sleep(Duration::from_millis(5)),
+        }
+    };
+    assert_eq!(shown.as_ref().and_then(id_of), Some(7));
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+    assert!(
+        runtime.metrics().num_alive_tasks() > 0,
+        "the load actor runs on the app's runtime"
+    );
+    drop(list);
 }

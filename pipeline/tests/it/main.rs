@@ -27,6 +27,7 @@ mod files;
 mod no_silent_death;
 mod photos;
 mod priority;
+mod request_headers;
 mod seams;
 mod tls;
 mod wrong_row;
