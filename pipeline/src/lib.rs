@@ -8,6 +8,26 @@
 //! few decodes, never a thread per row, and a row can never show an image
 //! meant for its previous URL.
 //!
+//! # Cargo features
+//!
+//! | feature | default | what it adds | what it costs |
+//! |---|---|---|---|
+//! | `disk-cache` | on | the HTTP cache on disk ([`DiskConfig`]) | cacache, http-cache-semantics and their hashes: 43 crates |
+//! | `libjpeg` | on | JPEGs decoded at the DCT scale that covers the thumbnail (a 12 MP photo to 256 px in 31.7 ms against 112 ms) | libjpeg-turbo, built from source: 3 crates and a C compiler |
+//! | `rustls-aws-lc` | on | `https`, its cryptography by aws-lc | rustls and aws-lc, built from source: 13 crates, cmake and a C compiler, and NASM on Windows x86_64 |
+//! | `rustls-ring` | off | `https`, its cryptography by ring, for builds without cmake or NASM | rustls and ring: 13 crates and a C compiler; ring becomes rustls' process-wide provider unless the app installed one |
+//! | `egui` | off | `thumbpipe::egui`: `egui::Image::new(url)` through the pipeline | egui |
+//!
+//! Without `disk-cache`, a config with [`disk.dir`](DiskConfig::dir) fails
+//! to build a pipeline; without `libjpeg`, every JPEG takes `image`'s
+//! pure-Rust decoder in full; without either TLS feature, `https` URLs fail
+//! to load and [`FetchConfig::extra_root_certificates`] is refused. A lean
+//! egui app without cmake:
+//!
+//! ```toml
+//! thumbpipe = { version = "0.1", default-features = false, features = ["egui", "rustls-ring"] }
+//! ```
+//!
 //! # Layout
 //!
 //! The modules are private; everything public is re-exported here, except

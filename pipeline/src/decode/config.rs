@@ -35,6 +35,10 @@ pub struct DecodeConfig {
     /// rather than in full by `image`'s pure-Rust decoder (112 ms and 132
     /// MB). Default: `true`.
     ///
+    /// It has no effect without the cargo feature `libjpeg` (on by
+    /// default; it builds libjpeg-turbo from source, with a C compiler):
+    /// every JPEG then takes the pure-Rust decoder.
+    ///
     /// In a binary built with `panic = "abort"` it has no effect: libjpeg
     /// reports a broken file by unwinding out of its error callback (that
     /// is how the `mozjpeg` crate turns it into an error), and without

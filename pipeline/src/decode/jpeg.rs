@@ -1,18 +1,12 @@
-//! JPEG's own checks and fast path: the file's layout read from its
-//! markers before any decoder runs (to refuse a file with more scans than
-//! any real photo has, and to count what the decoder will allocate), and
-//! decoding at 1/2, 1/4 or 1/8 of the size by scaling in the DCT domain
-//! when that still covers the thumbnail.
+//! JPEG's own checks: the file's layout read from its markers before any
+//! decoder runs (to refuse a file with more scans than any real photo has,
+//! and to count what the decoder will allocate), and the DCT scale that
+//! still covers the thumbnail, which `libjpeg.rs` decodes at.
 //!
 //! Runs inside a decode, on the decode thread that called it; it starts no
 //! threads and keeps nothing.
 
-use std::panic::AssertUnwindSafe;
-
 use image::metadata::Orientation;
-use mozjpeg::ColorSpace;
-
-use super::resize::{Layout, Pixels};
 
 /// Most scans a JPEG may have. A progressive photo has about ten (libjpeg's
 /// default script has 10, mozjpeg's a dozen or so); a file with thousands
@@ -231,43 +225,6 @@ impl JpegLayout {
     }
 }
 
-/// A JPEG decoded by libjpeg at `eighths`/8 of its size, on this thread:
-/// RGB, or grey for a greyscale file. `Ok(None)` for a CMYK or YCCK file,
-/// which the full decode handles. A fatal libjpeg error (libjpeg reports
-/// them by unwinding) is `Err` with its message; damaged data that libjpeg
-/// can get past (a truncated file, a bad Huffman code) decodes, with grey
-/// where the data is missing, as browsers show it.
-pub(super) fn decode_scaled(bytes: &[u8], eighths: u32) -> Result<Option<Pixels>, String> {
-    let decode = || -> std::io::Result<Option<Pixels>> {
-        let mut decompress = mozjpeg::Decompress::new_mem(bytes)?;
-        decompress.scale(u8::try_from(eighths.clamp(1, 8)).unwrap_or(8));
-        let (mut started, layout) = match decompress.color_space() {
-            ColorSpace::JCS_GRAYSCALE => (decompress.grayscale()?, Layout::Luma),
-            ColorSpace::JCS_CMYK | ColorSpace::JCS_YCCK => return Ok(None),
-            _ => (decompress.rgb()?, Layout::Rgb),
-        };
-        let (width, height) = (started.width(), started.height());
-        let data: Vec<u8> = started.read_scanlines()?;
-        if data.len() != width * height * layout.channels() {
-            return Err(std::io::ErrorKind::UnexpectedEof.into());
-        }
-        Ok(Some(Pixels {
-            width: u32::try_from(width).map_err(|_| std::io::ErrorKind::InvalidData)?,
-            height: u32::try_from(height).map_err(|_| std::io::ErrorKind::InvalidData)?,
-            layout,
-            data,
-        }))
-    };
-    match std::panic::catch_unwind(AssertUnwindSafe(decode)) {
-        Ok(result) => result.map_err(|e| e.to_string()),
-        Err(payload) => Err(payload
-            .downcast_ref::<String>()
-            .cloned()
-            .or_else(|| payload.downcast_ref::<&str>().map(|s| (*s).to_string()))
-            .unwrap_or_else(|| "libjpeg failed".into())),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
@@ -275,12 +232,17 @@ mod tests {
     use super::super::decode_thumbnail;
     use super::super::tests::LIMITS;
     use super::*;
+    #[cfg(feature = "libjpeg")]
+    use crate::decode::libjpeg::decode_scaled;
+    #[cfg(feature = "libjpeg")]
+    use crate::decode::resize::Layout;
     use crate::request::TargetSize;
 
     /// A JPEG is decoded at the smallest DCT scale that covers the
     /// thumbnail, and the thumbnail has the size and content of the full
     /// decode's.
     #[test]
+    #[cfg(feature = "libjpeg")]
     fn jpegs_are_decoded_at_the_smallest_scale_that_covers_the_thumbnail() {
         assert_eq!(scale_eighths(4000, 3000, 256, 192), 1); // 500x375
         assert_eq!(scale_eighths(600, 600, 128, 128), 2); // 150x150
@@ -313,6 +275,7 @@ mod tests {
     /// libjpeg reports a fatal error by unwinding; it becomes an `Err`
     /// with libjpeg's message, and the thread goes on.
     #[test]
+    #[cfg(feature = "libjpeg")]
     fn a_fatal_libjpeg_error_is_an_error_with_its_message() {
         let jpeg = fixture_server::picture::render(1, 64, 64)
             .encode_jpeg(85)

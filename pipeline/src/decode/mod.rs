@@ -21,6 +21,8 @@
 mod config;
 mod gif;
 mod jpeg;
+#[cfg(feature = "libjpeg")]
+mod libjpeg;
 mod png;
 mod pool;
 mod resize;
@@ -118,8 +120,9 @@ pub const SUPPORTED_FORMATS: [&str; 4] = ["JPEG", "PNG", "WebP", "GIF"];
 pub(crate) struct DecodeLimits {
     pub(crate) max_dimension: u32,
     pub(crate) max_alloc: u64,
-    /// libjpeg's DCT-scaled route for JPEGs: asked for, and possible (a
-    /// libjpeg error is an unwind, which `panic = "abort"` cannot catch).
+    /// libjpeg's DCT-scaled route for JPEGs: asked for, and possible (built
+    /// with the `libjpeg` feature, and unwinding: a libjpeg error is an
+    /// unwind, which `panic = "abort"` cannot catch).
     pub(crate) jpeg_dct_scaling: bool,
 }
 
@@ -128,7 +131,7 @@ impl From<&DecodeConfig> for DecodeLimits {
         Self {
             max_dimension: config.max_dimension,
             max_alloc: config.max_alloc_bytes,
-            jpeg_dct_scaling: config.jpeg_dct_scaling && UNWINDS,
+            jpeg_dct_scaling: config.jpeg_dct_scaling && UNWINDS && cfg!(feature = "libjpeg"),
         }
     }
 }
@@ -323,12 +326,15 @@ pub(crate) fn decode_thumbnail(
             setting: "decode.max_alloc_bytes",
         });
     }
+    #[cfg(feature = "libjpeg")]
     let scaled = match jpeg_eighths {
-        Some(eighths) => {
-            jpeg::decode_scaled(bytes, eighths).map_err(|e| decode_error(format!("JPEG: {e}")))?
-        }
+        Some(eighths) => libjpeg::decode_scaled(bytes, eighths)
+            .map_err(|e| decode_error(format!("JPEG: {e}")))?,
         None => None,
     };
+    // Without libjpeg, `jpeg_dct_scaling` is off: no JPEG is scaled.
+    #[cfg(not(feature = "libjpeg"))]
+    let scaled = None;
     let pixels = match scaled {
         Some(pixels) => pixels,
         None => {

@@ -2,6 +2,7 @@
 //! fetch stage's tasks with relaxed atomics, read as a [`DiskStats`]
 //! snapshot through [`crate::Stats`].
 
+#[cfg(feature = "disk-cache")]
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 /// The disk cache's counters, a part of [`crate::Stats`] (all zero without
@@ -55,6 +56,7 @@ pub struct DiskStats {
 }
 
 #[derive(Debug, Default)]
+#[cfg(feature = "disk-cache")]
 pub(crate) struct DiskCounters {
     pub(super) hits: AtomicU64,
     pub(super) thumbnail_hits: AtomicU64,
@@ -71,6 +73,7 @@ pub(crate) struct DiskCounters {
     pub(super) entries: AtomicU64,
 }
 
+#[cfg(feature = "disk-cache")]
 impl DiskCounters {
     pub(crate) fn snapshot(&self) -> DiskStats {
         DiskStats {

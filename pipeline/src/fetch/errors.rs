@@ -66,6 +66,7 @@ pub(super) fn classify(url: &Url, error: reqwest::Error, limits: &FetchLimits) -
             },
         };
     }
+    #[cfg(any(feature = "rustls-aws-lc", feature = "rustls-ring"))]
     if let Some(tls) = find_cause::<rustls::Error>(&error) {
         return Error::Tls {
             url: url_text,

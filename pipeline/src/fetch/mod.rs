@@ -214,12 +214,6 @@ impl HttpFetcher {
             .map(FileReader::start)
             .transpose()?
             .map(Arc::new);
-        let roots = config
-            .extra_root_certificates
-            .iter()
-            .map(|der| reqwest::Certificate::from_der(der))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| BuildError::Config(format!("fetch.extra_root_certificates: {e}")))?;
         let mut client = reqwest::Client::builder()
             // The total timeout is the fetch's own deadline, which does not
             // count time spent waiting for the body budget.
@@ -239,10 +233,8 @@ impl HttpFetcher {
                 client.proxy(proxy)
             }
         };
-        let extra_roots = !roots.is_empty();
-        if extra_roots {
-            client = client.tls_certs_merge(roots);
-        }
+        let extra_roots = !config.extra_root_certificates.is_empty();
+        client = tls(client, &config.extra_root_certificates)?;
         let client = client.build().map_err(|e| {
             let mut reason = causes(&e);
             if extra_roots {
@@ -259,6 +251,49 @@ impl HttpFetcher {
             }),
             files,
         })
+    }
+}
+
+/// `client` with rustls, trusting `roots` besides the platform's. With
+/// ring, ring becomes rustls' process-wide provider unless the app has
+/// installed one (reqwest builds its TLS with the process's provider).
+#[cfg(any(feature = "rustls-aws-lc", feature = "rustls-ring"))]
+fn tls(
+    client: reqwest::ClientBuilder,
+    roots: &[Vec<u8>],
+) -> Result<reqwest::ClientBuilder, BuildError> {
+    #[cfg(not(feature = "rustls-aws-lc"))]
+    {
+        // Err: a provider is installed already, which reqwest will use.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    }
+    let roots = roots
+        .iter()
+        .map(|der| reqwest::Certificate::from_der(der))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| BuildError::Config(format!("fetch.extra_root_certificates: {e}")))?;
+    Ok(if roots.is_empty() {
+        client
+    } else {
+        client.tls_certs_merge(roots)
+    })
+}
+
+/// Without a TLS feature there is no `https`: extra roots are refused,
+/// since they could never be used.
+#[cfg(not(any(feature = "rustls-aws-lc", feature = "rustls-ring")))]
+fn tls(
+    client: reqwest::ClientBuilder,
+    roots: &[Vec<u8>],
+) -> Result<reqwest::ClientBuilder, BuildError> {
+    if roots.is_empty() {
+        Ok(client)
+    } else {
+        Err(BuildError::Config(
+            "fetch.extra_root_certificates are set, but thumbpipe was built without TLS: \
+             enable its `rustls-aws-lc` or `rustls-ring` feature"
+                .into(),
+        ))
     }
 }
 

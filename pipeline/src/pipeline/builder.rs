@@ -12,7 +12,6 @@ use super::{DiskStatsFn, Pipeline};
 use crate::cache::{CacheLimits, CacheView};
 use crate::decode::DecodePool;
 use crate::deliver::Outbox;
-use crate::disk::DiskTier;
 use crate::fetch::{BodyBudget, RequestHeaders};
 use crate::load::{self, Parts};
 use crate::metrics::Metrics;
@@ -105,7 +104,7 @@ impl<K> PipelineBuilder<K> {
                 (Some(runtime), handle)
             }
         };
-        let mut fetcher: Arc<dyn Fetch> = match self.fetcher {
+        let fetcher: Arc<dyn Fetch> = match self.fetcher {
             Some(fetcher) => fetcher,
             None => {
                 // reqwest's client needs a runtime context to build.
@@ -115,17 +114,11 @@ impl<K> PipelineBuilder<K> {
         };
         // The disk cache: a layer in front of the fetcher, and the
         // thumbnail tier beside it.
-        let mut disk_stats = None;
-        let mut thumbnails: Option<Arc<dyn ThumbnailTier>> = None;
-        if let Some(dir) = config.disk.dir.clone() {
-            let tier = Arc::new(DiskTier::open(fetcher, dir, &config.disk)?);
-            disk_stats = Some(Box::new(tier.stats()) as DiskStatsFn);
-            // Thumbnails on disk are what the default decoder makes.
-            if self.decoder.is_none() {
-                thumbnails = tier.thumbnails();
-            }
-            fetcher = tier;
-        }
+        let Disk {
+            fetcher,
+            stats: disk_stats,
+            thumbnails,
+        } = with_disk(fetcher, &config, self.decoder.is_none())?;
         let decode: Arc<dyn Decode> = match self.decoder {
             Some(decoder) => decoder,
             None => Arc::new(ImageDecoder::new(&config.decode)),
@@ -182,6 +175,64 @@ impl<K> PipelineBuilder<K> {
             decode_pool,
             runtime,
         })
+    }
+}
+
+/// The fetch stage as the load actor sees it, with the disk cache in front
+/// when the config asks for one, its counters, and its thumbnail tier.
+struct Disk {
+    fetcher: Arc<dyn Fetch>,
+    stats: Option<DiskStatsFn>,
+    thumbnails: Option<Arc<dyn ThumbnailTier>>,
+}
+
+/// `fetcher`, behind the disk cache if `config.disk.dir` is set. Thumbnails
+/// on disk are what the default decoder makes: kept only with
+/// `default_decoder`.
+#[cfg(feature = "disk-cache")]
+fn with_disk(
+    fetcher: Arc<dyn Fetch>,
+    config: &Config,
+    default_decoder: bool,
+) -> Result<Disk, BuildError> {
+    let Some(dir) = config.disk.dir.clone() else {
+        return Ok(Disk {
+            fetcher,
+            stats: None,
+            thumbnails: None,
+        });
+    };
+    let tier = Arc::new(crate::disk::DiskTier::open(fetcher, dir, &config.disk)?);
+    Ok(Disk {
+        stats: Some(Box::new(tier.stats())),
+        thumbnails: if default_decoder {
+            tier.thumbnails()
+        } else {
+            None
+        },
+        fetcher: tier,
+    })
+}
+
+/// Without the cargo feature `disk-cache`, a config that asks for a disk
+/// cache is refused, saying why.
+#[cfg(not(feature = "disk-cache"))]
+fn with_disk(
+    fetcher: Arc<dyn Fetch>,
+    config: &Config,
+    _default_decoder: bool,
+) -> Result<Disk, BuildError> {
+    match &config.disk.dir {
+        Some(dir) => Err(BuildError::Config(format!(
+            "disk.dir is set ({}), but thumbpipe was built without its `disk-cache` \
+             feature: enable the feature, or leave disk.dir unset",
+            dir.display()
+        ))),
+        None => Ok(Disk {
+            fetcher,
+            stats: None,
+            thumbnails: None,
+        }),
     }
 }
 
