@@ -28,7 +28,8 @@ pub struct FetchConfig {
     /// loads in one round trip: with 6 (what browsers allow per host over
     /// HTTP/1.1) the 13 rows in view when a scroll stops wait for three,
     /// 750 ms at 250 ms latency. Lower it for a server that must not see
-    /// more connections from one client.
+    /// more connections from one client. Over HTTP/2 they are streams on
+    /// one connection.
     pub max_per_host: usize,
     /// Fetches in flight at once over every host together; the rest wait in
     /// the queue. Without it, a list of images from many hosts (one per

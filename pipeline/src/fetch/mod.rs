@@ -164,7 +164,8 @@ where
 
 /// The default fetcher: one reqwest client, connections reused, timeouts
 /// and redirect limit from [`FetchConfig`]; TLS by rustls, checked against the
-/// platform's trusted roots. Reads `file://` URLs under
+/// platform's trusted roots, and HTTP/2 with a server that offers it (ALPN),
+/// where a cancelled fetch resets its stream and the connection stays. Reads `file://` URLs under
 /// [`FetchConfig::file_root`](crate::FetchConfig::file_root) when it is set.
 ///
 /// In a pipeline, the bodies it holds, read or being read, count against the

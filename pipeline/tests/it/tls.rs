@@ -11,7 +11,7 @@
 
 use std::io::{Read, Write};
 use std::net::TcpListener;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use crate::common::{drain_until, id_of, server};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
@@ -30,19 +30,7 @@ fn untrusted_tls_server() -> u16 {
 /// every request with a redirect to `location`, or, without one, serves
 /// nothing; returns its port.
 fn tls_server(location: Option<String>) -> u16 {
-    // Name the provider: other crates in the workspace may enable a second
-    // one, and then rustls will not pick.
-    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
-    let config = rustls::ServerConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_no_client_auth()
-        .with_single_cert(
-            vec![CertificateDer::from(CERT.to_vec())],
-            PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(KEY.to_vec())),
-        )
-        .unwrap();
-    let config = Arc::new(config);
+    let config = Arc::new(server_config());
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     std::thread::Builder::new()
@@ -73,6 +61,68 @@ fn tls_server(location: Option<String>) -> u16 {
         })
         .unwrap();
     port
+}
+
+/// The self-signed certificate's server settings, offering no protocol
+/// by ALPN.
+fn server_config() -> rustls::ServerConfig {
+    // Name the provider: other crates in the workspace may enable a second
+    // one, and then rustls will not pick.
+    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(
+            vec![CertificateDer::from(CERT.to_vec())],
+            PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(KEY.to_vec())),
+        )
+        .unwrap()
+}
+
+/// The protocol each connection chose by ALPN, in order (`None`: none).
+type Chosen = Arc<Mutex<Vec<Option<Vec<u8>>>>>;
+
+/// A TLS server on loopback that offers HTTP/2 and HTTP/1.1 by ALPN,
+/// records what each client chose, and hangs up. Returns its port and the
+/// choices.
+fn alpn_server() -> (u16, Chosen) {
+    let mut config = server_config();
+    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    let config = Arc::new(config);
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let chosen = Arc::new(Mutex::new(Vec::new()));
+    let log = Arc::clone(&chosen);
+    std::thread::Builder::new()
+        .name("alpn-test-server".into())
+        .spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(stream) = stream else { return };
+                let connection = rustls::ServerConnection::new(Arc::clone(&config)).unwrap();
+                let mut tls = rustls::StreamOwned::new(connection, stream);
+                // Reading drives the handshake; the client speaks first.
+                let _ = tls.read(&mut [0u8; 1]);
+                let protocol = tls.conn.alpn_protocol().map(<[u8]>::to_vec);
+                log.lock().unwrap().push(protocol);
+            }
+        })
+        .unwrap();
+    (port, chosen)
+}
+
+#[test]
+fn a_server_that_offers_http2_is_spoken_to_in_http2() {
+    let (port, chosen) = alpn_server();
+    let mut config = Config::default();
+    config.fetch.extra_root_certificates = vec![CERT.to_vec()];
+    let mut pipeline = Pipeline::<u8>::new(config).unwrap();
+    let https = format!("https://localhost:{port}/a.png");
+    pipeline.request(0, &https, TargetSize::square(32), Priority::Visible);
+    // The server hangs up: the load ends in an error, after the handshake.
+    let done = drain_until(&mut pipeline, |all| !all.is_empty());
+    assert!(done[0].result.is_err());
+    assert_eq!(chosen.lock().unwrap().first(), Some(&Some(b"h2".to_vec())));
 }
 
 #[test]
