@@ -13,9 +13,9 @@
 //! | feature | default | what it adds | what it costs |
 //! |---|---|---|---|
 //! | `disk-cache` | on | the HTTP cache on disk ([`DiskConfig`]) | cacache, http-cache-semantics and their hashes: 43 crates |
-//! | `libjpeg` | on | JPEGs decoded at the DCT scale that covers the thumbnail (a 12 MP photo to 256 px in 31.7 ms against 112 ms) | libjpeg-turbo, built from source: 3 crates and a C compiler |
-//! | `rustls-aws-lc` | on | `https`, its cryptography by aws-lc | rustls and aws-lc, built from source: 13 crates, cmake and a C compiler, and NASM on Windows x86_64 |
-//! | `rustls-ring` | off | `https`, its cryptography by ring, for builds without cmake or NASM | rustls and ring: 13 crates and a C compiler; ring becomes rustls' process-wide provider unless the app installed one |
+//! | `libjpeg` | on | JPEGs decoded at the DCT scale that covers the thumbnail: a 12 MP photo 2.3x faster than the pure-Rust full decode (`jpeg-routes`), without holding the whole image | libjpeg-turbo, built from source: 3 crates and a C compiler |
+//! | `rustls-aws-lc` | on | `https` (HTTP/2 when the server offers it), its cryptography by aws-lc | rustls, aws-lc and h2: 16 crates, aws-lc built from source with cmake and a C compiler, and NASM on Windows x86_64 |
+//! | `rustls-ring` | off | `https` (HTTP/2 when offered), its cryptography by ring, for builds without cmake or NASM | rustls, ring and h2: 16 crates and a C compiler; ring becomes rustls' process-wide provider unless the app installed one |
 //! | `egui` | off | `thumbpipe::egui`: `egui::Image::new(url)` through the pipeline | egui |
 //!
 //! Without `disk-cache`, a config with [`disk.dir`](DiskConfig::dir) fails

@@ -34,7 +34,7 @@ fn main() -> anyhow::Result<()> {
     );
     println!("| image | px | libjpeg (default) | pure Rust (no `libjpeg`) | pure Rust / libjpeg |");
     println!("|---|---|---|---|---|");
-    for image in corpus.iter().filter(|image| image.name.ends_with(".jpg")) {
+    for image in corpus.iter().filter(|image| image.format == "JPEG") {
         let rounds = if image.width * image.height > 2_000_000 {
             9
         } else {
