@@ -27,7 +27,9 @@ const THUMBPIPE: &str = concat!("thumbpipe/", env!("CARGO_PKG_VERSION"));
 /// runtime as each fetch starts, with the headers of
 /// [`FetchConfig::headers`](crate::FetchConfig::headers) already in the
 /// map; it must return at once (read a token kept up to date elsewhere,
-/// never wait for one).
+/// never wait for one). A panic in it fails that load with
+/// [`Error::FetcherPanicked`](crate::Error::FetcherPanicked), its reason
+/// naming `fetch.header_hook`.
 ///
 /// ```
 /// use std::sync::{Arc, RwLock};

@@ -66,9 +66,24 @@ impl LoadActor {
             self.parts.max_body_bytes,
             std::sync::Arc::clone(&self.parts.body_budget),
         );
-        request.headers = self.parts.request_headers.for_url(&task.url);
         let cancel = task.cancel.clone();
-        let fetch = guarded_fetch(&*self.parts.fetcher, request);
+        // The app's hook runs here, on the actor's task: a panic in it
+        // fails this load, never the actor.
+        let headers = &self.parts.request_headers;
+        let fetch = match std::panic::catch_unwind(AssertUnwindSafe(|| headers.for_url(&task.url)))
+        {
+            Ok(headers) => {
+                request.headers = headers;
+                guarded_fetch(&*self.parts.fetcher, request)
+            }
+            Err(payload) => {
+                let panicked = Error::FetcherPanicked {
+                    url: task.url.to_string(),
+                    reason: format!("in fetch.header_hook: {}", panic_message(&*payload)),
+                };
+                Box::pin(std::future::ready(Err(panicked)))
+            }
+        };
         self.spawn(
             cancel,
             fetch.map(move |fetched| Event::Fetched(task_id, fetched)),

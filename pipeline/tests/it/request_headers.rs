@@ -154,3 +154,25 @@ fn a_public_response_to_a_request_with_credentials_is_kept_and_served() {
     let heads = alice_then_bob(&scratch.0, "public, max-age=3600");
     assert_eq!(heads.len(), 1, "bob's copy came from the disk: {heads:?}");
 }
+
+#[test]
+fn a_panicking_hook_fails_its_load_and_the_pipeline_goes_on() {
+    let (base, _) = image_server("no-store");
+    let mut config = Config::default();
+    config.fetch.header_hook = Some(HeaderHook::new(|url, _| {
+        assert!(!url.path().ends_with("bad.png"), "no header for this one");
+    }));
+    let mut pipeline = Pipeline::new(config).unwrap();
+    let urls = [format!("{base}/bad.png"), format!("{base}/good.png")];
+    let done = load(&mut pipeline, &urls);
+    match &done[0] {
+        Err(message) => assert!(
+            message.contains("panicked") && message.contains("fetch.header_hook"),
+            "{message}"
+        ),
+        Ok(id) => panic!("loaded {id} though its hook panicked"),
+    }
+    assert_eq!(done[1], Ok(1));
+    // The actor lives on: a new request after the panic loads.
+    assert_eq!(load(&mut pipeline, &[format!("{base}/later.png")]), [Ok(1)]);
+}
