@@ -198,6 +198,14 @@ pub enum BuildError {
     AlreadyInstalled,
 }
 
+/// A panic's message, when it has one (a `&str` or a `String` payload).
+pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> Option<String> {
+    payload
+        .downcast_ref::<&str>()
+        .map(|message| (*message).to_owned())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+}
+
 /// A [`BuildError::Config`] for the first of `settings` (named as a user
 /// writes them, `fetch.max_per_host`) that is 0.
 pub(crate) fn at_least_one(settings: &[(&str, u64)]) -> Result<(), BuildError> {

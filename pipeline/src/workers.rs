@@ -96,7 +96,7 @@ impl Workers {
 
     /// Runs `job` on a worker thread, nobody waiting for it; returns
     /// whether it was queued.
-    #[cfg_attr(not(feature = "disk-cache"), allow(dead_code))]
+    #[cfg(feature = "disk-cache")]
     pub(crate) fn spawn(&self, job: impl FnOnce() + Send + 'static) -> bool {
         self.send(Box::new(move || {
             let _ = std::panic::catch_unwind(AssertUnwindSafe(job));

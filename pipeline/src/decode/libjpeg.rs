@@ -41,10 +41,8 @@ pub(super) fn decode_scaled(bytes: &[u8], eighths: u32) -> Result<Option<Pixels>
     };
     match std::panic::catch_unwind(AssertUnwindSafe(decode)) {
         Ok(result) => result.map_err(|e| e.to_string()),
-        Err(payload) => Err(payload
-            .downcast_ref::<String>()
-            .cloned()
-            .or_else(|| payload.downcast_ref::<&str>().map(|s| (*s).to_string()))
-            .unwrap_or_else(|| "libjpeg failed".into())),
+        Err(payload) => {
+            Err(crate::error::panic_message(&*payload).unwrap_or_else(|| "libjpeg failed".into()))
+        }
     }
 }

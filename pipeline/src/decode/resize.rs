@@ -28,7 +28,7 @@ pub(super) enum Layout {
 }
 
 impl Layout {
-    #[cfg_attr(not(feature = "libjpeg"), allow(dead_code))]
+    #[cfg(feature = "libjpeg")]
     pub(super) fn channels(self) -> usize {
         match self {
             Layout::Luma => 1,

@@ -43,14 +43,14 @@ pub(crate) const MAX_QUEUED_WRITE_BYTES: u64 = 16 * 1024 * 1024;
 /// [`DiskTier`](super::DiskTier).
 #[derive(Debug)]
 pub(crate) struct DiskCache {
-    pub(super) store: Arc<Store>,
+    store: Arc<Store>,
     threads: Workers,
     /// The opening scan's thread: idle once the scan is done, it ends with
     /// the cache.
     _scan: Workers,
     read_timeout: Duration,
     /// The writes, refreshes and removals queued, in a lane per URL.
-    pub(super) lanes: Arc<Lanes>,
+    lanes: Arc<Lanes>,
 }
 
 impl DiskCache {

@@ -115,6 +115,14 @@ impl Default for DiskConfig {
 
 impl DiskConfig {
     pub(crate) fn validate(&self) -> Result<(), BuildError> {
+        #[cfg(not(feature = "disk-cache"))]
+        if let Some(dir) = &self.dir {
+            return Err(BuildError::Config(format!(
+                "disk.dir is set ({}), but thumbpipe was built without its `disk-cache` \
+                 feature: enable the feature, or leave disk.dir unset",
+                dir.display()
+            )));
+        }
         crate::error::at_least_one(&[
             ("disk.max_bytes", self.max_bytes),
             ("disk.threads", self.threads as u64),

@@ -78,9 +78,7 @@ pub use config::DiskConfig;
 #[cfg(feature = "disk-cache")]
 use policy::sane_age;
 #[cfg(feature = "disk-cache")]
-pub(crate) use policy::{
-    cache_options, carries_credentials, may_be_shared, request_parts, response_parts,
-};
+pub(crate) use policy::{cache_options, request_parts, response_parts};
 #[cfg(feature = "disk-cache")]
 pub(crate) use stats::DiskCounters;
 pub use stats::DiskStats;

@@ -21,14 +21,14 @@ pub(crate) fn cache_options() -> CacheOptions {
 
 /// Whether a request with `headers` carries a user's credentials, whose
 /// response the cache, keyed by URL alone, must not give another request.
-pub(crate) fn carries_credentials(headers: &http::HeaderMap) -> bool {
+pub(super) fn carries_credentials(headers: &http::HeaderMap) -> bool {
     headers.contains_key(http::header::AUTHORIZATION) || headers.contains_key(http::header::COOKIE)
 }
 
 /// Whether a response with `headers` to a request with credentials may be
 /// kept and given to other requests: RFC 9111, 3.5, allows a shared cache
 /// that for `public`, `s-maxage` and `must-revalidate`.
-pub(crate) fn may_be_shared(headers: &http::HeaderMap) -> bool {
+pub(super) fn may_be_shared(headers: &http::HeaderMap) -> bool {
     headers
         .get_all(http::header::CACHE_CONTROL)
         .iter()

@@ -19,10 +19,8 @@ use futures::future::BoxFuture;
 use http_cache_semantics::{AfterResponse, BeforeRequest, CachePolicy};
 use url::Url;
 
-use super::{
-    DiskCache, DiskStats, cache_options, carries_credentials, may_be_shared, request_parts,
-    response_parts,
-};
+use super::policy::{carries_credentials, may_be_shared};
+use super::{DiskCache, DiskStats, cache_options, request_parts, response_parts};
 use crate::fetch::{Fetch, FetchRequest, FetchResponse, body_only};
 use crate::request::TargetSize;
 use crate::thumbnail::ThumbnailTier;

@@ -107,8 +107,8 @@ struct CoastPolicy {
 }
 
 impl<K: Hash + Eq + Clone> Front<K> {
-    /// A pipeline with `config` that wakes `ctx` when loads finish.
-    /// A front whose pipeline is built by `builder` with `config.pipeline`.
+    /// A front whose pipeline is built by `builder` with `config.pipeline`,
+    /// and wakes `ctx` when loads finish.
     pub(crate) fn new(
         ctx: &Context,
         config: EguiConfig,

@@ -164,6 +164,14 @@ impl FetchConfig {
             ("fetch.max_body_bytes", self.max_body_bytes),
             ("fetch.body_budget_bytes", self.body_budget_bytes),
         ];
+        #[cfg(not(any(feature = "rustls-aws-lc", feature = "rustls-ring")))]
+        if !self.extra_root_certificates.is_empty() {
+            return Err(BuildError::Config(
+                "fetch.extra_root_certificates are set, but thumbpipe was built without TLS: \
+                 enable its `rustls-aws-lc` or `rustls-ring` feature"
+                    .into(),
+            ));
+        }
         crate::error::at_least_one(&at_least_one)
     }
 }

@@ -7,7 +7,10 @@
 //! Plain data, made when the pipeline is built. The load actor puts the
 //! app's headers and the hook's into each [`FetchRequest`](crate::FetchRequest)
 //! as the fetch starts, so every layer (the disk cache) and any fetcher see
-//! them; the default fetcher also sends them, and the defaults, on its own.
+//! them, as the hook left them. The pipeline's default fetcher adds only
+//! thumbpipe's `User-Agent` and `Accept` where a request has none; an
+//! [`HttpFetcher`](crate::HttpFetcher) made by the app sends the app's
+//! headers on its own.
 
 use std::sync::Arc;
 
@@ -17,7 +20,7 @@ use url::Url;
 /// The media types of the formats the default decoder reads: the `Accept`
 /// header of every request unless the app sets its own, so that a server
 /// that picks a format by it never sends one the decoder refuses.
-pub(crate) const ACCEPT_IMAGES: &str = "image/webp,image/png,image/jpeg,image/gif";
+const ACCEPT_IMAGES: &str = "image/webp,image/png,image/jpeg,image/gif";
 
 /// The `User-Agent` of every request unless the app sets its own.
 const THUMBPIPE: &str = concat!("thumbpipe/", env!("CARGO_PKG_VERSION"));
@@ -67,7 +70,7 @@ impl std::fmt::Debug for HeaderHook {
 
 /// The headers the pipeline puts into every request: the app's, then the
 /// hook's.
-#[derive(Clone, Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct RequestHeaders {
     fixed: HeaderMap,
     hook: Option<HeaderHook>,
@@ -91,15 +94,13 @@ impl RequestHeaders {
 /// The default fetcher's headers: thumbpipe's `User-Agent` and `Accept`,
 /// replaced by any the app gives in `app`, and the rest of `app`'s.
 pub(crate) fn client_defaults(app: &HeaderMap) -> HeaderMap {
-    let mut headers = HeaderMap::new();
-    headers.insert(USER_AGENT, HeaderValue::from_static(THUMBPIPE));
-    headers.insert(ACCEPT, HeaderValue::from_static(ACCEPT_IMAGES));
-    for name in app.keys() {
-        headers.remove(name);
-    }
-    for (name, value) in app {
-        headers.append(name, value.clone());
-    }
+    let mut headers = app.clone();
+    headers
+        .entry(USER_AGENT)
+        .or_insert(HeaderValue::from_static(THUMBPIPE));
+    headers
+        .entry(ACCEPT)
+        .or_insert(HeaderValue::from_static(ACCEPT_IMAGES));
     headers
 }
 

@@ -17,21 +17,28 @@ use crate::Error;
 /// for a conditional request, a `304 Not Modified` with none.
 pub(super) async fn fetch_http(
     fetcher: HttpFetcher,
-    request: FetchRequest,
+    mut request: FetchRequest,
 ) -> Result<FetchResponse, Error> {
+    let conditional = request.is_conditional();
+    // Sent once, so moved into the GET rather than copied.
+    let headers = std::mem::take(&mut request.headers);
     let net = Network {
         client: &fetcher.client,
         limits: &fetcher.limits,
+        conditional,
         request: &request,
     };
-    let (response, deadline) = net.send().await?;
+    let (response, deadline) = net.send(headers).await?;
     net.receive(response, deadline).await
 }
 
-/// One fetch's network side: the client, its limits and the request.
+/// One fetch's network side: the client, its limits and the request (its
+/// headers already taken for the GET).
 struct Network<'a> {
     client: &'a reqwest::Client,
     limits: &'a FetchLimits,
+    /// Whether the request asked for a `304` when the cache's copy holds.
+    conditional: bool,
     request: &'a FetchRequest,
 }
 
@@ -45,14 +52,17 @@ impl Network<'_> {
         }
     }
 
-    /// Sends the GET, with the request's headers added; returns the
+    /// Sends the GET, with the request's `headers` added; returns the
     /// response (headers read) and the deadline for its body.
-    async fn send(&self) -> Result<(reqwest::Response, tokio::time::Instant), Error> {
+    async fn send(
+        &self,
+        headers: http::HeaderMap,
+    ) -> Result<(reqwest::Response, tokio::time::Instant), Error> {
         let url = &self.request.url;
         let deadline = later_by(tokio::time::Instant::now(), self.limits.total_timeout);
         let mut get = self.client.get(url.clone());
-        if !self.request.headers.is_empty() {
-            get = get.headers(self.request.headers.clone());
+        if !headers.is_empty() {
+            get = get.headers(headers);
         }
         let response = tokio::time::timeout_at(deadline, get.send())
             .await
@@ -78,7 +88,7 @@ impl Network<'_> {
                 .with_headers(status, headers)
                 .received_at(received_at)
         };
-        if status == reqwest::StatusCode::NOT_MODIFIED && self.request.is_conditional() {
+        if status == reqwest::StatusCode::NOT_MODIFIED && self.conditional {
             return Ok(answered(Bytes::new()));
         }
         if !status.is_success() {

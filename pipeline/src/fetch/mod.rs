@@ -209,6 +209,19 @@ impl HttpFetcher {
     /// or a certificate of [`FetchConfig::extra_root_certificates`] cannot
     /// be read.
     pub fn new(config: &FetchConfig) -> Result<Self, BuildError> {
+        Self::with_headers(config, &config.headers)
+    }
+
+    /// The pipeline's default fetcher: [`HttpFetcher::new`] without the app's
+    /// headers as the client's defaults, since the pipeline puts them (and
+    /// the hook's changes to them, removals included) into every request.
+    pub(crate) fn for_pipeline(config: &FetchConfig) -> Result<Self, BuildError> {
+        Self::with_headers(config, &::http::HeaderMap::new())
+    }
+
+    /// A client whose default headers are thumbpipe's and `app`'s.
+    fn with_headers(config: &FetchConfig, app: &::http::HeaderMap) -> Result<Self, BuildError> {
+        config.validate()?;
         let files = config
             .file_root
             .as_deref()
@@ -224,7 +237,7 @@ impl HttpFetcher {
                 config.allow_https_to_http_redirects,
             ))
             .pool_max_idle_per_host(config.max_per_host)
-            .default_headers(headers::client_defaults(&config.headers));
+            .default_headers(headers::client_defaults(app));
         client = match &config.proxy {
             Proxy::FromEnvironment => client,
             Proxy::Direct => client.no_proxy(),
@@ -280,22 +293,14 @@ fn tls(
     })
 }
 
-/// Without a TLS feature there is no `https`: extra roots are refused,
-/// since they could never be used.
+/// Without a TLS feature there is no `https`, and no roots to add: a config
+/// with extra roots was refused by its validation.
 #[cfg(not(any(feature = "rustls-aws-lc", feature = "rustls-ring")))]
 fn tls(
     client: reqwest::ClientBuilder,
-    roots: &[Vec<u8>],
+    _roots: &[Vec<u8>],
 ) -> Result<reqwest::ClientBuilder, BuildError> {
-    if roots.is_empty() {
-        Ok(client)
-    } else {
-        Err(BuildError::Config(
-            "fetch.extra_root_certificates are set, but thumbpipe was built without TLS: \
-             enable its `rustls-aws-lc` or `rustls-ring` feature"
-                .into(),
-        ))
-    }
+    Ok(client)
 }
 
 /// The body of `fetcher`'s response to a plain request for `url`: how a

@@ -17,7 +17,8 @@ use tokio_util::sync::CancellationToken;
 use super::registry::Stage;
 use super::{Event, LoadActor};
 
-use crate::fetch::{Fetch, FetchRequest, FetchResponse};
+use crate::error::panic_message;
+use crate::fetch::{Fetch, FetchRequest, FetchResponse, RequestHeaders};
 use crate::metrics::Metrics;
 use crate::request::TaskId;
 use crate::{Error, Thumbnail};
@@ -30,20 +31,21 @@ impl LoadActor {
             let Some(task_id) = self.scheduler.next() else {
                 break;
             };
-            let (lookup, cancel) = match (self.registry.get(task_id), &self.parts.thumbnails) {
+            // The thumbnail tier's lookup, with the task's token, when the
+            // tier may hold this URL.
+            let lookup = match (self.registry.get(task_id), &self.parts.thumbnails) {
                 (None, _) => {
                     self.scheduler.remove(task_id);
                     continue;
                 }
-                (Some(task), Some(tier)) if tier.keeps(&task.url) => (
-                    Some(tier.lookup(&task.url, task.key.target)),
-                    task.cancel.clone(),
-                ),
-                (Some(task), _) => (None, task.cancel.clone()),
+                (Some(task), Some(tier)) if tier.keeps(&task.url) => {
+                    Some((tier.lookup(&task.url, task.key.target), task.cancel.clone()))
+                }
+                (Some(_), _) => None,
             };
             Metrics::add(&self.parts.metrics.fetches_started, 1);
             match lookup {
-                Some(lookup) => {
+                Some((lookup, cancel)) => {
                     self.registry.advance(task_id, Stage::LookingUp);
                     self.spawn(
                         cancel,
@@ -61,29 +63,13 @@ impl LoadActor {
             self.scheduler.remove(task_id);
             return;
         };
-        let mut request = FetchRequest::within(
+        let request = FetchRequest::within(
             task.url.clone(),
             self.parts.max_body_bytes,
-            std::sync::Arc::clone(&self.parts.body_budget),
+            Arc::clone(&self.parts.body_budget),
         );
         let cancel = task.cancel.clone();
-        // The app's hook runs here, on the actor's task: a panic in it
-        // fails this load, never the actor.
-        let headers = &self.parts.request_headers;
-        let fetch = match std::panic::catch_unwind(AssertUnwindSafe(|| headers.for_url(&task.url)))
-        {
-            Ok(headers) => {
-                request.headers = headers;
-                guarded_fetch(&*self.parts.fetcher, request)
-            }
-            Err(payload) => {
-                let panicked = Error::FetcherPanicked {
-                    url: task.url.to_string(),
-                    reason: format!("in fetch.header_hook: {}", panic_message(&*payload)),
-                };
-                Box::pin(std::future::ready(Err(panicked)))
-            }
-        };
+        let fetch = guarded_fetch(&*self.parts.fetcher, &self.parts.request_headers, request);
         self.spawn(
             cancel,
             fetch.map(move |fetched| Event::Fetched(task_id, fetched)),
@@ -167,36 +153,38 @@ impl LoadActor {
     }
 }
 
-/// `fetcher`'s response to `request`, with a panic (in `fetch_response`
-/// itself, on the actor's task, or in its future) turned into
-/// [`Error::FetcherPanicked`]: a custom fetcher must not end the actor or
-/// keep a slot forever.
+/// `fetcher`'s response to `request`, with the app's `headers` (its hook
+/// run here, on the actor's task), and with a panic (in the hook, in
+/// `fetch_response` itself, or in its future) turned into
+/// [`Error::FetcherPanicked`]: neither the app's hook nor a custom fetcher
+/// may end the actor or keep a slot forever.
 fn guarded_fetch(
     fetcher: &dyn Fetch,
-    request: FetchRequest,
+    headers: &RequestHeaders,
+    mut request: FetchRequest,
 ) -> BoxFuture<'static, Result<FetchResponse, Error>> {
-    let panicked = {
-        let url = request.url.to_string();
-        move |payload: Box<dyn std::any::Any + Send>| Error::FetcherPanicked {
+    let url = request.url.to_string();
+    let panicked = move |place: &str, payload: Box<dyn std::any::Any + Send>| {
+        let message = panic_message(&*payload).unwrap_or_else(|| "no message".to_owned());
+        Error::FetcherPanicked {
             url,
-            reason: panic_message(&*payload),
+            reason: format!("{place}{message}"),
         }
     };
-    match std::panic::catch_unwind(AssertUnwindSafe(|| fetcher.fetch_response(request))) {
+    let started = std::panic::catch_unwind(AssertUnwindSafe(|| {
+        request.headers = headers.for_url(&request.url);
+    }))
+    .map_err(|payload| ("in fetch.header_hook: ", payload))
+    .and_then(|()| {
+        std::panic::catch_unwind(AssertUnwindSafe(|| fetcher.fetch_response(request)))
+            .map_err(|payload| ("", payload))
+    });
+    match started {
         Ok(fetch) => Box::pin(
             AssertUnwindSafe(fetch)
                 .catch_unwind()
-                .map(|outcome| outcome.unwrap_or_else(|payload| Err(panicked(payload)))),
+                .map(|outcome| outcome.unwrap_or_else(|payload| Err(panicked("", payload)))),
         ),
-        Err(payload) => Box::pin(std::future::ready(Err(panicked(payload)))),
+        Err((place, payload)) => Box::pin(std::future::ready(Err(panicked(place, payload)))),
     }
-}
-
-/// A panic's message, when it has one.
-fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
-    payload
-        .downcast_ref::<&str>()
-        .map(|message| (*message).to_owned())
-        .or_else(|| payload.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "no message".to_owned())
 }

@@ -81,7 +81,7 @@ impl<K> PipelineBuilder<K> {
 
     /// The same parts, for a pipeline of another row key: how a front door
     /// that keys its rows itself (the egui loader) takes an app's builder.
-    #[cfg_attr(not(feature = "egui"), allow(dead_code))]
+    #[cfg(feature = "egui")]
     pub(crate) fn for_rows<R>(self) -> PipelineBuilder<R> {
         PipelineBuilder {
             config: self.config,
@@ -109,7 +109,7 @@ impl<K> PipelineBuilder<K> {
             None => {
                 // reqwest's client needs a runtime context to build.
                 let _entered = handle.enter();
-                Arc::new(HttpFetcher::new(&config.fetch)?)
+                Arc::new(HttpFetcher::for_pipeline(&config.fetch)?)
             }
         };
         // The disk cache: a layer in front of the fetcher, and the
@@ -186,54 +186,35 @@ struct Disk {
     thumbnails: Option<Arc<dyn ThumbnailTier>>,
 }
 
-/// `fetcher`, behind the disk cache if `config.disk.dir` is set. Thumbnails
-/// on disk are what the default decoder makes: kept only with
-/// `default_decoder`.
-#[cfg(feature = "disk-cache")]
+/// `fetcher`, behind the disk cache if `config.disk.dir` is set (a config
+/// that sets it without the cargo feature `disk-cache` was refused by its
+/// validation). Thumbnails on disk are what the default decoder makes:
+/// kept only with `default_decoder`.
 fn with_disk(
     fetcher: Arc<dyn Fetch>,
     config: &Config,
     default_decoder: bool,
 ) -> Result<Disk, BuildError> {
-    let Some(dir) = config.disk.dir.clone() else {
+    #[cfg(feature = "disk-cache")]
+    if let Some(dir) = config.disk.dir.clone() {
+        let tier = Arc::new(crate::disk::DiskTier::open(fetcher, dir, &config.disk)?);
         return Ok(Disk {
-            fetcher,
-            stats: None,
-            thumbnails: None,
+            stats: Some(Box::new(tier.stats())),
+            thumbnails: if default_decoder {
+                tier.thumbnails()
+            } else {
+                None
+            },
+            fetcher: tier,
         });
-    };
-    let tier = Arc::new(crate::disk::DiskTier::open(fetcher, dir, &config.disk)?);
-    Ok(Disk {
-        stats: Some(Box::new(tier.stats())),
-        thumbnails: if default_decoder {
-            tier.thumbnails()
-        } else {
-            None
-        },
-        fetcher: tier,
-    })
-}
-
-/// Without the cargo feature `disk-cache`, a config that asks for a disk
-/// cache is refused, saying why.
-#[cfg(not(feature = "disk-cache"))]
-fn with_disk(
-    fetcher: Arc<dyn Fetch>,
-    config: &Config,
-    _default_decoder: bool,
-) -> Result<Disk, BuildError> {
-    match &config.disk.dir {
-        Some(dir) => Err(BuildError::Config(format!(
-            "disk.dir is set ({}), but thumbpipe was built without its `disk-cache` \
-             feature: enable the feature, or leave disk.dir unset",
-            dir.display()
-        ))),
-        None => Ok(Disk {
-            fetcher,
-            stats: None,
-            thumbnails: None,
-        }),
     }
+    #[cfg(not(feature = "disk-cache"))]
+    let _ = (config, default_decoder);
+    Ok(Disk {
+        fetcher,
+        stats: None,
+        thumbnails: None,
+    })
 }
 
 fn io_runtime(threads: usize) -> std::io::Result<Runtime> {

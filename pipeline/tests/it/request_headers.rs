@@ -176,3 +176,31 @@ fn a_panicking_hook_fails_its_load_and_the_pipeline_goes_on() {
     // The actor lives on: a new request after the panic loads.
     assert_eq!(load(&mut pipeline, &[format!("{base}/later.png")]), [Ok(1)]);
 }
+
+/// Regression: the app's headers were also the client's defaults, which
+/// reqwest adds to every request that lacks them: a header the hook took
+/// away was sent anyway (and the disk cache, seeing none, could keep the
+/// response of a request that carried a cookie).
+#[test]
+fn a_header_the_hook_removes_is_not_sent() {
+    let (base, heads) = image_server("no-store");
+    let mut config = Config::default();
+    config
+        .fetch
+        .headers
+        .insert(header::COOKIE, HeaderValue::from_static("session=1"));
+    config.fetch.header_hook = Some(HeaderHook::new(|url, headers| {
+        if url.path().starts_with("/public/") {
+            headers.remove(header::COOKIE);
+        }
+    }));
+    let mut pipeline = Pipeline::new(config).unwrap();
+    let urls = [format!("{base}/public/a.png"), format!("{base}/mine/b.png")];
+    assert_eq!(load(&mut pipeline, &urls), [Ok(1), Ok(1)]);
+    let heads = heads.lock().unwrap().clone();
+    let sent = |path: &str| {
+        let head = heads.iter().find(|h| h.contains(path)).unwrap();
+        head.contains("cookie: session=1\r\n")
+    };
+    assert_eq!((sent("/public/a.png"), sent("/mine/b.png")), (false, true));
+}
