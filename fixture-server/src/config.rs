@@ -8,6 +8,8 @@ use std::net::{Ipv4Addr, SocketAddr};
 use std::str::FromStr;
 use std::time::Duration;
 
+use crate::tls::TlsOffer;
+
 /// How a [`crate::FixtureServer`] behaves.
 ///
 /// ```
@@ -54,6 +56,11 @@ pub struct Config {
     /// a request whose `If-None-Match` names its ETag gets `304 Not
     /// Modified` with no body.
     pub max_age: Option<Duration>,
+    /// Serve over TLS with the self-signed [`crate::tls::CERTIFICATE_DER`],
+    /// offering HTTP/2 or HTTP/1.1 only by ALPN; URLs are then `https://`.
+    /// Default: `None`, plain HTTP (HTTP/1.1, or HTTP/2 to a client that
+    /// starts with it).
+    pub tls: Option<TlsOffer>,
 }
 
 impl Default for Config {
@@ -68,6 +75,7 @@ impl Default for Config {
             seed: 0,
             shutdown_grace: Duration::from_secs(1),
             max_age: None,
+            tls: None,
         }
     }
 }

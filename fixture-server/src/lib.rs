@@ -15,7 +15,10 @@
 //!   and the decode benchmarks' [`photo::corpus`].
 //! - `images`: encoded images, made once on the blocking pool and kept.
 //! - `faults`: the responses of the fault kinds.
-//! - `stats`: counters of started, completed, aborted and cut requests.
+//! - `stats`: counters of started, completed, aborted and cut requests, and
+//!   of connections, TLS handshakes and HTTP/2.
+//! - [`tls`]: the self-signed certificate and what the server offers by ALPN
+//!   ([`TlsOffer`]).
 //! - `server`: routes, the accept loop and the [`FixtureServer`] handle.
 //! - [`blocking_client`]: a blocking HTTP/1.1 client, for the thread-per-request
 //!   baselines that thumbpipe is measured against.
@@ -73,6 +76,7 @@ mod random;
 pub mod report;
 mod server;
 mod stats;
+pub mod tls;
 
 pub use census::{CensusError, ThreadCensus};
 pub use config::{Config, ConfigError, FaultKind, UnknownFault, parse_fault_spec};
@@ -84,3 +88,4 @@ pub use random::splitmix64;
 pub use report::{DiskReport, FlingReport, RunReport};
 pub use server::{DEDICATED_BLOCKING, DEDICATED_WORKERS, FixtureServer, StartError, THREAD_PREFIX};
 pub use stats::StatsSnapshot;
+pub use tls::{TlsOffer, UnknownTlsOffer};

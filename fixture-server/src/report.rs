@@ -95,6 +95,18 @@ pub struct RunReport {
     /// Image requests the server answered with the whole image.
     #[serde(default)]
     pub server_image_bodies: u64,
+    /// TCP connections the server accepted.
+    #[serde(default)]
+    pub server_connections: u64,
+    /// TLS handshakes the server completed in full; 0 over plain HTTP.
+    #[serde(default)]
+    pub server_tls_full_handshakes: u64,
+    /// TLS handshakes that resumed an earlier session.
+    #[serde(default)]
+    pub server_tls_resumed_handshakes: u64,
+    /// Connections on which the client chose HTTP/2.
+    #[serde(default)]
+    pub server_http2_connections: u64,
     /// thumbpipe's disk cache, when the run had one (`--disk-cache`).
     #[serde(default)]
     pub disk: Option<DiskReport>,

@@ -1,7 +1,8 @@
 //! The HTTP side: routes, the image handler, the accept loop and the handle.
 //!
-//! Owns the listening socket and one task per connection. The accept loop
-//! runs on the runtime that called [`FixtureServer::start`] (or on the
+//! Owns the listening socket and one task per connection: the TLS handshake
+//! when [`Config::tls`] asks for one, then HTTP/1.1 or HTTP/2 as the client
+//! speaks (over TLS: as ALPN agreed). The accept loop runs on the runtime that called [`FixtureServer::start`] (or on the
 //! server's own runtime, from [`FixtureServer::start_dedicated`]) until the
 //! handle's [`FixtureServer::shutdown`] or drop: then it stops accepting,
 //! lets in-flight requests finish for [`Config::shutdown_grace`], and closes
@@ -18,10 +19,12 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use hyper::body::Incoming;
-use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, TcpSocket, TcpStream};
 use tokio::runtime::Runtime;
 use tokio::task::JoinHandle;
+use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tower::ServiceExt;
@@ -33,6 +36,7 @@ use crate::images::{Format, ImageKey, ImageStore};
 use crate::picture::MAX_ID;
 use crate::random::Draws;
 use crate::stats::Stats;
+use crate::tls::{self, Agreed};
 use crate::{Config, ConfigError, FaultKind, StatsSnapshot};
 
 /// State shared by every connection and the handle.
@@ -43,6 +47,8 @@ struct Shared {
     draws: Draws,
     /// Every image's `Last-Modified`.
     started: SystemTime,
+    /// Present when [`Config::tls`] is set.
+    tls: Option<TlsAcceptor>,
 }
 
 /// A running fixture server.
@@ -95,6 +101,9 @@ pub enum StartError {
     /// The dedicated runtime could not be built.
     #[error("could not start the fixture server's runtime: {0}")]
     Runtime(std::io::Error),
+    /// rustls refused the server's TLS settings.
+    #[error("could not set up TLS: {0}")]
+    Tls(#[from] rustls::Error),
 }
 
 /// Worker threads of a dedicated runtime.
@@ -118,11 +127,16 @@ impl FixtureServer {
             addr: config.addr,
             source,
         })?;
+        let tls = match config.tls {
+            Some(offer) => Some(TlsAcceptor::from(Arc::new(tls::server_config(offer)?))),
+            None => None,
+        };
         let shared = Arc::new(Shared {
             stats: Arc::new(Stats::default()),
             images: ImageStore::new(config.jpeg_quality),
             draws: Draws::new(config.seed),
             started: SystemTime::now(),
+            tls,
             config,
         });
         let stop = CancellationToken::new();
@@ -171,9 +185,15 @@ impl FixtureServer {
         self.addr
     }
 
-    /// `http://IP:PORT`, without a trailing slash.
+    /// `http://IP:PORT`, or `https://IP:PORT` with [`Config::tls`], without
+    /// a trailing slash.
     pub fn base_url(&self) -> String {
-        format!("http://{}", self.addr)
+        let scheme = if self.shared.tls.is_some() {
+            "https"
+        } else {
+            "http"
+        };
+        format!("{scheme}://{}", self.addr)
     }
 
     /// The URL of image `id` as a JPEG at the default size.
@@ -270,11 +290,12 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, stop: Cancellat
             }
         };
         let _ = stream.set_nodelay(true);
+        shared.stats.count_connection();
         connections.spawn(serve_connection(
             stream,
             router.clone(),
+            Arc::clone(&shared),
             stop.clone(),
-            shared.config.shutdown_grace,
         ));
     }
     drop(listener);
@@ -282,32 +303,53 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, stop: Cancellat
     connections.wait().await;
 }
 
-/// Serves one connection until the client closes it or the server stops.
+/// A connection's byte stream: TCP, or TLS over TCP.
+trait Stream: AsyncRead + AsyncWrite + Unpin + Send {}
+
+impl<T: AsyncRead + AsyncWrite + Unpin + Send> Stream for T {}
+
+/// Serves one connection until the client closes it or the server stops:
+/// the TLS handshake first if the server has TLS, then HTTP/1.1 or HTTP/2,
+/// whichever the client speaks.
 async fn serve_connection(
     stream: TcpStream,
     router: Router,
+    shared: Arc<Shared>,
     stop: CancellationToken,
-    grace: Duration,
 ) {
     let switch = ResetSwitch::default();
-    let io = TokioIo::new(ResettableStream {
+    let stream = ResettableStream {
         stream,
         switch: switch.clone(),
-    });
+    };
+    let stream: Box<dyn Stream> = match &shared.tls {
+        None => Box::new(stream),
+        Some(acceptor) => {
+            let handshake = tokio::select! {
+                handshake = acceptor.accept(stream) => handshake,
+                _ = stop.cancelled() => return,
+            };
+            // A client that does not trust the certificate hangs up here.
+            let Ok(stream) = handshake else { return };
+            shared.stats.count_handshake(Agreed::of(stream.get_ref().1));
+            Box::new(stream)
+        }
+    };
     let service = hyper::service::service_fn(move |mut request: Request<Incoming>| {
         request.extensions_mut().insert(switch.clone());
         router.clone().oneshot(request.map(Body::new))
     });
-    let connection = hyper::server::conn::http1::Builder::new()
-        .timer(TokioTimer::new())
-        .serve_connection(io, service);
+    let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+    builder.http1().timer(TokioTimer::new());
+    builder.http2().timer(TokioTimer::new());
+    let connection = builder.serve_connection(TokioIo::new(stream), service);
     tokio::pin!(connection);
     tokio::select! {
         _ = connection.as_mut() => return,
         _ = stop.cancelled() => {}
     }
     connection.as_mut().graceful_shutdown();
-    let _ = tokio::time::timeout(grace, connection).await;
+    let _ = tokio::time::timeout(shared.config.shutdown_grace, connection).await;
 }
 
 /// A TCP stream that resets instead of closing when its switch is armed.

@@ -1,4 +1,5 @@
-//! What happened to every image request: started, completed, aborted, cut.
+//! What happened to every image request (started, completed, aborted, cut)
+//! and to every connection (accepted, its TLS handshake, its protocol).
 //!
 //! Owns the counters. Every `/img` request holds a [`RequestGuard`] from its
 //! first line until its response body is finished or dropped; the guard's
@@ -17,6 +18,7 @@ use axum::body::{Body, Bytes};
 use http_body::{Body as _, Frame, SizeHint};
 
 use crate::FaultKind;
+use crate::tls::Agreed;
 
 /// A copy of the server's counters, as `GET /stats` returns them.
 ///
@@ -47,6 +49,18 @@ pub struct StatsSnapshot {
     /// Images sent whole (`200 OK` with the image).
     #[serde(default)]
     pub image_bodies: u64,
+    /// TCP connections accepted.
+    #[serde(default)]
+    pub connections: u64,
+    /// TLS handshakes completed in full (certificate and key exchange).
+    #[serde(default)]
+    pub tls_full_handshakes: u64,
+    /// TLS handshakes that resumed an earlier session.
+    #[serde(default)]
+    pub tls_resumed_handshakes: u64,
+    /// Connections on which ALPN chose HTTP/2.
+    #[serde(default)]
+    pub http2_connections: u64,
 }
 
 /// The live counters, shared by every connection.
@@ -60,6 +74,10 @@ pub(crate) struct Stats {
     bytes_sent: AtomicU64,
     not_modified: AtomicU64,
     image_bodies: AtomicU64,
+    connections: AtomicU64,
+    tls_full_handshakes: AtomicU64,
+    tls_resumed_handshakes: AtomicU64,
+    http2_connections: AtomicU64,
     faults: [AtomicU64; FaultKind::ALL.len()],
     /// The file names of the last [`REQUEST_LOG`] requests, oldest first.
     log: Mutex<VecDeque<String>>,
@@ -102,6 +120,22 @@ impl Stats {
         self.image_bodies.fetch_add(1, Relaxed);
     }
 
+    pub(crate) fn count_connection(&self) {
+        self.connections.fetch_add(1, Relaxed);
+    }
+
+    pub(crate) fn count_handshake(&self, agreed: Agreed) {
+        let kind = if agreed.resumed {
+            &self.tls_resumed_handshakes
+        } else {
+            &self.tls_full_handshakes
+        };
+        kind.fetch_add(1, Relaxed);
+        if agreed.http2 {
+            self.http2_connections.fetch_add(1, Relaxed);
+        }
+    }
+
     pub(crate) fn count_fault(&self, kind: FaultKind) {
         self.faults[kind.index()].fetch_add(1, Relaxed);
     }
@@ -116,6 +150,10 @@ impl Stats {
             bytes_sent: self.bytes_sent.load(Relaxed),
             not_modified: self.not_modified.load(Relaxed),
             image_bodies: self.image_bodies.load(Relaxed),
+            connections: self.connections.load(Relaxed),
+            tls_full_handshakes: self.tls_full_handshakes.load(Relaxed),
+            tls_resumed_handshakes: self.tls_resumed_handshakes.load(Relaxed),
+            http2_connections: self.http2_connections.load(Relaxed),
             faults: FaultKind::ALL
                 .iter()
                 .map(|kind| {
@@ -139,6 +177,10 @@ impl Stats {
             &self.bytes_sent,
             &self.not_modified,
             &self.image_bodies,
+            &self.connections,
+            &self.tls_full_handshakes,
+            &self.tls_resumed_handshakes,
+            &self.http2_connections,
         ]
         .into_iter()
         .chain(&self.faults)

@@ -1,14 +1,14 @@
 //! `fixture-server`: serve generated images with latency and faults.
 //!
-//! Prints `listening on http://IP:PORT` as its first line of stdout, then
-//! serves until Ctrl-C (or SIGTERM).
+//! Prints `listening on http://IP:PORT` (`https://` with `--tls`) as its
+//! first line of stdout, then serves until Ctrl-C (or SIGTERM).
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::time::Duration;
 
 use anyhow::Context as _;
 use clap::Parser;
-use fixture_server::{Config, FaultKind, FixtureServer, parse_fault_spec};
+use fixture_server::{Config, FaultKind, FixtureServer, TlsOffer, parse_fault_spec};
 
 /// Serve deterministic generated images over HTTP, with controllable latency
 /// and faults, and count what happens to every request (GET /stats).
@@ -51,6 +51,11 @@ struct Args {
     /// for `no-store`.
     #[arg(long, value_name = "SECONDS")]
     max_age: Option<u64>,
+    /// Serve over TLS with the self-signed certificate in
+    /// `fixture-server/src/tls/localhost.cert.der` (clients must trust it),
+    /// offering HTTP/2 and HTTP/1.1 (`h2`) or HTTP/1.1 only (`h1`) by ALPN.
+    #[arg(long, value_name = "h1|h2")]
+    tls: Option<TlsOffer>,
     /// Runtime worker threads.
     #[arg(long, default_value_t = fixture_server::DEDICATED_WORKERS)]
     workers: usize,
@@ -73,6 +78,7 @@ fn run(args: Args) -> anyhow::Result<()> {
         jpeg_quality: args.jpeg_quality,
         seed: args.seed,
         max_age: args.max_age.map(Duration::from_secs),
+        tls: args.tls,
         ..Config::default()
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()

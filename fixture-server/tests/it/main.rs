@@ -13,3 +13,4 @@ mod caching;
 mod faults;
 mod id_survives_jpeg_and_downscale;
 mod latency_and_stats;
+mod tls;

@@ -1,24 +1,22 @@
 //! TLS: an `https` URL to a server whose certificate the platform does not
 //! trust fails with `Error::Tls`, while plain HTTP to the fixture server
 //! works; with the certificate trusted through the config, a redirect from
-//! `https` to `http` is refused with a typed error unless allowed.
+//! `https` to `http` is refused with a typed error unless allowed, and a
+//! server that offers HTTP/2 gets every load over HTTP/2, on one connection
+//! once it is open.
 //!
-//! The certificate is self-signed for localhost and 127.0.0.1 (made once
-//! with `openssl req -x509 -newkey rsa:2048 -nodes -days 36500
-//! -subj /CN=localhost -addext
-//! subjectAltName=DNS:localhost,IP:127.0.0.1 -addext
-//! basicConstraints=critical,CA:FALSE`, key converted to PKCS#8 DER).
+//! The certificate is the fixture server's, self-signed for localhost and
+//! 127.0.0.1 (`fixture_server::tls`).
 
 use std::io::{Read, Write};
 use std::net::TcpListener;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+use std::time::Duration;
 
 use crate::common::{drain_until, id_of, server};
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+use fixture_server::tls::{CERTIFICATE_DER as CERT, TlsOffer};
+use fixture_server::{Config as ServerConfig, FixtureServer};
 use thumbpipe::{Config, Error, Pipeline, Priority, TargetSize};
-
-const CERT: &[u8] = include_bytes!("tls/self-signed.cert.der");
-const KEY: &[u8] = include_bytes!("tls/self-signed.key.der");
 
 /// A TLS server on loopback that presents the self-signed certificate to
 /// every connection and serves nothing; returns its port.
@@ -30,7 +28,7 @@ fn untrusted_tls_server() -> u16 {
 /// every request with a redirect to `location`, or, without one, serves
 /// nothing; returns its port.
 fn tls_server(location: Option<String>) -> u16 {
-    let config = Arc::new(server_config());
+    let config = Arc::new(fixture_server::tls::server_config(TlsOffer::Http1).unwrap());
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     std::thread::Builder::new()
@@ -63,66 +61,104 @@ fn tls_server(location: Option<String>) -> u16 {
     port
 }
 
-/// The self-signed certificate's server settings, offering no protocol
-/// by ALPN.
-fn server_config() -> rustls::ServerConfig {
-    // Name the provider: other crates in the workspace may enable a second
-    // one, and then rustls will not pick.
-    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
-    rustls::ServerConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_no_client_auth()
-        .with_single_cert(
-            vec![CertificateDer::from(CERT.to_vec())],
-            PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(KEY.to_vec())),
-        )
-        .unwrap()
+/// The fixture server over TLS, offering `offer`.
+fn fixture_over_tls(offer: TlsOffer, latency_ms: u64) -> FixtureServer {
+    FixtureServer::start_dedicated(ServerConfig {
+        latency: Duration::from_millis(latency_ms),
+        shutdown_grace: Duration::from_millis(100),
+        tls: Some(offer),
+        ..ServerConfig::default()
+    })
+    .unwrap()
 }
 
-/// The protocol each connection chose by ALPN, in order (`None`: none).
-type Chosen = Arc<Mutex<Vec<Option<Vec<u8>>>>>;
-
-/// A TLS server on loopback that offers HTTP/2 and HTTP/1.1 by ALPN,
-/// records what each client chose, and hangs up. Returns its port and the
-/// choices.
-fn alpn_server() -> (u16, Chosen) {
-    let mut config = server_config();
-    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
-    let config = Arc::new(config);
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let chosen = Arc::new(Mutex::new(Vec::new()));
-    let log = Arc::clone(&chosen);
-    std::thread::Builder::new()
-        .name("alpn-test-server".into())
-        .spawn(move || {
-            for stream in listener.incoming() {
-                let Ok(stream) = stream else { return };
-                let connection = rustls::ServerConnection::new(Arc::clone(&config)).unwrap();
-                let mut tls = rustls::StreamOwned::new(connection, stream);
-                // Reading drives the handshake; the client speaks first.
-                let _ = tls.read(&mut [0u8; 1]);
-                let protocol = tls.conn.alpn_protocol().map(<[u8]>::to_vec);
-                log.lock().unwrap().push(protocol);
-            }
-        })
-        .unwrap();
-    (port, chosen)
+fn trusting_pipeline() -> Pipeline<u32> {
+    let mut config = Config::default();
+    config.fetch.extra_root_certificates = vec![CERT.to_vec()];
+    Pipeline::new(config).unwrap()
 }
 
 #[test]
-fn a_server_that_offers_http2_is_spoken_to_in_http2() {
-    let (port, chosen) = alpn_server();
-    let mut config = Config::default();
-    config.fetch.extra_root_certificates = vec![CERT.to_vec()];
-    let mut pipeline = Pipeline::<u8>::new(config).unwrap();
-    let https = format!("https://localhost:{port}/a.png");
-    pipeline.request(0, &https, TargetSize::square(32), Priority::Visible);
-    // The server hangs up: the load ends in an error, after the handshake.
-    let done = drain_until(&mut pipeline, |all| !all.is_empty());
-    assert!(done[0].result.is_err());
-    assert_eq!(chosen.lock().unwrap().first(), Some(&Some(b"h2".to_vec())));
+fn a_server_that_offers_http2_gets_every_load_on_one_connection() {
+    let fixture = fixture_over_tls(TlsOffer::Http2, 50);
+    let mut pipeline = trusting_pipeline();
+    // The first load opens the connection; the next ones, all in flight at
+    // once, share it.
+    pipeline.request(
+        0,
+        &fixture.image_url(0),
+        TargetSize::square(32),
+        Priority::Visible,
+    );
+    let first = drain_until(&mut pipeline, |all| !all.is_empty());
+    assert_eq!(id_of(first[0].result.as_ref().unwrap()), Some(0));
+    for id in 1..=12 {
+        pipeline.request(
+            id,
+            &fixture.image_url(id),
+            TargetSize::square(32),
+            Priority::Visible,
+        );
+    }
+    let done = drain_until(&mut pipeline, |all| all.len() == 12);
+    assert_eq!(done.len(), 12);
+    for completion in &done {
+        let thumbnail = completion.result.as_ref().unwrap();
+        assert_eq!(id_of(thumbnail), Some(completion.row));
+    }
+    let stats = fixture.stats();
+    assert_eq!(stats.image_bodies, 13, "{stats:?}");
+    assert_eq!(stats.connections, 1, "{stats:?}");
+    assert_eq!(stats.http2_connections, 1, "{stats:?}");
+    assert_eq!(stats.tls_full_handshakes, 1, "{stats:?}");
+}
+
+/// Before the first handshake says HTTP/2, each load in flight opens a
+/// connection (hyper's pool cannot know it could share one); those that
+/// lose the race close, and every later load shares the one kept.
+#[test]
+fn a_cold_burst_over_http2_opens_at_most_a_connection_per_load_then_none() {
+    let fixture = fixture_over_tls(TlsOffer::Http2, 100);
+    let mut pipeline = trusting_pipeline();
+    let mut burst = |ids: std::ops::Range<u32>| {
+        let count = ids.len();
+        for id in ids {
+            pipeline.request(
+                id,
+                &fixture.image_url(id),
+                TargetSize::square(32),
+                Priority::Visible,
+            );
+        }
+        let done = drain_until(&mut pipeline, |all| all.len() == count);
+        assert!(done.iter().all(|c| c.result.is_ok()), "{done:?}");
+        fixture.stats()
+    };
+    let cold = burst(0..8);
+    assert!((1..=8).contains(&cold.connections), "{cold:?}");
+    assert_eq!(cold.http2_connections, cold.connections, "{cold:?}");
+    let warm = burst(8..16);
+    assert_eq!(warm.connections, cold.connections, "{warm:?}");
+    assert_eq!(warm.image_bodies, 16);
+}
+
+#[test]
+fn a_server_that_offers_only_http1_gets_a_connection_per_load_in_flight() {
+    let fixture = fixture_over_tls(TlsOffer::Http1, 200);
+    let mut pipeline = trusting_pipeline();
+    for id in 0..6 {
+        pipeline.request(
+            id,
+            &fixture.image_url(id),
+            TargetSize::square(32),
+            Priority::Visible,
+        );
+    }
+    let done = drain_until(&mut pipeline, |all| all.len() == 6);
+    assert!(done.iter().all(|c| c.result.is_ok()), "{done:?}");
+    let stats = fixture.stats();
+    assert_eq!(stats.connections, 6, "{stats:?}");
+    assert_eq!(stats.http2_connections, 0, "{stats:?}");
 }
 
 #[test]
