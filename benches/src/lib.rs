@@ -18,6 +18,7 @@ use std::process::{Child, Command, Stdio};
 use anyhow::{Context as _, bail};
 
 pub mod disk_fuzz;
+pub mod runs;
 pub mod targets;
 
 pub use targets::Targets;

@@ -47,6 +47,12 @@ impl Mode {
             Mode::Pipeline => "pipeline",
         }
     }
+
+    /// Whether the mode's loader can trust a certificate given to it: the
+    /// embedded server's, with `--tls`.
+    pub fn speaks_https(self) -> bool {
+        matches!(self, Mode::EguiImage | Mode::Pipeline)
+    }
 }
 
 const ROW_HEIGHT: f32 = THUMB_SIDE + 8.0;
@@ -74,6 +80,10 @@ pub struct Demo {
     disk_cache: Option<PathBuf>,
     /// And keep decoded thumbnails in it.
     disk_thumbnails: bool,
+    /// Certificates thumbpipe's modes trust besides the platform's.
+    extra_roots: Vec<Vec<u8>>,
+    /// thumbpipe's fetches in flight per host, if not its default.
+    max_per_host: Option<usize>,
     /// The list's scroll area, watched for coasts.
     coast_watch: thumbpipe::egui::CoastWatch,
     /// The list as the last pass left it.
@@ -122,6 +132,11 @@ pub struct Setup {
     pub disk_cache: Option<PathBuf>,
     /// Whether that cache keeps decoded thumbnails too.
     pub disk_thumbnails: bool,
+    /// Certificates thumbpipe's modes trust besides the platform's: the
+    /// embedded server's, when it serves over TLS.
+    pub extra_roots: Vec<Vec<u8>>,
+    /// thumbpipe's fetches in flight per host, if not its default.
+    pub max_per_host: Option<usize>,
 }
 
 impl Demo {
@@ -135,6 +150,8 @@ impl Demo {
             coast_prediction,
             disk_cache,
             disk_thumbnails,
+            extra_roots,
+            max_per_host,
         } = setup;
         Self {
             mode,
@@ -151,6 +168,8 @@ impl Demo {
             coast_prediction,
             disk_cache,
             disk_thumbnails,
+            extra_roots,
+            max_per_host,
             coast_watch: thumbpipe::egui::CoastWatch::new(),
             list_seen: None,
             coast: None,
@@ -202,12 +221,17 @@ impl Demo {
     }
 
     /// thumbpipe's settings for its modes: the defaults, with the command
-    /// line's coast prediction and disk cache.
+    /// line's coast prediction, disk cache, trusted certificates and
+    /// fetches per host.
     fn pipeline_config(&self) -> thumbpipe::egui::EguiConfig {
         let mut config = thumbpipe::egui::EguiConfig::default();
         config.coast_prediction = self.coast_prediction;
         config.pipeline.disk.dir = self.disk_cache.clone();
         config.pipeline.disk.thumbnails = self.disk_thumbnails;
+        config.pipeline.fetch.extra_root_certificates = self.extra_roots.clone();
+        if let Some(max) = self.max_per_host {
+            config.pipeline.fetch.max_per_host = max;
+        }
         config
     }
 
@@ -504,6 +528,10 @@ impl Demo {
             server_requests_at_first_screen: self.requests_at_first_screen,
             server_not_modified: server.not_modified,
             server_image_bodies: server.image_bodies,
+            server_connections: server.connections,
+            server_tls_full_handshakes: server.tls_full_handshakes,
+            server_tls_resumed_handshakes: server.tls_resumed_handshakes,
+            server_http2_connections: server.http2_connections,
             disk: counts
                 .disk
                 .filter(|_| self.disk_cache.is_some())
@@ -527,18 +555,24 @@ impl Demo {
             ui.horizontal(|ui| {
                 ui.heading("thumbpipe demo");
                 ui.add_space(12.0);
+                let https = self.server.base_url().starts_with("https:");
                 for mode in Mode::ALL {
-                    if ui.selectable_label(self.mode == mode, mode.name()).clicked()
-                        && self.mode != mode
-                    {
+                    // The naive and egui-extras loaders cannot trust the
+                    // embedded server's certificate.
+                    let usable = !https || mode.speaks_https();
+                    let label = ui
+                        .add_enabled(usable, egui::Button::selectable(self.mode == mode, mode.name()))
+                        .on_disabled_hover_text("plain HTTP only: run without --tls");
+                    if label.clicked() && self.mode != mode {
                         chosen = Some(mode);
                     }
                 }
                 ui.add_space(12.0);
                 ui.label(format!(
-                    "{} rows · {} ms latency{}",
+                    "{} rows · {} ms latency{}{}",
                     self.rows,
                     self.latency_ms,
+                    if https { " · HTTPS" } else { "" },
                     self.refresh
                         .map_or(String::new(), |r| format!(" · refresh {} ms", r.as_millis()))
                 ));
@@ -566,8 +600,14 @@ impl Demo {
                             .texture_bytes
                             .map_or("?".to_owned(), |b| format!("{:.1} MB", b as f64 / 1e6))
                     ));
+                    let connections = self.server.embedded_stats().map_or_else(String::new, |s| {
+                        format!(
+                            " · server connections {} ({} in HTTP/2)",
+                            s.connections, s.http2_connections
+                        )
+                    });
                     ui.label(format!(
-                        "requests: {} in flight · {} completed · {} cancelled · {} failed",
+                        "requests: {} in flight · {} completed · {} cancelled · {} failed{connections}",
                         counts.in_flight, counts.completed, counts.cancelled, counts.failed
                     ));
                     if let Some(disk) = counts.disk.filter(|_| self.disk_cache.is_some()) {

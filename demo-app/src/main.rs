@@ -10,6 +10,7 @@
 //! cargo run --release -p demo-app -- --headless --script browse --json --mode egui-image
 //! cargo run --release -p demo-app -- --headless --script fling --json --coast-prediction off
 //! cargo run --release -p demo-app -- --urls my-images.txt         # your own images
+//! cargo run --release -p demo-app -- --tls h2                      # HTTPS, HTTP/2
 //! ```
 
 mod app;
@@ -56,6 +57,16 @@ struct Args {
     /// seconds; 0 makes a kept image stale at once (revalidated: 304).
     #[arg(long, value_name = "SECONDS", default_value_t = 3600)]
     max_age: u64,
+    /// Serve the embedded server over TLS (its self-signed certificate,
+    /// trusted by thumbpipe's modes), offering HTTP/2 and HTTP/1.1 (`h2`) or
+    /// HTTP/1.1 only (`h1`). The naive and egui-extras modes speak plain
+    /// HTTP only.
+    #[arg(long, value_name = "h1|h2")]
+    tls: Option<fixture_server::TlsOffer>,
+    /// thumbpipe's fetches in flight per host (`fetch.max_per_host`), if
+    /// not its default.
+    #[arg(long, value_name = "N")]
+    max_per_host: Option<usize>,
     /// Latency of the embedded server, in milliseconds.
     #[arg(long, default_value_t = 250)]
     latency_ms: u64,
@@ -126,6 +137,15 @@ fn run(args: Args) -> anyhow::Result<()> {
     if args.headless && args.screenshot.is_some() {
         bail!("--screenshot needs a window: leave out --headless");
     }
+    if args.tls.is_some() && args.server.is_some() {
+        bail!("--tls serves the embedded server over TLS: leave out --server");
+    }
+    if args.tls.is_some() && !args.mode.speaks_https() {
+        bail!(
+            "--tls: the {} loader speaks plain HTTP only (use --mode pipeline or egui-image)",
+            args.mode.name()
+        );
+    }
     let server = match &args.server {
         Some(url) => ServerLink::External(url.trim_end_matches('/').to_owned()),
         None => {
@@ -134,6 +154,7 @@ fn run(args: Args) -> anyhow::Result<()> {
                     addr: SocketAddr::from((Ipv4Addr::LOCALHOST, port)),
                     latency: Duration::from_millis(args.latency_ms),
                     max_age: Some(Duration::from_secs(args.max_age)),
+                    tls: args.tls,
                     ..fixture_server::Config::default()
                 })
             };
@@ -181,6 +202,11 @@ fn run(args: Args) -> anyhow::Result<()> {
         coast_prediction: args.coast_prediction == OnOff::On,
         disk_cache: args.disk_cache,
         disk_thumbnails: args.disk_thumbnails == OnOff::On,
+        extra_roots: match args.tls {
+            Some(_) => vec![fixture_server::tls::CERTIFICATE_DER.to_vec()],
+            None => Vec::new(),
+        },
+        max_per_host: args.max_per_host,
     };
     let demo = Demo::new(setup, server, urls);
     let report = if args.headless {

@@ -33,6 +33,15 @@ impl ServerLink {
         }
     }
 
+    /// The embedded server's counters, read in memory; `None` for another
+    /// server, whose counters cost a request (not for every frame).
+    pub fn embedded_stats(&self) -> Option<StatsSnapshot> {
+        match self {
+            ServerLink::Embedded(server, _) => Some(server.stats()),
+            ServerLink::External(_) => None,
+        }
+    }
+
     /// Requests in flight at the server.
     pub fn in_flight(&self) -> u64 {
         self.stats().in_flight

@@ -34,23 +34,14 @@ use anyhow::{Context as _, bail};
 use clap::Parser;
 use fixture_server::{FlingReport, RunReport};
 use indicatif::{ProgressBar, ProgressStyle};
+use thumbpipe_benches::runs::{FlickArgs, cancelled_share, demo_report, median, settle, spread};
 use thumbpipe_benches::{ServerProcess, Targets, machine, median_and_range, workspace_binary};
 
 #[derive(Debug, Parser)]
 #[command(about = "The demo's scripted flick in every mode: the before/after table")]
 struct Args {
-    /// Runs of each mode and refresh setting (the table gives median and range).
-    #[arg(long, default_value_t = 3)]
-    runs: usize,
-    /// Rows in the list; the flick keeps the same speed in rows per second.
-    #[arg(long, default_value_t = 200)]
-    rows: usize,
-    /// Server latency, in milliseconds.
-    #[arg(long, default_value_t = 250)]
-    latency_ms: u64,
-    /// The list's refresh period in the refreshing runs, in milliseconds.
-    #[arg(long, default_value_t = 400)]
-    refresh_ms: u64,
+    #[command(flatten)]
+    flick: FlickArgs,
     /// Skip the runs in a window under Xvfb.
     #[arg(long)]
     no_window: bool,
@@ -94,13 +85,13 @@ fn main() {
 }
 
 fn run(args: Args) -> anyhow::Result<()> {
-    if args.runs == 0 || args.rows == 0 {
+    if args.flick.runs == 0 || args.flick.rows == 0 {
         bail!("--runs and --rows must be at least 1");
     }
     let demo = workspace_binary("demo-app", "demo-app")?;
     let server = ServerProcess::fixture_server(&[
         "--latency-ms".into(),
-        args.latency_ms.to_string(),
+        args.flick.latency_ms.to_string(),
         "--size".into(),
         "600".into(),
     ])?;
@@ -108,16 +99,16 @@ fn run(args: Args) -> anyhow::Result<()> {
         return fling_only(&args, &demo, &server);
     }
     let window = !args.no_window && xvfb_available();
-    let total =
-        MODES.len() * (3 * args.runs + usize::from(window)) + FLING_COLUMNS.len() * args.runs;
+    let total = MODES.len() * (3 * args.flick.runs + usize::from(window))
+        + FLING_COLUMNS.len() * args.flick.runs;
     let bar = progress(total)?;
-    let settings = [None, Some(args.refresh_ms)];
+    let settings = [None, Some(args.flick.refresh_ms)];
     let mut tables = Vec::new();
     for refresh in settings {
         let mut columns = Vec::new();
         for mode in MODES {
             let mut runs = Vec::new();
-            for run in 0..args.runs {
+            for run in 0..args.flick.runs {
                 bar.set_message(format!("{mode}, run {}{}", run + 1, refresh_label(refresh)));
                 let flick = Flick {
                     demo: &demo,
@@ -138,7 +129,7 @@ fn run(args: Args) -> anyhow::Result<()> {
     let mut browsing = Vec::new();
     for mode in MODES {
         let mut runs = Vec::new();
-        for run in 0..args.runs {
+        for run in 0..args.flick.runs {
             bar.set_message(format!("{mode}, browse {}", run + 1));
             let browse = Flick {
                 demo: &demo,
@@ -164,7 +155,7 @@ fn run(args: Args) -> anyhow::Result<()> {
                 mode,
                 script: "flick",
                 args: &args,
-                refresh: Some(args.refresh_ms),
+                refresh: Some(args.flick.refresh_ms),
                 coast_prediction: None,
             };
             windowed.push(Column {
@@ -208,10 +199,10 @@ fn run(args: Args) -> anyhow::Result<()> {
 fn output_suffix(args: &Args) -> anyhow::Result<String> {
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("cannot create {}", args.out.display()))?;
-    Ok(if args.rows == 200 {
+    Ok(if args.flick.rows == 200 {
         String::new()
     } else {
-        format!("-{}", args.rows)
+        format!("-{}", args.flick.rows)
     })
 }
 
@@ -261,30 +252,16 @@ impl Flick<'_> {
             demo
         };
         command.args(["--script", self.script, "--json", "--mode", self.mode]);
-        command.args(["--rows", &self.args.rows.to_string()]);
+        command.args(["--rows", &self.args.flick.rows.to_string()]);
         command.args(["--server", self.server]);
-        command.args(["--latency-ms", &self.args.latency_ms.to_string()]);
+        command.args(["--latency-ms", &self.args.flick.latency_ms.to_string()]);
         if let Some(ms) = self.refresh {
             command.args(["--refresh-ms", &ms.to_string()]);
         }
         if let Some(switch) = self.coast_prediction {
             command.args(["--coast-prediction", switch]);
         }
-        let output = command
-            .output()
-            .with_context(|| format!("could not run {}", self.demo.display()))?;
-        let stdout = String::from_utf8_lossy(&output.stdout);
-        if !output.status.success() {
-            bail!(
-                "demo-app --mode {} failed ({}): {}",
-                self.mode,
-                output.status,
-                String::from_utf8_lossy(&output.stderr).trim()
-            );
-        }
-        let last = stdout.lines().last().unwrap_or_default();
-        serde_json::from_str(last)
-            .with_context(|| format!("demo-app --mode {} printed no report: {last:?}", self.mode))
+        demo_report(&mut command, &format!("demo-app --mode {}", self.mode))
     }
 }
 
@@ -298,7 +275,7 @@ fn fling_runs(
     let mut columns = Vec::new();
     for (label, mode, coast_prediction) in FLING_COLUMNS {
         let mut runs = Vec::new();
-        for run in 0..args.runs {
+        for run in 0..args.flick.runs {
             bar.set_message(format!("{label}, fling {}", run + 1));
             let fling = Flick {
                 demo,
@@ -324,19 +301,19 @@ fn heading(title: &str, args: &Args, flags: &str) -> String {
         "# {title}: {} rows, {} ms latency\n\n{}; {} runs per cell, median (range).\n\
          Command: `cargo run --release -p thumbpipe-benches --bin scroll-report -- {flags}--rows \
          {} --runs {} --latency-ms {}`.\n",
-        args.rows,
-        args.latency_ms,
+        args.flick.rows,
+        args.flick.latency_ms,
         machine(),
-        args.runs,
-        args.rows,
-        args.runs,
-        args.latency_ms,
+        args.flick.runs,
+        args.flick.rows,
+        args.flick.runs,
+        args.flick.latency_ms,
     )
 }
 
 /// `--fling-only`: the flings alone, to `fling-report.md`.
 fn fling_only(args: &Args, demo: &Path, server: &ServerProcess) -> anyhow::Result<()> {
-    let bar = progress(FLING_COLUMNS.len() * args.runs)?;
+    let bar = progress(FLING_COLUMNS.len() * args.flick.runs)?;
     let columns = fling_runs(args, demo, server, &bar)?;
     bar.finish_and_clear();
     let mut targets = Targets::default();
@@ -461,7 +438,7 @@ fn fling_report(args: &Args, columns: &[Column], targets: &mut Targets) -> Strin
          The coast stops when egui's velocity is 0; the list moves under a point a frame \
          about 2 s before that. Settle: to the first frame in which every row drawn shows \
          its own image.\n\n",
-        args.latency_ms, "2500 / 5000 / 12000 / -9000 points/s",
+        args.flick.latency_ms, "2500 / 5000 / 12000 / -9000 points/s",
     );
     table(&mut out, columns, &fling_rows());
     out.push('\n');
@@ -600,23 +577,6 @@ fn xvfb_available() -> bool {
         );
     }
     found
-}
-
-/// `median (low-high)` of one figure over the runs, with `decimals`.
-fn spread(runs: &[RunReport], decimals: usize, figure: impl Fn(&RunReport) -> f64) -> String {
-    let mut values: Vec<f64> = runs.iter().map(figure).collect();
-    match median_and_range(&mut values) {
-        Some((median, low, high)) if values.len() > 1 && low != high => {
-            format!("{median:.decimals$} ({low:.decimals$}-{high:.decimals$})")
-        }
-        Some((median, ..)) => format!("{median:.decimals$}"),
-        None => "-".to_owned(),
-    }
-}
-
-fn median(runs: &[RunReport], figure: impl Fn(&RunReport) -> f64) -> f64 {
-    let mut values: Vec<f64> = runs.iter().map(figure).collect();
-    median_and_range(&mut values).map_or(0.0, |(median, ..)| median)
 }
 
 /// The nominal flick time: 438 frames per 200 rows at 60 Hz.
@@ -758,28 +718,11 @@ fn browse_rows(nominal: f64) -> Vec<Row> {
         .collect()
 }
 
-fn settle(runs: &[RunReport]) -> String {
-    if runs.iter().any(|x| x.settle_ms.is_none()) {
-        let never = runs.iter().filter(|x| x.settle_ms.is_none()).count();
-        return format!("never, in {never} of {} runs", runs.len());
-    }
-    spread(runs, 0, |x| x.settle_ms.unwrap_or(0.0))
-}
-
 fn texture_peak(runs: &[RunReport]) -> String {
     if runs.iter().any(|x| x.texture_bytes_peak.is_none()) {
         return "-".to_owned();
     }
     spread(runs, 1, |x| x.texture_bytes_peak.unwrap_or(0) as f64 / 1e6)
-}
-
-/// Of the loads whose rows all left, the share cancelled before their
-/// download finished.
-fn cancelled_share(report: &RunReport) -> f64 {
-    match report.requests_abandoned {
-        Some(0) | None => 1.0,
-        Some(abandoned) => report.requests_cancelled as f64 / abandoned as f64,
-    }
 }
 
 fn table(out: &mut String, columns: &[Column], rows: &[Row]) {
@@ -810,11 +753,11 @@ fn report(
     plot: &Path,
     targets: &mut Targets,
 ) -> String {
-    let nominal = nominal_flick_s(args.rows);
+    let nominal = nominal_flick_s(args.flick.rows);
     let mut out = String::new();
     let flags = format!(
         "--refresh-ms {}{} ",
-        args.refresh_ms,
+        args.flick.refresh_ms,
         if args.no_window { " --no-window" } else { "" }
     );
     let _ = writeln!(
@@ -823,7 +766,7 @@ fn report(
          bottom and back in {:.1} s nominal ({} frames).\n",
         heading("scroll-report", args, &flags),
         nominal,
-        (438 * args.rows).div_ceil(200),
+        (438 * args.flick.rows).div_ceil(200),
     );
     for (refresh, columns) in tables {
         let title = match refresh {
@@ -845,7 +788,7 @@ fn report(
         let _ = writeln!(
             out,
             "## In a window under Xvfb (software rendering), refresh every {} ms, one run\n",
-            args.refresh_ms
+            args.flick.refresh_ms
         );
         table(&mut out, windowed, &rows(nominal, true));
         out.push('\n');
@@ -983,7 +926,7 @@ fn mode_targets(
     targets.group(format!(
         "Targets for `{mode}` ({} rows, {} ms, refresh {} ms, and the browses; every run must \
          meet them)",
-        args.rows, args.latency_ms, args.refresh_ms
+        args.flick.rows, args.flick.latency_ms, args.flick.refresh_ms
     ));
     for (target, met, measured) in checks {
         targets.check(target, met, measured);
@@ -1026,7 +969,7 @@ fn plot_frame_times(path: &Path, columns: &[Column], args: &Args) -> anyhow::Res
         .caption(
             format!(
                 "UI frame time during the flick: {} rows, {} ms latency, refresh {} ms (headless)",
-                args.rows, args.latency_ms, args.refresh_ms
+                args.flick.rows, args.flick.latency_ms, args.flick.refresh_ms
             ),
             ("sans-serif", 22),
         )

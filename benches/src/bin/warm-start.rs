@@ -44,6 +44,7 @@ use clap::Parser;
 use fixture_server::{DiskReport, FixtureServer, RunReport};
 use serde::{Deserialize, Serialize};
 use thumbpipe::{Config, Pipeline, Priority, TargetSize};
+use thumbpipe_benches::runs::demo_report;
 use thumbpipe_benches::{ServerProcess, Targets, machine, median_and_range, workspace_binary};
 
 #[derive(Debug, Parser)]
@@ -228,18 +229,7 @@ fn launches(
         if let Some(dir) = dir {
             command.arg("--disk-cache").arg(dir);
         }
-        let output = command.output().context("could not run demo-app")?;
-        if !output.status.success() {
-            bail!(
-                "demo-app failed ({}): {}",
-                output.status,
-                String::from_utf8_lossy(&output.stderr)
-            );
-        }
-        let stdout = String::from_utf8_lossy(&output.stdout);
-        let last = stdout.lines().last().unwrap_or_default();
-        serde_json::from_str::<RunReport>(last)
-            .with_context(|| format!("demo-app printed {last:?}"))
+        demo_report(&mut command, "demo-app")
     };
     let Kinds {
         all: mut kinds,
