@@ -29,7 +29,8 @@ pub struct FetchConfig {
     /// HTTP/1.1) the 13 rows in view when a scroll stops wait for three,
     /// 750 ms at 250 ms latency. Lower it for a server that must not see
     /// more connections from one client. Over HTTP/2 they are streams on
-    /// one connection.
+    /// one connection; more of them did not settle a refreshing list any
+    /// sooner, and downloaded twice the images for rows already leaving.
     pub max_per_host: usize,
     /// Fetches in flight at once over every host together; the rest wait in
     /// the queue. Without it, a list of images from many hosts (one per
