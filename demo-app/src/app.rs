@@ -84,6 +84,8 @@ pub struct Demo {
     extra_roots: Vec<Vec<u8>>,
     /// thumbpipe's fetches in flight per host, if not its default.
     max_per_host: Option<usize>,
+    /// thumbpipe's fetches in flight over every host, if not its default.
+    max_in_flight: Option<usize>,
     /// The list's scroll area, watched for coasts.
     coast_watch: thumbpipe::egui::CoastWatch,
     /// The list as the last pass left it.
@@ -137,6 +139,8 @@ pub struct Setup {
     pub extra_roots: Vec<Vec<u8>>,
     /// thumbpipe's fetches in flight per host, if not its default.
     pub max_per_host: Option<usize>,
+    /// thumbpipe's fetches in flight over every host, if not its default.
+    pub max_in_flight: Option<usize>,
 }
 
 impl Demo {
@@ -152,6 +156,7 @@ impl Demo {
             disk_thumbnails,
             extra_roots,
             max_per_host,
+            max_in_flight,
         } = setup;
         Self {
             mode,
@@ -170,6 +175,7 @@ impl Demo {
             disk_thumbnails,
             extra_roots,
             max_per_host,
+            max_in_flight,
             coast_watch: thumbpipe::egui::CoastWatch::new(),
             list_seen: None,
             coast: None,
@@ -222,7 +228,7 @@ impl Demo {
 
     /// thumbpipe's settings for its modes: the defaults, with the command
     /// line's coast prediction, disk cache, trusted certificates and
-    /// fetches per host.
+    /// fetch limits.
     fn pipeline_config(&self) -> thumbpipe::egui::EguiConfig {
         let mut config = thumbpipe::egui::EguiConfig::default();
         config.coast_prediction = self.coast_prediction;
@@ -231,6 +237,9 @@ impl Demo {
         config.pipeline.fetch.extra_root_certificates = self.extra_roots.clone();
         if let Some(max) = self.max_per_host {
             config.pipeline.fetch.max_per_host = max;
+        }
+        if let Some(max) = self.max_in_flight {
+            config.pipeline.fetch.max_in_flight = max;
         }
         config
     }
@@ -562,7 +571,7 @@ impl Demo {
                     let usable = !https || mode.speaks_https();
                     let label = ui
                         .add_enabled(usable, egui::Button::selectable(self.mode == mode, mode.name()))
-                        .on_disabled_hover_text("plain HTTP only: run without --tls");
+                        .on_disabled_hover_text("this loader cannot trust the server's certificate");
                     if label.clicked() && self.mode != mode {
                         chosen = Some(mode);
                     }

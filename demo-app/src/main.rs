@@ -67,6 +67,10 @@ struct Args {
     /// not its default.
     #[arg(long, value_name = "N")]
     max_per_host: Option<usize>,
+    /// thumbpipe's fetches in flight over every host
+    /// (`fetch.max_in_flight`), if not its default.
+    #[arg(long, value_name = "N")]
+    max_in_flight: Option<usize>,
     /// Latency of the embedded server, in milliseconds.
     #[arg(long, default_value_t = 250)]
     latency_ms: u64,
@@ -207,6 +211,7 @@ fn run(args: Args) -> anyhow::Result<()> {
             None => Vec::new(),
         },
         max_per_host: args.max_per_host,
+        max_in_flight: args.max_in_flight,
     };
     let demo = Demo::new(setup, server, urls);
     let report = if args.headless {

@@ -150,10 +150,11 @@ pub enum FaultKind {
     /// `503`: status 503 with a short text body and `Retry-After: 1`.
     Status503,
     /// `reset`: headers and about half of the body, then the connection is
-    /// reset (TCP RST).
+    /// reset (TCP RST); over HTTP/2, the stream alone (`RST_STREAM`).
     Reset,
     /// `truncate`: `Content-Length` larger than the body, which is sent whole
-    /// before the connection closes.
+    /// before the connection closes (over HTTP/2: before the stream is
+    /// reset).
     Truncate,
     /// `garbage`: random bytes, labelled `image/jpeg`.
     Garbage,

@@ -104,7 +104,7 @@ pub struct RunReport {
     /// TLS handshakes that resumed an earlier session.
     #[serde(default)]
     pub server_tls_resumed_handshakes: u64,
-    /// Connections on which the client chose HTTP/2.
+    /// TLS connections on which ALPN chose HTTP/2.
     #[serde(default)]
     pub server_http2_connections: u64,
     /// thumbpipe's disk cache, when the run had one (`--disk-cache`).

@@ -15,11 +15,11 @@ use std::time::{Duration, SystemTime};
 use axum::Router;
 use axum::body::Body;
 use axum::extract::{Path, Query, Request, State};
-use axum::http::StatusCode;
+use axum::http::{StatusCode, Version};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use hyper::body::Incoming;
-use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, TcpSocket, TcpStream};
 use tokio::runtime::Runtime;
@@ -296,6 +296,7 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, stop: Cancellat
             router.clone(),
             Arc::clone(&shared),
             stop.clone(),
+            connections.clone(),
         ));
     }
     drop(listener);
@@ -308,40 +309,62 @@ trait Stream: AsyncRead + AsyncWrite + Unpin + Send {}
 
 impl<T: AsyncRead + AsyncWrite + Unpin + Send> Stream for T {}
 
+/// The longest a client may take over its TLS handshake before the
+/// connection is dropped (one that never sends its hello would otherwise
+/// hold a task and a socket until shutdown).
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// Serves one connection until the client closes it or the server stops:
-/// the TLS handshake first if the server has TLS, then HTTP/1.1 or HTTP/2,
-/// whichever the client speaks.
+/// the TLS handshake first if the server has TLS, then the protocol ALPN
+/// agreed (HTTP/2 or HTTP/1.1), or over plain TCP whichever the client
+/// speaks. HTTP/2 streams run as tasks of `connections`, so that shutdown
+/// waits for them too.
 async fn serve_connection(
     stream: TcpStream,
     router: Router,
     shared: Arc<Shared>,
     stop: CancellationToken,
+    connections: TaskTracker,
 ) {
     let switch = ResetSwitch::default();
     let stream = ResettableStream {
         stream,
         switch: switch.clone(),
     };
+    let mut builder = hyper_util::server::conn::auto::Builder::new(TrackedExecutor(connections));
+    builder.http1().timer(TokioTimer::new());
+    builder.http2().timer(TokioTimer::new());
     let stream: Box<dyn Stream> = match &shared.tls {
         None => Box::new(stream),
         Some(acceptor) => {
             let handshake = tokio::select! {
-                handshake = acceptor.accept(stream) => handshake,
+                handshake = tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream)) => handshake,
                 _ = stop.cancelled() => return,
             };
             // A client that does not trust the certificate hangs up here.
-            let Ok(stream) = handshake else { return };
-            shared.stats.count_handshake(Agreed::of(stream.get_ref().1));
+            let Ok(Ok(stream)) = handshake else { return };
+            let agreed = Agreed::of(stream.get_ref().1);
+            shared.stats.count_handshake(agreed);
+            builder = if agreed.http2 {
+                builder.http2_only()
+            } else {
+                builder.http1_only()
+            };
             Box::new(stream)
         }
     };
     let service = hyper::service::service_fn(move |mut request: Request<Incoming>| {
-        request.extensions_mut().insert(switch.clone());
+        // The `reset` fault resets the TCP connection: an HTTP/1.1
+        // request's own. Over HTTP/2 the connection carries other requests'
+        // streams, so the fault ends its stream alone (hyper resets it when
+        // the body fails) and the switch stays unarmed.
+        let own = match request.version() < Version::HTTP_2 {
+            true => switch.clone(),
+            false => ResetSwitch::default(),
+        };
+        request.extensions_mut().insert(own);
         router.clone().oneshot(request.map(Body::new))
     });
-    let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
-    builder.http1().timer(TokioTimer::new());
-    builder.http2().timer(TokioTimer::new());
     let connection = builder.serve_connection(TokioIo::new(stream), service);
     tokio::pin!(connection);
     tokio::select! {
@@ -350,6 +373,20 @@ async fn serve_connection(
     }
     connection.as_mut().graceful_shutdown();
     let _ = tokio::time::timeout(shared.config.shutdown_grace, connection).await;
+}
+
+/// Runs hyper's HTTP/2 stream tasks on the server's task tracker.
+#[derive(Clone)]
+struct TrackedExecutor(TaskTracker);
+
+impl<F> hyper::rt::Executor<F> for TrackedExecutor
+where
+    F: std::future::Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    fn execute(&self, future: F) {
+        self.0.spawn(future);
+    }
 }
 
 /// A TCP stream that resets instead of closing when its switch is armed.

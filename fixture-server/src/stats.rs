@@ -49,7 +49,8 @@ pub struct StatsSnapshot {
     /// Images sent whole (`200 OK` with the image).
     #[serde(default)]
     pub image_bodies: u64,
-    /// TCP connections accepted.
+    /// TCP connections accepted. A connection accepted before a reset and
+    /// handshaken after it counts its handshake, not itself.
     #[serde(default)]
     pub connections: u64,
     /// TLS handshakes completed in full (certificate and key exchange).
@@ -58,7 +59,8 @@ pub struct StatsSnapshot {
     /// TLS handshakes that resumed an earlier session.
     #[serde(default)]
     pub tls_resumed_handshakes: u64,
-    /// Connections on which ALPN chose HTTP/2.
+    /// TLS connections on which ALPN chose HTTP/2 (plain connections are
+    /// not counted, whatever they speak).
     #[serde(default)]
     pub http2_connections: u64,
 }

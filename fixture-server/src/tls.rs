@@ -5,8 +5,9 @@
 //! `localhost` and `127.0.0.1` ([`CERTIFICATE_DER`]); a client trusts it by
 //! adding that certificate as a root (thumbpipe:
 //! `FetchConfig::extra_root_certificates`). Then the connection speaks what
-//! ALPN agreed: HTTP/2 if the server offered it and the client chose it,
-//! HTTP/1.1 otherwise. The handshake runs on the connection's own task and
+//! ALPN agreed, and only that: HTTP/2 if the server offered it and the
+//! client chose it, HTTP/1.1 otherwise. A handshake not done in 10 s is
+//! dropped. The handshake runs on the connection's own task and
 //! ends with it; nothing here outlives a connection.
 //!
 //! The certificate and its key are test material, published here on
@@ -42,8 +43,8 @@ pub enum TlsOffer {
     /// connection of its own, and a client that cancels one closes it.
     Http1,
     /// HTTP/2, then HTTP/1.1 (`h2`, `http/1.1`): a client that speaks
-    /// HTTP/2 sends every request over one connection, and a cancel resets
-    /// one stream.
+    /// HTTP/2 sends its requests as streams of a connection (one, once it
+    /// knows the server speaks HTTP/2), and a cancel resets one stream.
     Http2,
 }
 

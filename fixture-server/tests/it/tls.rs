@@ -116,15 +116,42 @@ async fn a_client_that_does_not_trust_the_certificate_gets_no_image() {
 async fn a_plain_server_counts_connections_and_no_handshakes() {
     let server = crate::common::server_with_latency(Duration::ZERO).await;
     assert!(server.base_url().starts_with("http://"));
-    let client = reqwest::Client::new();
     for id in 0..3 {
+        // A client each, so that each request has a connection of its own.
         let url = format!("{}/img/{id}.jpg?w=32&h=32", server.base_url());
-        client.get(url).send().await.unwrap().bytes().await.unwrap();
+        let response = reqwest::Client::new().get(url).send().await.unwrap();
+        response.bytes().await.unwrap();
     }
     let stats = stats_when(&server, |s| settled(s, 3)).await;
-    // Sequential requests reuse the kept-alive connection.
-    assert_eq!(stats.connections, 1, "{stats:?}");
+    assert_eq!(stats.connections, 3, "{stats:?}");
     assert_eq!(stats.tls_full_handshakes + stats.tls_resumed_handshakes, 0);
     assert_eq!(stats.http2_connections, 0);
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_reset_over_http2_ends_its_stream_and_spares_the_others() {
+    let server = tls_server(TlsOffer::Http2).await;
+    let client = trusting_client();
+    // Open the connection first, so that both requests share it.
+    concurrent_images(&client, &server, 1).await;
+    let base = server.base_url();
+    let reset = client
+        .get(format!("{base}/img/1.jpg?fault=reset&latency_ms=0"))
+        .send();
+    let fine = client.get(format!("{base}/img/2.jpg?w=32&h=32")).send();
+    let (reset, fine) = tokio::join!(reset, fine);
+    let cut = match reset {
+        Ok(response) => response.bytes().await.is_err(),
+        Err(_) => true,
+    };
+    assert!(cut, "the reset body arrived whole");
+    let fine = fine.unwrap();
+    assert_eq!(fine.status(), 200);
+    fine.bytes().await.unwrap();
+
+    let stats = stats_when(&server, |s| s.in_flight == 0 && s.responses_cut == 1).await;
+    assert_eq!(stats.responses_cut, 1, "{stats:?}");
+    assert_eq!(stats.connections, 1, "{stats:?}");
     server.shutdown().await;
 }

@@ -29,8 +29,9 @@ pub struct FetchConfig {
     /// HTTP/1.1) the 13 rows in view when a scroll stops wait for three,
     /// 750 ms at 250 ms latency. Lower it for a server that must not see
     /// more connections from one client. Over HTTP/2 they are streams on
-    /// one connection; more of them did not settle a refreshing list any
-    /// sooner, and downloaded twice the images for rows already leaving.
+    /// one connection, once the first handshake has said HTTP/2 (a cold
+    /// burst opens up to this many); more of them did not settle a
+    /// refreshing list any sooner.
     pub max_per_host: usize,
     /// Fetches in flight at once over every host together; the rest wait in
     /// the queue. Without it, a list of images from many hosts (one per
