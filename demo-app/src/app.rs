@@ -80,12 +80,8 @@ pub struct Demo {
     disk_cache: Option<PathBuf>,
     /// And keep decoded thumbnails in it.
     disk_thumbnails: bool,
-    /// Certificates thumbpipe's modes trust besides the platform's.
-    extra_roots: Vec<Vec<u8>>,
-    /// thumbpipe's fetches in flight per host, if not its default.
-    max_per_host: Option<usize>,
-    /// thumbpipe's fetches in flight over every host, if not its default.
-    max_in_flight: Option<usize>,
+    /// thumbpipe's fetch settings for its modes.
+    fetch: thumbpipe::FetchConfig,
     /// The list's scroll area, watched for coasts.
     coast_watch: thumbpipe::egui::CoastWatch,
     /// The list as the last pass left it.
@@ -134,13 +130,10 @@ pub struct Setup {
     pub disk_cache: Option<PathBuf>,
     /// Whether that cache keeps decoded thumbnails too.
     pub disk_thumbnails: bool,
-    /// Certificates thumbpipe's modes trust besides the platform's: the
-    /// embedded server's, when it serves over TLS.
-    pub extra_roots: Vec<Vec<u8>>,
-    /// thumbpipe's fetches in flight per host, if not its default.
-    pub max_per_host: Option<usize>,
-    /// thumbpipe's fetches in flight over every host, if not its default.
-    pub max_in_flight: Option<usize>,
+    /// thumbpipe's fetch settings for its modes: the defaults, with the
+    /// command line's limits and, over TLS, the embedded server's
+    /// certificate trusted.
+    pub fetch: thumbpipe::FetchConfig,
 }
 
 impl Demo {
@@ -154,9 +147,7 @@ impl Demo {
             coast_prediction,
             disk_cache,
             disk_thumbnails,
-            extra_roots,
-            max_per_host,
-            max_in_flight,
+            fetch,
         } = setup;
         Self {
             mode,
@@ -173,9 +164,7 @@ impl Demo {
             coast_prediction,
             disk_cache,
             disk_thumbnails,
-            extra_roots,
-            max_per_host,
-            max_in_flight,
+            fetch,
             coast_watch: thumbpipe::egui::CoastWatch::new(),
             list_seen: None,
             coast: None,
@@ -227,20 +216,13 @@ impl Demo {
     }
 
     /// thumbpipe's settings for its modes: the defaults, with the command
-    /// line's coast prediction, disk cache, trusted certificates and
-    /// fetch limits.
+    /// line's coast prediction, disk cache and fetch settings.
     fn pipeline_config(&self) -> thumbpipe::egui::EguiConfig {
         let mut config = thumbpipe::egui::EguiConfig::default();
         config.coast_prediction = self.coast_prediction;
         config.pipeline.disk.dir = self.disk_cache.clone();
         config.pipeline.disk.thumbnails = self.disk_thumbnails;
-        config.pipeline.fetch.extra_root_certificates = self.extra_roots.clone();
-        if let Some(max) = self.max_per_host {
-            config.pipeline.fetch.max_per_host = max;
-        }
-        if let Some(max) = self.max_in_flight {
-            config.pipeline.fetch.max_in_flight = max;
-        }
+        config.pipeline.fetch = self.fetch.clone();
         config
     }
 

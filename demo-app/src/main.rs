@@ -194,6 +194,7 @@ fn run(args: Args) -> anyhow::Result<()> {
     } else {
         120
     };
+    let fetch = fetch_config(&args);
     let setup = Setup {
         mode: args.mode,
         rows: args.rows,
@@ -206,12 +207,7 @@ fn run(args: Args) -> anyhow::Result<()> {
         coast_prediction: args.coast_prediction == OnOff::On,
         disk_cache: args.disk_cache,
         disk_thumbnails: args.disk_thumbnails == OnOff::On,
-        extra_roots: match args.tls {
-            Some(_) => vec![fixture_server::tls::CERTIFICATE_DER.to_vec()],
-            None => Vec::new(),
-        },
-        max_per_host: args.max_per_host,
-        max_in_flight: args.max_in_flight,
+        fetch,
     };
     let demo = Demo::new(setup, server, urls);
     let report = if args.headless {
@@ -224,6 +220,23 @@ fn run(args: Args) -> anyhow::Result<()> {
         println!("{}", serde_json::to_string(&report)?);
     }
     Ok(())
+}
+
+/// thumbpipe's fetch settings: the defaults, with the command line's
+/// limits, and the embedded server's certificate trusted when it serves
+/// over TLS.
+fn fetch_config(args: &Args) -> thumbpipe::FetchConfig {
+    let mut fetch = thumbpipe::FetchConfig::default();
+    if args.tls.is_some() {
+        fetch.extra_root_certificates = vec![fixture_server::tls::CERTIFICATE_DER.to_vec()];
+    }
+    if let Some(max) = args.max_per_host {
+        fetch.max_per_host = max;
+    }
+    if let Some(max) = args.max_in_flight {
+        fetch.max_in_flight = max;
+    }
+    fetch
 }
 
 /// The image URLs in `path`, one per line; blank lines and lines starting

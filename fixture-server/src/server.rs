@@ -2,11 +2,12 @@
 //!
 //! Owns the listening socket and one task per connection: the TLS handshake
 //! when [`Config::tls`] asks for one, then HTTP/1.1 or HTTP/2 as the client
-//! speaks (over TLS: as ALPN agreed). The accept loop runs on the runtime that called [`FixtureServer::start`] (or on the
-//! server's own runtime, from [`FixtureServer::start_dedicated`]) until the
-//! handle's [`FixtureServer::shutdown`] or drop: then it stops accepting,
-//! lets in-flight requests finish for [`Config::shutdown_grace`], and closes
-//! what is left.
+//! speaks (over TLS: as ALPN agreed). The accept loop runs on the runtime
+//! that called [`FixtureServer::start`] (or on the server's own runtime,
+//! from [`FixtureServer::start_dedicated`]) until the handle's
+//! [`FixtureServer::shutdown`] or drop: then it stops accepting, lets
+//! in-flight requests finish for [`Config::shutdown_grace`], and closes what
+//! is left.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -358,9 +359,10 @@ async fn serve_connection(
         // request's own. Over HTTP/2 the connection carries other requests'
         // streams, so the fault ends its stream alone (hyper resets it when
         // the body fails) and the switch stays unarmed.
-        let own = match request.version() < Version::HTTP_2 {
-            true => switch.clone(),
-            false => ResetSwitch::default(),
+        let own = if request.version() < Version::HTTP_2 {
+            switch.clone()
+        } else {
+            ResetSwitch::default()
         };
         request.extensions_mut().insert(own);
         router.clone().oneshot(request.map(Body::new))
