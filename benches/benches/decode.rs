@@ -24,7 +24,9 @@
 //! libjpeg's `malloc` as well as Rust's allocations), and the PSNR of
 //! thumbpipe's and the old route's thumbnails against `image`'s Lanczos3
 //! resize of the full decode. The table is printed and written to
-//! `benches/results/decode.md`. `THUMBPIPE_DECODE_CORPUS=0` skips part 2.
+//! `benches/results/decode.md`. `THUMBPIPE_DECODE_CORPUS=0` skips part 2;
+//! `THUMBPIPE_DECODE_ONLY=bmp,tif` measures the images whose names hold
+//! one of the words, into `benches/results/decode-bmp-tif.md`.
 
 #![allow(clippy::unwrap_used)]
 
@@ -228,6 +230,9 @@ fn warm_file(image: &CorpusImage) -> Vec<u8> {
     match (image.format, image.jpeg) {
         (_, Some(options)) => photo.encode_jpeg_with(&options).unwrap(),
         ("PNG", _) => photo.encode_png().unwrap(),
+        ("BMP", _) => photo.encode_bmp().unwrap(),
+        ("TIFF", _) => photo.encode_tiff_lzw().unwrap(),
+        ("ICO", _) => fixture_server::photo::icon(1, &[32, 16]).unwrap(),
         _ => photo.encode_webp().unwrap(),
     }
 }
@@ -245,8 +250,12 @@ struct Row {
     psnr_before: Option<f64>,
 }
 
-fn corpus_part() -> String {
-    let corpus = fixture_server::photo::corpus().unwrap();
+fn corpus_part(only: Option<&str>) -> String {
+    let corpus: Vec<CorpusImage> = fixture_server::photo::corpus()
+        .unwrap()
+        .into_iter()
+        .filter(|image| only.is_none_or(|words| words.split(',').any(|w| image.name.contains(w))))
+        .collect();
     let config = Config::default();
     let dir = std::env::temp_dir().join(format!("thumbpipe-decode-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -393,9 +402,16 @@ fn main() {
     if std::env::var("THUMBPIPE_DECODE_CORPUS").as_deref() == Ok("0") {
         return;
     }
-    let table = corpus_part();
+    // A subset of the corpus (names containing one of these words) goes
+    // to a results file of its own.
+    let only = std::env::var("THUMBPIPE_DECODE_ONLY").ok();
+    let table = corpus_part(only.as_deref());
     println!("{table}");
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("results/decode.md");
+    let file = match &only {
+        Some(words) => format!("results/decode-{}.md", words.replace(',', "-")),
+        None => "results/decode.md".into(),
+    };
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(file);
     if let Err(e) = std::fs::write(&path, &table) {
         eprintln!("could not write {}: {e}", path.display());
     }

@@ -136,18 +136,31 @@ impl Rgb {
         })
     }
 
-    /// Encodes the bitmap as a lossless WebP (the encoder `image` has).
-    pub fn encode_webp(&self) -> Result<Vec<u8>, EncodeError> {
+    /// Encodes the bitmap as a 24-bit BMP.
+    pub fn encode_bmp(&self) -> Result<Vec<u8>, EncodeError> {
+        let mut out = Vec::new();
+        self.write_with(image::codecs::bmp::BmpEncoder::new(&mut out))?;
+        Ok(out)
+    }
+
+    /// Encodes the bitmap as an LZW-compressed RGB TIFF, as scanners and
+    /// image editors write it.
+    pub fn encode_tiff_lzw(&self) -> Result<Vec<u8>, EncodeError> {
+        use tiff::encoder::{Compression, TiffEncoder, colortype::RGB8};
         let mut out = Cursor::new(Vec::new());
-        image::codecs::webp::WebPEncoder::new_lossless(&mut out)
-            .encode(
-                &self.pixels,
-                self.width,
-                self.height,
-                image::ExtendedColorType::Rgb8,
-            )
+        TiffEncoder::new(&mut out)
+            .map_err(|e| EncodeError(e.to_string()))?
+            .with_compression(Compression::Lzw)
+            .write_image::<RGB8>(self.width, self.height, &self.pixels)
             .map_err(|e| EncodeError(e.to_string()))?;
         Ok(out.into_inner())
+    }
+
+    /// Encodes the bitmap as a lossless WebP (the encoder `image` has).
+    pub fn encode_webp(&self) -> Result<Vec<u8>, EncodeError> {
+        let mut out = Vec::new();
+        self.write_with(image::codecs::webp::WebPEncoder::new_lossless(&mut out))?;
+        Ok(out)
     }
 }
 
@@ -210,8 +223,9 @@ pub const CORPUS_SIZES: [(u32, u32); 4] = [(600, 600), (1920, 1080), (3000, 2000
 
 /// The decode corpus: photos at every [`CORPUS_SIZES`] size, baseline and
 /// progressive, 4:2:0 and 4:4:4 (quality 90); a 4000x3000 baseline 4:2:0
-/// photo tagged with EXIF orientation 6; and the 4000x3000 photo as a PNG
-/// and a (lossless) WebP. Made in memory from the ids 1001 upwards: about
+/// photo tagged with EXIF orientation 6; the 4000x3000 photo as a PNG, a
+/// (lossless) WebP, a BMP and an LZW TIFF; and an icon of entries of 256,
+/// 64, 48, 32 and 16 px. Made in memory from the ids 1001 upwards: about
 /// two seconds of one core when optimised.
 pub fn corpus() -> Result<Vec<CorpusImage>, EncodeError> {
     let mut images = Vec::new();
@@ -272,9 +286,66 @@ pub fn corpus() -> Result<Vec<CorpusImage>, EncodeError> {
             });
             images.push(plain(".png", "PNG", photo.encode_png()?));
             images.push(plain(".webp", "WebP", photo.encode_webp()?));
+            images.push(plain(".bmp", "BMP", photo.encode_bmp()?));
+            images.push(plain("-lzw.tif", "TIFF", photo.encode_tiff_lzw()?));
         }
     }
+    let sides = [256, 64, 48, 32, 16];
+    images.push(CorpusImage {
+        name: "icon-256-64-48-32-16.ico".into(),
+        id: 1100,
+        width: 256,
+        height: 256,
+        format: "ICO",
+        jpeg: None,
+        bytes: icon(1100, &sides)?,
+    });
     Ok(images)
+}
+
+/// An icon: the photo `id` drawn at each of `sides` (square, at most 256),
+/// each entry an RGBA PNG, as favicons are made.
+pub fn icon(id: u32, sides: &[u32]) -> Result<Vec<u8>, EncodeError> {
+    let entries: Vec<Vec<u8>> = sides
+        .iter()
+        .map(|&side| {
+            // ICO's PNG entries are RGBA (readers refuse others).
+            let photo = render_photo(id, side, side);
+            let rgba: Vec<u8> = photo
+                .pixels
+                .chunks_exact(3)
+                .flat_map(|p| [p[0], p[1], p[2], 255])
+                .collect();
+            let mut png = Vec::new();
+            image::ImageEncoder::write_image(
+                image::codecs::png::PngEncoder::new(&mut png),
+                &rgba,
+                side,
+                side,
+                image::ExtendedColorType::Rgba8,
+            )
+            .map_err(|e| EncodeError(e.to_string()))?;
+            Ok(png)
+        })
+        .collect::<Result<_, EncodeError>>()?;
+    let count = u16::try_from(sides.len()).map_err(|e| EncodeError(e.to_string()))?;
+    // The directory: a 6-byte header, then 16 bytes an entry.
+    let mut out = vec![0, 0, 1, 0];
+    out.extend_from_slice(&count.to_le_bytes());
+    let mut offset = 6 + 16 * sides.len();
+    for (&side, png) in sides.iter().zip(&entries) {
+        let byte = u8::try_from(side % 256).map_err(|e| EncodeError(e.to_string()))?;
+        out.extend_from_slice(&[byte, byte, 0, 0, 1, 0, 32, 0]);
+        for field in [png.len(), offset] {
+            let field = u32::try_from(field).map_err(|e| EncodeError(e.to_string()))?;
+            out.extend_from_slice(&field.to_le_bytes());
+        }
+        offset += png.len();
+    }
+    for png in entries {
+        out.extend_from_slice(&png);
+    }
+    Ok(out)
 }
 
 /// The thumbnail the `image` crate makes at its best, to measure others

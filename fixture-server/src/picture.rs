@@ -75,17 +75,21 @@ impl Rgb {
 
     /// Encodes the bitmap as an 8-bit RGB PNG.
     pub fn encode_png(&self) -> Result<Vec<u8>, EncodeError> {
-        use image::ImageEncoder;
         let mut out = Vec::with_capacity(self.pixels.len() / 4);
-        image::codecs::png::PngEncoder::new(&mut out)
+        self.write_with(image::codecs::png::PngEncoder::new(&mut out))?;
+        Ok(out)
+    }
+
+    /// Writes the bitmap with one of `image`'s encoders.
+    pub(crate) fn write_with(&self, encoder: impl image::ImageEncoder) -> Result<(), EncodeError> {
+        encoder
             .write_image(
                 &self.pixels,
                 self.width,
                 self.height,
                 image::ExtendedColorType::Rgb8,
             )
-            .map_err(|e| EncodeError(e.to_string()))?;
-        Ok(out)
+            .map_err(|e| EncodeError(e.to_string()))
     }
 
     pub(crate) fn u16_size(&self) -> Result<(u16, u16), EncodeError> {

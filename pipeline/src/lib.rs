@@ -12,6 +12,7 @@
 //!
 //! | feature | default | what it adds | what it costs |
 //! |---|---|---|---|
+//! | `bmp`, `ico`, `tiff` | on | BMP; ICO (the entry that best fits the thumbnail); TIFF (the first page; uncompressed, LZW, Deflate, PackBits), in [`SUPPORTED_FORMATS`] and the `Accept` header | `image`'s pure-Rust decoders: `tiff` adds 5 crates (tiff, fax, half, zerocopy and its derive), `bmp` and `ico` none |
 //! | `disk-cache` | on | the HTTP cache on disk ([`DiskConfig`]) | cacache, http-cache-semantics and their hashes: 43 crates |
 //! | `libjpeg` | on | JPEGs decoded at the DCT scale that covers the thumbnail: a 12 MP photo 2.3x faster than the pure-Rust full decode (`jpeg-routes`), without holding the whole image | libjpeg-turbo, built from source: 3 crates and a C compiler |
 //! | `rustls-aws-lc` | on | `https` (HTTP/2 when the server offers it), its cryptography by aws-lc | rustls, aws-lc and h2: 16 crates, aws-lc built from source with cmake and a C compiler, and NASM on Windows x86_64 |
@@ -33,7 +34,8 @@
 //! The modules are private; everything public is re-exported here, except
 //! `egui` (cargo feature `egui`). In the order a request travels:
 //!
-//! - `request`: what a request is made of, [`Priority`] and [`TargetSize`],
+//! - `request`: what a request is made of, [`Priority`] and [`TargetSize`]
+//!   (with its [`Fit`]),
 //!   and the ids of requests and loads; a leaf every stage may use.
 //! - `pipeline`: the [`Pipeline`] handle and its builder
 //!   (`pipeline/builder.rs`), and the UI side, `pipeline/rows.rs`:
@@ -113,9 +115,10 @@
 //!   (`fetch/config.rs`, `decode/config.rs`, `cache.rs`, `disk/config.rs`;
 //!   egui's in `egui/config.rs`), with its default and its check in that
 //!   config's `validate`.
-//! - **A new image format**: an `image` cargo feature in
-//!   `pipeline/Cargo.toml` and a name in [`SUPPORTED_FORMATS`]; a faster
-//!   path for it in its own file like `decode/jpeg.rs`.
+//! - **A new image format**: a cargo feature in `pipeline/Cargo.toml`
+//!   that turns on `image`'s, and an entry of `decode/formats.rs` (its
+//!   name, media type and `image`'s format) behind it; a faster path or a
+//!   fix for it in its own file like `decode/jpeg.rs` or `decode/ico.rs`.
 //! - **A new UI toolkit**: the row-keyed [`Pipeline`] is toolkit-free; a
 //!   module like `egui` turns its completions into the toolkit's textures
 //!   and its frame into `request` / `end_frame` calls, behind a cargo
@@ -246,7 +249,7 @@ pub use fetch::{
 pub use http;
 pub use metrics::Stats;
 pub use pipeline::{Pipeline, PipelineBuilder};
-pub use request::{Priority, RequestId, TargetSize};
+pub use request::{Fit, Priority, RequestId, TargetSize};
 pub use thumbnail::Thumbnail;
 
 /// The crate README's examples, compiled as doc tests.

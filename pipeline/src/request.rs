@@ -46,24 +46,68 @@ pub enum Priority {
     Destination,
 }
 
-/// The box a thumbnail must fit in. The image is scaled down to fit inside
-/// it, keeping its aspect ratio, and never scaled up.
+/// The box a thumbnail is made for, and how the image goes in it: scaled
+/// down to fit inside ([`Fit::Inside`], the default) or cropped to the box's
+/// shape ([`Fit::Cover`]). Either way it is never scaled up, and the
+/// thumbnail is never larger than the box.
+///
+/// ```
+/// use thumbpipe::{Fit, TargetSize};
+///
+/// // A list row's icon: the whole image, inside 64x64.
+/// assert_eq!(TargetSize::square(64).fit, Fit::Inside);
+/// // A photo grid's cell: its centre, cropped to fill 128x128.
+/// assert_eq!(TargetSize::cover(128, 128).fit, Fit::Cover);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct TargetSize {
     /// Largest width, in pixels.
     pub width: u32,
     /// Largest height, in pixels.
     pub height: u32,
+    /// How the image goes in the box.
+    pub fit: Fit,
 }
 
 impl TargetSize {
-    /// A `width` x `height` box.
+    /// A `width` x `height` box the whole image fits inside.
     pub const fn new(width: u32, height: u32) -> Self {
-        Self { width, height }
+        Self {
+            width,
+            height,
+            fit: Fit::Inside,
+        }
     }
 
-    /// A square box.
+    /// A square box the whole image fits inside.
     pub const fn square(side: u32) -> Self {
         Self::new(side, side)
     }
+
+    /// A `width` x `height` box the image fills, cropped to its shape: see
+    /// [`Fit::Cover`].
+    pub const fn cover(width: u32, height: u32) -> Self {
+        Self {
+            width,
+            height,
+            fit: Fit::Cover,
+        }
+    }
+}
+
+/// How an image goes in its [`TargetSize`] box.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Fit {
+    /// The whole image, scaled down to fit inside the box, its aspect ratio
+    /// kept: a 400x200 image in a 64x64 box is 64x32.
+    #[default]
+    Inside,
+    /// The image's centre, cropped to the box's aspect ratio and scaled
+    /// down to the box: a 400x200 image in a 64x64 box is its middle
+    /// 200x200 at 64x64. The crop happens during the decode, so a 12 MP
+    /// photo in a 128x128 grid cell costs 128x128x4 bytes, not a larger
+    /// thumbnail to clip. An image smaller than the box keeps its size,
+    /// cropped to the box's shape (a 100x50 image in 64x64 is 50x50): draw
+    /// it scaled to the box.
+    Cover,
 }

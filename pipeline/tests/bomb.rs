@@ -633,3 +633,94 @@ fn a_sixteen_bit_png_decode_never_takes_more_than_the_decode_limit() {
     assert_eq!(result.unwrap().width, 64);
     assert!(grew <= needed, "{grew} bytes at the peak, {needed} allowed");
 }
+
+/// A 1200x800 picture with detail in every row, as RGB.
+#[cfg(any(feature = "bmp", feature = "tiff"))]
+fn picture_rgb() -> Vec<u8> {
+    (0..800u32)
+        .flat_map(|y| (0..1200u32).flat_map(move |x| [(x * 7) as u8, (y * 5) as u8, (x ^ y) as u8]))
+        .collect()
+}
+
+/// At the limit they ask for, BMP and TIFF decodes (TIFF uncompressed,
+/// LZW, Deflate and PackBits; RGB, 16-bit RGBA and CMYK) take no more.
+#[cfg(any(feature = "bmp", feature = "tiff"))]
+#[test]
+fn bmp_and_tiff_decodes_never_take_more_than_the_decode_limit() {
+    let _one_at_a_time = MEASURING.lock().unwrap_or_else(|e| e.into_inner());
+    let rgb = picture_rgb();
+    let mut files: Vec<(&str, Vec<u8>)> = Vec::new();
+    #[cfg(feature = "bmp")]
+    {
+        let image = image::RgbImage::from_raw(1200, 800, rgb.clone()).unwrap();
+        let mut bmp = std::io::Cursor::new(Vec::new());
+        image.write_to(&mut bmp, image::ImageFormat::Bmp).unwrap();
+        files.push(("BMP RGB", bmp.into_inner()));
+    }
+    #[cfg(feature = "tiff")]
+    {
+        use tiff::encoder::{Compression, DeflateLevel, TiffEncoder, colortype};
+        let encode = |compression: Compression, kind: &str| {
+            let mut out = std::io::Cursor::new(Vec::new());
+            let mut encoder = TiffEncoder::new(&mut out)
+                .unwrap()
+                .with_compression(compression);
+            match kind {
+                "rgb" => encoder
+                    .write_image::<colortype::RGB8>(1200, 800, &rgb)
+                    .unwrap(),
+                "rgba16" => {
+                    let wide: Vec<u16> = rgb
+                        .chunks_exact(3)
+                        .flat_map(|p| {
+                            [
+                                u16::from(p[0]) << 8,
+                                u16::from(p[1]) << 8,
+                                u16::from(p[2]) << 8,
+                                65_535,
+                            ]
+                        })
+                        .collect();
+                    encoder
+                        .write_image::<colortype::RGBA16>(1200, 800, &wide)
+                        .unwrap()
+                }
+                _ => {
+                    let cmyk: Vec<u8> = rgb
+                        .chunks_exact(3)
+                        .flat_map(|p| [255 - p[0], 255 - p[1], 255 - p[2], 0])
+                        .collect();
+                    encoder
+                        .write_image::<colortype::CMYK8>(1200, 800, &cmyk)
+                        .unwrap()
+                }
+            }
+            out.into_inner()
+        };
+        files.push((
+            "TIFF RGB uncompressed",
+            encode(Compression::Uncompressed, "rgb"),
+        ));
+        files.push(("TIFF RGB LZW", encode(Compression::Lzw, "rgb")));
+        files.push((
+            "TIFF RGB Deflate",
+            encode(Compression::Deflate(DeflateLevel::Fast), "rgb"),
+        ));
+        files.push(("TIFF RGB PackBits", encode(Compression::Packbits, "rgb")));
+        files.push(("TIFF RGBA16 LZW", encode(Compression::Lzw, "rgba16")));
+        files.push(("TIFF CMYK LZW", encode(Compression::Lzw, "cmyk")));
+    }
+    for (name, file) in files {
+        let (result, grew, needed) = decode_at_the_limit_it_asks(&file);
+        eprintln!(
+            "{name} 1200x800: peak {:.1} MB, limit asked {:.1} MB",
+            grew as f64 / 1e6,
+            needed as f64 / 1e6
+        );
+        assert_eq!(result.unwrap().width, 64, "{name}");
+        assert!(
+            grew <= needed,
+            "{name}: {grew} bytes at the peak, {needed} allowed"
+        );
+    }
+}

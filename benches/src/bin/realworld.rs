@@ -91,6 +91,9 @@ fn run(args: Args) -> anyhow::Result<()> {
         .context("reading the reference's index.tsv (run pillow_thumbnails.py first)")?;
     let config = Config::default();
     let mut counts: BTreeMap<&str, u64> = BTreeMap::new();
+    // Per format (the file's extension, `tif` counted as `tiff`): outcome
+    // counts.
+    let mut by_format: BTreeMap<String, BTreeMap<&str, u64>> = BTreeMap::new();
     let mut listed = String::new();
     for line in index.lines() {
         let Some((name, verdict)) = line.split_once('\t') else {
@@ -148,6 +151,16 @@ fn run(args: Args) -> anyhow::Result<()> {
             }
         };
         *counts.entry(kind).or_default() += 1;
+        let extension = std::path::Path::new(name)
+            .extension()
+            .map(|e| e.to_string_lossy().to_ascii_lowercase())
+            .map(|e| if e == "tif" { "tiff".into() } else { e })
+            .unwrap_or_default();
+        *by_format
+            .entry(extension)
+            .or_default()
+            .entry(kind)
+            .or_default() += 1;
         if kind != "agree" && kind != "both refuse" {
             let _ = writeln!(listed, "| {name} | {kind} | {} |", detail.replace('|', "/"));
         }
@@ -161,6 +174,23 @@ fn run(args: Args) -> anyhow::Result<()> {
     );
     for (kind, count) in &counts {
         let _ = writeln!(report, "| {kind} | {count} |");
+    }
+    if by_format.len() > 1 {
+        let kinds: Vec<&str> = counts.keys().copied().collect();
+        let _ = write!(
+            report,
+            "\n| format | files | {} |\n|---|---|{}\n",
+            kinds.join(" | "),
+            "---|".repeat(kinds.len())
+        );
+        for (format, outcomes) in &by_format {
+            let files: u64 = outcomes.values().sum();
+            let cells: Vec<String> = kinds
+                .iter()
+                .map(|kind| outcomes.get(kind).copied().unwrap_or(0).to_string())
+                .collect();
+            let _ = writeln!(report, "| {format} | {files} | {} |", cells.join(" | "));
+        }
     }
     let _ = write!(
         report,

@@ -230,7 +230,7 @@ mod tests {
     use std::sync::Arc;
 
     use super::super::decode_thumbnail;
-    use super::super::tests::LIMITS;
+    use super::super::route::tests::LIMITS;
     use super::*;
     #[cfg(feature = "libjpeg")]
     use crate::decode::libjpeg::decode_scaled;

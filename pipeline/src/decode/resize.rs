@@ -82,19 +82,28 @@ impl Pixels {
         }
     }
 
-    /// This image at `width` x `height` in RGBA: resized with [`FILTER`]
-    /// unless it already has that size.
-    pub(super) fn into_rgba(self, width: u32, height: u32) -> Result<RgbaImage, String> {
-        let small = if (width, height) == (self.width, self.height) {
+    /// The part `crop` (left, top, width, height, in this image's pixels)
+    /// of this image at `width` x `height` in RGBA: resized with
+    /// [`FILTER`] unless it is the whole image at that size already.
+    pub(super) fn into_rgba(
+        self,
+        crop: (f64, f64, f64, f64),
+        width: u32,
+        height: u32,
+    ) -> Result<RgbaImage, String> {
+        let whole = (0.0, 0.0, f64::from(self.width), f64::from(self.height));
+        let small = if (width, height) == (self.width, self.height) && crop == whole {
             self.data
         } else {
             let pixel_type = self.layout.pixel_type();
             let source = ImageRef::new(self.width, self.height, &self.data, pixel_type)
                 .map_err(|e| format!("resizing: {e}"))?;
             let mut target = Image::new(width, height, pixel_type);
+            let (left, top, crop_width, crop_height) = crop;
             let options = ResizeOptions::new()
                 .resize_alg(ResizeAlg::Convolution(FILTER))
-                .use_alpha(self.layout.has_alpha());
+                .use_alpha(self.layout.has_alpha())
+                .crop(left, top, crop_width, crop_height);
             Resizer::new()
                 .resize(&source, &mut target, &options)
                 .map_err(|e| format!("resizing: {e}"))?;

@@ -16,7 +16,7 @@ use http_cache_semantics::CachePolicy;
 use url::Url;
 
 use super::{request_parts, sane_age};
-use crate::request::TargetSize;
+use crate::request::{Fit, TargetSize};
 
 /// What the index stores beside a response's body.
 #[derive(serde::Serialize, serde::Deserialize)]
@@ -50,10 +50,14 @@ pub(super) const THUMBNAIL_VERSION: u32 = 1;
 const INDEX_LINE_OVERHEAD: u64 = 256;
 
 /// The index key of `url`'s thumbnail for `target`; a response's key is
-/// its URL.
+/// its URL. A cover crop's box is marked as such (`64x64c`).
 pub(super) fn thumbnail_key(url: &str, target: TargetSize) -> String {
+    let fit = match target.fit {
+        Fit::Inside => "",
+        Fit::Cover => "c",
+    };
     format!(
-        "thumbnail/v{THUMBNAIL_VERSION} {}x{} {url}",
+        "thumbnail/v{THUMBNAIL_VERSION} {}x{}{fit} {url}",
         target.width, target.height
     )
 }

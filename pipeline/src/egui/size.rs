@@ -31,14 +31,38 @@ pub(crate) fn step_up(pixels: u32) -> u32 {
     if pixels <= between { between } else { power }
 }
 
-/// The box for egui's `hint`, which is already in physical pixels.
+/// The box for egui's `hint`, which is already in physical pixels. A box
+/// whose aspect ratio need not be kept (`maintain_aspect_ratio: false`:
+/// an [`egui::Image`](::egui::Image) told
+/// [`maintain_aspect_ratio(false)`](::egui::Image::maintain_aspect_ratio),
+/// or painted into a rect with `paint_at`) is filled: a cover crop of the
+/// box's shape, so the image fills it without being stretched.
 pub(crate) fn target_for_hint(hint: SizeHint) -> TargetSize {
     match hint {
+        SizeHint::Size {
+            width,
+            height,
+            maintain_aspect_ratio: false,
+        } => cover_box(width, height),
         SizeHint::Size { width, height, .. } => TargetSize::new(step_up(width), step_up(height)),
         SizeHint::Width(width) => TargetSize::new(step_up(width), MAX_SIDE),
         SizeHint::Height(height) => TargetSize::new(MAX_SIDE, step_up(height)),
         SizeHint::Scale(scale) => TargetSize::square(step_up(pixels(UNSIZED_SIDE * scale.0))),
     }
+}
+
+/// A cover box of `width` x `height`'s shape, its longer side rounded up
+/// to a step and the other scaled with it, so the crop has the box's
+/// aspect ratio (within a pixel).
+fn cover_box(width: u32, height: u32) -> TargetSize {
+    let longer = width.max(height).max(1);
+    let stepped = step_up(longer);
+    let scaled = |side: u32| {
+        let side =
+            (u64::from(side) * u64::from(stepped) + u64::from(longer) / 2) / u64::from(longer);
+        (side as u32).clamp(1, MAX_SIDE)
+    };
+    TargetSize::cover(scaled(width.max(1)), scaled(height.max(1)))
 }
 
 /// The box for a cell of `size` points on a screen of `pixels_per_point`:
@@ -102,6 +126,21 @@ mod tests {
             .collect();
         sizes.dedup();
         assert_eq!(sizes.len(), 5, "{sizes:?}");
+    }
+
+    #[test]
+    fn a_box_that_need_not_keep_the_images_shape_is_covered_in_its_own() {
+        let hint = |width, height| {
+            target_for_hint(SizeHint::Size {
+                width,
+                height,
+                maintain_aspect_ratio: false,
+            })
+        };
+        assert_eq!(hint(100, 60), TargetSize::cover(128, 77));
+        assert_eq!(hint(64, 64), TargetSize::cover(64, 64));
+        assert_eq!(hint(30, 300), TargetSize::cover(38, 384));
+        assert_eq!(hint(0, 0), TargetSize::cover(16, 16));
     }
 
     #[test]

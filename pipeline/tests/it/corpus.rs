@@ -3,8 +3,8 @@
 //! headers claiming huge sizes, and every file cut short.
 //!
 //! The files in `tests/it/corpus` were made with ImageMagick from a 96x72
-//! plasma; the `huge-dims` ones are valid files with their size fields
-//! rewritten.
+//! plasma (`icon.ico`: the plasma squeezed to 64, 48, 32 and 16 px); the
+//! `huge-dims` ones are valid files with their size fields rewritten.
 
 use thumbpipe::thumbnail_from_bytes;
 use thumbpipe::{Config, Error, TargetSize};
@@ -18,13 +18,13 @@ enum Expect {
 
 macro_rules! corpus {
     ($( $name:literal => $expect:expr ),* $(,)?) => {
-        [$( ($name, include_bytes!(concat!("corpus/", $name)).as_slice(), $expect) ),*]
+        vec![$( ($name, include_bytes!(concat!("corpus/", $name)).as_slice(), $expect) ),*]
     };
 }
 
-fn corpus() -> [(&'static str, &'static [u8], Expect); 18] {
+fn corpus() -> Vec<(&'static str, &'static [u8], Expect)> {
     use Expect::*;
-    corpus! {
+    let mut files = corpus! {
         "baseline.jpg" => Thumbnail(32, 24),
         "progressive.jpg" => Thumbnail(32, 24),
         "cmyk.jpg" => Thumbnail(32, 24),
@@ -45,7 +45,29 @@ fn corpus() -> [(&'static str, &'static [u8], Expect); 18] {
         // 16383 x 16383 is under the dimension limit; its pixels are not
         // under the allocation limit.
         "huge-dims.webp" => TooLarge("decode.max_alloc_bytes"),
-    }
+    };
+    #[cfg(feature = "bmp")]
+    files.extend(corpus! {
+        "rgb24.bmp" => Thumbnail(32, 24),
+        "palette8.bmp" => Thumbnail(32, 24),
+        "rgba32.bmp" => Thumbnail(32, 24),
+        "huge-dims.bmp" => TooLarge("decode.max_dimension"),
+    });
+    // The entry of 32 px, not the 64 scaled down.
+    #[cfg(feature = "ico")]
+    files.extend(corpus! { "icon.ico" => Thumbnail(32, 32) });
+    #[cfg(feature = "tiff")]
+    files.extend(corpus! {
+        "plain.tif" => Thumbnail(32, 24),
+        "lzw.tif" => Thumbnail(32, 24),
+        "deflate.tif" => Thumbnail(32, 24),
+        "packbits.tif" => Thumbnail(32, 24),
+        "jpeg.tif" => Thumbnail(32, 24),
+        "rgb16.tif" => Thumbnail(32, 24),
+        "gray.tif" => Thumbnail(32, 24),
+        "huge-dims.tif" => TooLarge("decode.max_dimension"),
+    });
+    files
 }
 
 /// A decode error that is the decoder's considered answer, not a panic.

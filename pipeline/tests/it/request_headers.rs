@@ -48,10 +48,26 @@ fn the_apps_headers_and_the_hooks_reach_the_server_with_thumbpipes_accept() {
     for head in &heads {
         assert!(head.contains("user-agent: gallery/2.0\r\n"), "{head}");
         assert!(head.contains("x-api-key: k-123\r\n"), "{head}");
+        // The formats this build decodes, and no others.
+        let accept = head
+            .lines()
+            .find_map(|line| line.strip_prefix("accept: "))
+            .unwrap_or_else(|| panic!("no accept: {head}"));
         assert!(
-            head.contains("accept: image/webp,image/png,image/jpeg,image/gif\r\n"),
-            "{head}"
+            accept.starts_with("image/webp,image/png,image/jpeg,image/gif"),
+            "{accept}"
         );
+        assert_eq!(
+            accept.contains("image/tiff"),
+            cfg!(feature = "tiff"),
+            "{accept}"
+        );
+        assert_eq!(
+            accept.contains("image/bmp"),
+            cfg!(feature = "bmp"),
+            "{accept}"
+        );
+        assert!(!accept.contains("image/avif"), "{accept}");
         // Sent once, though the pipeline and the client both hold it.
         assert_eq!(head.matches("x-api-key").count(), 1, "{head}");
     }
