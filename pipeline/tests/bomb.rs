@@ -724,3 +724,58 @@ fn bmp_and_tiff_decodes_never_take_more_than_the_decode_limit() {
         );
     }
 }
+
+/// Regression: found by decode-fuzz. The decode limit counted a GIF's
+/// logical screen, while the decoder allocates for its first frame, which
+/// may be far larger: a 20 KB GIF of a 1x1 screen whose frame claimed
+/// 5163x11787 took 304 MB under the 268 MB limit. At the limit it asks
+/// for, a GIF takes no more, its frame larger than its screen or not.
+#[test]
+fn a_gif_decode_never_takes_more_than_the_decode_limit() {
+    let _one_at_a_time = MEASURING.lock().unwrap_or_else(|e| e.into_inner());
+    let frame = image::RgbaImage::from_fn(1500, 1000, |x, y| {
+        image::Rgba([(x * 7) as u8, (y * 5) as u8, (x ^ y) as u8, 255])
+    });
+    let mut gif = std::io::Cursor::new(Vec::new());
+    frame.write_to(&mut gif, image::ImageFormat::Gif).unwrap();
+    let whole = gif.into_inner();
+    // The same file with its logical screen said to be 1x1.
+    let mut small_screen = whole.clone();
+    small_screen[6..10].copy_from_slice(&[1, 0, 1, 0]);
+    for (name, file) in [("screen-sized frame", whole), ("1x1 screen", small_screen)] {
+        let (result, grew, needed) = decode_at_the_limit_it_asks(&file);
+        eprintln!(
+            "GIF, {name}: peak {:.1} MB, limit asked {:.1} MB",
+            grew as f64 / 1e6,
+            needed as f64 / 1e6
+        );
+        assert!(result.is_ok(), "{name}: {result:?}");
+        assert!(
+            grew <= needed,
+            "{name}: {grew} bytes at the peak, {needed} allowed"
+        );
+    }
+}
+
+/// Regression: found by decode-fuzz. A 3.6 KB WebP (Pillow's `hopper.webp`
+/// with its EXIF chunk's size rewritten to claim 4 GB) made the decoder
+/// allocate the 4 GB the chunk claims when asked for its orientation; a
+/// system without overcommit ends the process there. Its chunks are
+/// checked first now: it decodes, unturned, with no large allocation.
+#[test]
+fn a_webp_claiming_a_huge_exif_chunk_allocates_nothing_for_it() {
+    let _one_at_a_time = MEASURING.lock().unwrap_or_else(|e| e.into_inner());
+    let webp = include_bytes!("it/corpus/pillow/exif-bomb.webp");
+    let before = ALLOCATOR.current_usage();
+    ALLOCATOR.reset_peak_usage();
+    let thumbnail = thumbpipe::thumbnail_from_bytes(
+        "exif-bomb.webp",
+        webp,
+        TargetSize::square(64),
+        &Config::default().decode,
+    )
+    .unwrap();
+    let grew = ALLOCATOR.peak_usage().saturating_sub(before);
+    assert_eq!((thumbnail.width, thumbnail.height), (64, 64));
+    assert!(grew < ALLOWED, "the process grew {grew} bytes");
+}

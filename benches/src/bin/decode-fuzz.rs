@@ -6,8 +6,8 @@
 //! ```
 //!
 //! A seeded random-mutation fuzzer: every input is a seed file (the
-//! decoder's test corpus plus fixture-server images, JPEG, PNG, WebP and
-//! GIF) with one to four mutations stacked on it: bit flips, interesting
+//! decoder's test corpus plus fixture-server images: JPEG, PNG, WebP, GIF,
+//! and BMP, ICO, TIFF and SVG) with one to four mutations stacked on it: bit flips, interesting
 //! bytes and integers written over header fields, deleted, duplicated and
 //! spliced ranges, truncation. Input `i` depends only on `--seed` and `i`,
 //! so `--replay i` rebuilds one input exactly.
@@ -351,15 +351,21 @@ impl Watch {
     }
 }
 
-/// The seed files: the decoder's test corpus and a few fixture images.
+/// The seed files: the decoder's test corpus (with Pillow's files beside
+/// it) and a few fixture images.
 fn seeds() -> anyhow::Result<Vec<Vec<u8>>> {
     let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("../pipeline/tests/it/corpus");
     let mut seeds = Vec::new();
-    let mut names: Vec<_> = std::fs::read_dir(&corpus)
-        .with_context(|| format!("cannot read the corpus at {}", corpus.display()))?
-        .filter_map(Result::ok)
-        .map(|entry| entry.path())
-        .collect();
+    let mut names = Vec::new();
+    for dir in [corpus.clone(), corpus.join("pillow")] {
+        names.extend(
+            std::fs::read_dir(&dir)
+                .with_context(|| format!("cannot read the corpus at {}", dir.display()))?
+                .filter_map(Result::ok)
+                .map(|entry| entry.path())
+                .filter(|path| path.is_file() && path.extension().is_some_and(|e| e != "md")),
+        );
+    }
     names.sort();
     for path in names {
         seeds.push(std::fs::read(&path).with_context(|| format!("{}", path.display()))?);

@@ -25,9 +25,10 @@ pub struct DecodeConfig {
     /// thumbnail, so a baseline one costs little at any size (a 12 MP
     /// photo to 256 px: under 1 MB), but a progressive one keeps every DCT
     /// coefficient at full size until its last scan (2 bytes a sample: 36
-    /// MB for a 12 MP 4:2:0 photo, 72 MB at 4:4:4). PNG, GIF and WebP
-    /// decode in full: 4 bytes a pixel, and a WebP's YUV planes or ARGB
-    /// words on top. Default: 256 MiB, a 40-megapixel progressive 4:4:4
+    /// MB for a 12 MP 4:2:0 photo, 72 MB at 4:4:4). PNG, GIF, WebP, BMP
+    /// and TIFF decode in full: 4 bytes a pixel, and a WebP's YUV planes or
+    /// ARGB words, or a TIFF's own copy of the page, on top. An SVG costs
+    /// its drawn size five times over (its layers) and its elements. Default: 256 MiB, a 40-megapixel progressive 4:4:4
     /// JPEG or a 60-megapixel PNG.
     pub max_alloc_bytes: u64,
     /// Whether JPEGs are decoded by libjpeg at the smallest DCT scale that
@@ -58,6 +59,13 @@ pub struct DecodeConfig {
     /// 1600x1200 one is not). `u64::MAX` lets large images use every
     /// thread.
     pub large_image_pixels: u64,
+    /// Most elements an SVG may draw, counted with every `<use>` expanded
+    /// (so a small file that refers to itself a thousandfold is counted at
+    /// its real size), and 256 levels of nesting at most; over either, the
+    /// SVG is refused with [`crate::Error::TooLarge`] before it is drawn.
+    /// Logos and icons hold tens to a few thousand. Default: 20,000. It has
+    /// no effect without the cargo feature `svg`.
+    pub svg_max_elements: u32,
 }
 
 impl Default for DecodeConfig {
@@ -68,6 +76,7 @@ impl Default for DecodeConfig {
             jpeg_dct_scaling: true,
             threads: std::thread::available_parallelism().map_or(2, |n| n.get()),
             large_image_pixels: 2_000_000,
+            svg_max_elements: 20_000,
         }
     }
 }
@@ -77,6 +86,7 @@ impl DecodeConfig {
         crate::error::at_least_one(&[
             ("decode.max_dimension", u64::from(self.max_dimension)),
             ("decode.threads", self.threads as u64),
+            ("decode.svg_max_elements", u64::from(self.svg_max_elements)),
         ])
     }
 }

@@ -3,8 +3,8 @@
 //! of every request, and the decoder's check of what it was given.
 //!
 //! Plain constants, fixed when the crate is built: JPEG, PNG, WebP and GIF
-//! always; BMP, ICO and TIFF each behind a cargo feature of the same name
-//! (on by default; pure Rust, so they need nothing from the system).
+//! always; BMP, ICO, TIFF and SVG each behind a cargo feature of the same
+//! name (on by default; pure Rust, so they need nothing from the system).
 
 use image::ImageFormat;
 
@@ -16,8 +16,9 @@ pub(crate) struct Format {
     /// The media types servers label it with, the first the one `Accept`
     /// names.
     pub(crate) media_type: &'static str,
-    /// `image`'s name for it, which its magic bytes are matched to.
-    pub(crate) image: ImageFormat,
+    /// `image`'s name for it, which its magic bytes are matched to; none
+    /// for SVG, which is markup (`svg.rs` tells it).
+    pub(crate) image: Option<ImageFormat>,
 }
 
 /// Every format this build decodes, most common on the web first (the
@@ -26,28 +27,28 @@ pub(crate) const FORMATS: &[Format] = &[
     Format {
         name: "WebP",
         media_type: "image/webp",
-        image: ImageFormat::WebP,
+        image: Some(ImageFormat::WebP),
     },
     Format {
         name: "PNG",
         media_type: "image/png",
-        image: ImageFormat::Png,
+        image: Some(ImageFormat::Png),
     },
     Format {
         name: "JPEG",
         media_type: "image/jpeg",
-        image: ImageFormat::Jpeg,
+        image: Some(ImageFormat::Jpeg),
     },
     Format {
         name: "GIF",
         media_type: "image/gif",
-        image: ImageFormat::Gif,
+        image: Some(ImageFormat::Gif),
     },
     #[cfg(feature = "bmp")]
     Format {
         name: "BMP",
         media_type: "image/bmp",
-        image: ImageFormat::Bmp,
+        image: Some(ImageFormat::Bmp),
     },
     #[cfg(feature = "ico")]
     Format {
@@ -55,19 +56,25 @@ pub(crate) const FORMATS: &[Format] = &[
         // What IANA registered; browsers and most servers still send the
         // older `image/x-icon`, which `Accept` names too.
         media_type: "image/vnd.microsoft.icon",
-        image: ImageFormat::Ico,
+        image: Some(ImageFormat::Ico),
     },
     #[cfg(feature = "tiff")]
     Format {
         name: "TIFF",
         media_type: "image/tiff",
-        image: ImageFormat::Tiff,
+        image: Some(ImageFormat::Tiff),
+    },
+    #[cfg(feature = "svg")]
+    Format {
+        name: "SVG",
+        media_type: "image/svg+xml",
+        image: None,
     },
 ];
 
 /// The image formats [`ImageDecoder`](crate::ImageDecoder) decodes in this
-/// build: JPEG, PNG, WebP and GIF, and each of BMP, ICO and TIFF whose
-/// cargo feature is on (all three by default). The `Accept` header of every
+/// build: JPEG, PNG, WebP and GIF, and each of BMP, ICO, TIFF and SVG
+/// whose cargo feature is on (all four by default). The `Accept` header of every
 /// request names the same formats.
 ///
 /// ```
@@ -87,9 +94,18 @@ const fn names() -> [&'static str; FORMATS.len()] {
     names
 }
 
+/// The format `bytes` are in, by their first bytes: `image`'s guess, and
+/// BigTIFF (a TIFF with 64-bit offsets, `II+\0` or `MM\0+`), which the
+/// TIFF decoder reads and `image` does not recognise.
+pub(crate) fn guess(bytes: &[u8]) -> Option<ImageFormat> {
+    image::guess_format(bytes).ok().or_else(|| {
+        matches!(bytes.get(..4), Some(b"II+\0" | b"MM\0+")).then_some(ImageFormat::Tiff)
+    })
+}
+
 /// The format `image` recognised, if this build decodes it.
 pub(crate) fn supported(format: ImageFormat) -> Option<&'static Format> {
-    FORMATS.iter().find(|f| f.image == format)
+    FORMATS.iter().find(|f| f.image == Some(format))
 }
 
 /// The `Accept` header's value: the media types of [`FORMATS`], ICO's old
@@ -112,7 +128,9 @@ mod tests {
         for (i, format) in FORMATS.iter().enumerate() {
             assert_eq!(SUPPORTED_FORMATS[i], format.name);
             assert!(accept.split(',').any(|t| t == format.media_type));
-            assert_eq!(supported(format.image).map(|f| f.name), Some(format.name));
+            if let Some(image) = format.image {
+                assert_eq!(supported(image).map(|f| f.name), Some(format.name));
+            }
         }
         assert!(accept.starts_with("image/webp,image/png,image/jpeg,image/gif"));
         assert_eq!(

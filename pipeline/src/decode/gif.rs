@@ -4,9 +4,12 @@
 //! (like other readers) shows the indices as greys. Found by the
 //! `realworld` comparison on Pillow's `no_palette.gif`.
 //!
-//! Runs inside a decode, on the decode thread that called it, when the
-//! full decode has refused the file; decodes it again, under the same
-//! limits, and keeps nothing.
+//! And GIF's own count for the decode limit: its first frame may be larger
+//! than its logical screen, and the decoder allocates for the frame.
+//!
+//! Runs inside a decode, on the decode thread that called it: the count
+//! before decoding, the fix when the full decode has refused the file
+//! (decoding it again, under the same limits). Keeps nothing.
 
 use std::io::Cursor;
 
@@ -38,6 +41,58 @@ pub(super) fn without_colour_table(bytes: &[u8], limits: Limits) -> Option<Dynam
     reader.decode().ok()
 }
 
+/// Bytes the GIF decoder holds besides the screen-sized image it
+/// returns: its first frame's colour indices (a byte a pixel) and the
+/// frame in RGBA, which it then places on the screen (measured with the
+/// peak allocator, `pipeline/tests/bomb.rs`: a 1500x1000 GIF peaks at 8.3
+/// bytes a pixel with its output). The frame may be larger than the
+/// screen: a 20 KB GIF of a 1x1 screen whose frame claims 5163x11787 took
+/// 304 MB under the 268 MB limit when only the screen was counted (found
+/// by `decode-fuzz`). Its LZW tables and buffers add a few tens of KB:
+/// counted as 64 KB. 0 when no frame is found: the decoder refuses the
+/// file.
+pub(super) fn decoder_bytes(bytes: &[u8]) -> u64 {
+    first_frame_size(bytes).map_or(0, |(width, height)| {
+        (u64::from(width) * u64::from(height))
+            .saturating_mul(5)
+            .saturating_add(64 * 1024)
+    })
+}
+
+/// The size its first image descriptor declares, past the colour table
+/// and any extensions.
+fn first_frame_size(bytes: &[u8]) -> Option<(u32, u32)> {
+    let flags = *bytes.get(SCREEN_FLAGS)?;
+    let mut at = TABLE_AT;
+    if flags & 0x80 != 0 {
+        at += 3 << ((flags & 7) + 1);
+    }
+    loop {
+        match *bytes.get(at)? {
+            // An extension: its label, then sub-blocks up to an empty one.
+            0x21 => {
+                at += 2;
+                loop {
+                    let length = usize::from(*bytes.get(at)?);
+                    at += 1 + length;
+                    if length == 0 {
+                        break;
+                    }
+                }
+            }
+            0x2C => {
+                let side = |at: usize| -> Option<u32> {
+                    Some(u32::from(u16::from_le_bytes(
+                        bytes.get(at..at + 2)?.try_into().ok()?,
+                    )))
+                };
+                return Some((side(at + 5)?, side(at + 7)?));
+            }
+            _ => return None,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -63,5 +118,17 @@ mod tests {
             .write_to(&mut gif, image::ImageFormat::Gif)
             .unwrap();
         assert!(without_colour_table(gif.get_ref(), Limits::default()).is_none());
+    }
+
+    #[test]
+    fn the_first_frames_size_is_read_past_tables_and_extensions() {
+        let mut gif = Cursor::new(Vec::new());
+        image::RgbaImage::new(30, 20)
+            .write_to(&mut gif, image::ImageFormat::Gif)
+            .unwrap();
+        assert_eq!(first_frame_size(gif.get_ref()), Some((30, 20)));
+        assert_eq!(decoder_bytes(gif.get_ref()), 3000 + 64 * 1024);
+        assert_eq!(first_frame_size(NO_TABLE), Some((1, 1)));
+        assert_eq!(first_frame_size(&NO_TABLE[..14]), None);
     }
 }

@@ -33,8 +33,11 @@ mod png;
 mod pool;
 mod resize;
 mod route;
+#[cfg(feature = "svg")]
+mod svg;
 #[cfg(feature = "tiff")]
 mod tiff;
+mod webp;
 
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
@@ -125,6 +128,8 @@ pub(crate) struct DecodeLimits {
     /// with the `libjpeg` feature, and unwinding: a libjpeg error is an
     /// unwind, which `panic = "abort"` cannot catch).
     pub(crate) jpeg_dct_scaling: bool,
+    #[cfg_attr(not(feature = "svg"), allow(dead_code))]
+    pub(crate) svg_max_elements: u32,
 }
 
 impl From<&DecodeConfig> for DecodeLimits {
@@ -133,6 +138,7 @@ impl From<&DecodeConfig> for DecodeLimits {
             max_dimension: config.max_dimension,
             max_alloc: config.max_alloc_bytes,
             jpeg_dct_scaling: config.jpeg_dct_scaling && UNWINDS && cfg!(feature = "libjpeg"),
+            svg_max_elements: config.svg_max_elements,
         }
     }
 }

@@ -19,9 +19,11 @@ use image::{ColorType, DynamicImage, ImageDecoder as _, ImageFormat, ImageReader
 use super::ico;
 #[cfg(feature = "libjpeg")]
 use super::libjpeg;
+#[cfg(feature = "svg")]
+use super::svg;
 #[cfg(feature = "tiff")]
 use super::tiff;
-use super::{DecodeLimits, SUPPORTED_FORMATS, formats, gif, jpeg, png, resize};
+use super::{DecodeLimits, SUPPORTED_FORMATS, formats, gif, jpeg, png, resize, webp};
 use crate::request::TargetSize;
 use crate::thumbnail::Fitting;
 use crate::{Error, Thumbnail};
@@ -42,33 +44,49 @@ pub(crate) fn decode_thumbnail(
         url: url.to_string(),
         reason,
     };
+    // A vector image: drawn at the target's size.
+    #[cfg(feature = "svg")]
+    if svg::looks_like_svg(bytes) {
+        return svg::rasterise(url, bytes, target, limits);
+    }
     // An icon: the entry of the size that best fits the target.
     #[cfg(feature = "ico")]
     let best_icon = ico::best_entry(bytes, target);
     #[cfg(feature = "ico")]
     let bytes = best_icon.as_deref().unwrap_or(bytes);
-    let reader = || {
-        ImageReader::new(Cursor::new(bytes))
-            .with_guessed_format()
-            .map_err(|e| decode_error(e.to_string()))
-    };
-    let probe = reader()?;
-    let Some(format) = probe.format() else {
+    let Some(format) = formats::guess(bytes) else {
         return Err(decode_error(not_an_image(bytes)));
     };
     if formats::supported(format).is_none() {
         return Err(decode_error(format!(
-            "a {format:?} image, which this build does not decode (it decodes {}; BMP, ICO and \
-             TIFF need thumbpipe's cargo features of those names)",
+            "the image is {format:?}, which this build does not decode (it decodes {}; BMP, \
+             ICO, TIFF and SVG need thumbpipe's cargo features of those names)",
             SUPPORTED_FORMATS.join(", ")
         )));
     }
+    #[cfg(feature = "tiff")]
+    if format == ImageFormat::Tiff {
+        tiff::check_layout(bytes).map_err(decode_error)?;
+    }
+    let reader = || ImageReader::with_format(Cursor::new(bytes), format);
+    let probe = reader();
     let (width, height, orientation, full_decode_bytes) = match probe.into_decoder() {
         Ok(mut header) => {
             let (width, height) = header.dimensions();
+            if width == 0 || height == 0 {
+                return Err(decode_error(format!(
+                    "the {format:?} header says the image is {width}x{height} pixels"
+                )));
+            }
             // How the camera held the picture (EXIF, where the format has
-            // it); an unreadable tag is no reason to refuse the image.
-            let orientation = orientation_of(&mut header, format);
+            // it); an unreadable tag is no reason to refuse the image, and
+            // a WebP whose chunks claim more than the file holds is not
+            // asked (its decoder would allocate what the EXIF chunk claims).
+            let orientation = if format == ImageFormat::WebP && !webp::chunks_fit(bytes) {
+                Orientation::NoTransforms
+            } else {
+                orientation_of(&mut header, format)
+            };
             // What a full decode allocates: the decoder's output in its own
             // layout (16 bits a sample for a 16-bit PNG), and an 8-bit RGBA
             // copy of it when that layout is not one the resize takes.
@@ -165,8 +183,11 @@ pub(crate) fn decode_thumbnail(
                 width,
                 height,
                 full_rgba(width, height),
-                webp_decoder_bytes(bytes, width, height),
+                webp::decoder_bytes(bytes, width, height),
             ),
+            (None, _) if format == ImageFormat::Gif => {
+                (width, height, full_decode_bytes, gif::decoder_bytes(bytes))
+            }
             #[cfg(feature = "tiff")]
             (None, _) if format == ImageFormat::Tiff => {
                 (width, height, full_decode_bytes, tiff::decoder_bytes(bytes))
@@ -208,7 +229,7 @@ pub(crate) fn decode_thumbnail(
             image_limits.max_image_width = Some(limits.max_dimension);
             image_limits.max_image_height = Some(limits.max_dimension);
             image_limits.max_alloc = Some(limits.max_alloc);
-            let mut reader = reader()?;
+            let mut reader = reader();
             reader.limits(image_limits.clone());
             let mut image = match reader.decode() {
                 Ok(image) => image,
@@ -285,19 +306,6 @@ fn full_rgba(width: u32, height: u32) -> u64 {
     u64::from(width) * u64::from(height) * 4
 }
 
-/// Bytes the WebP decoder holds besides the pixels it returns, measured
-/// with the peak allocator (`pipeline/tests/bomb.rs`): a lossy (VP8) frame
-/// keeps its Y, U and V planes, 1.5 bytes per pixel (in 16x16 macroblocks);
-/// a lossless (VP8L) one, and an extended file that may hold either, an
-/// ARGB word per pixel.
-fn webp_decoder_bytes(bytes: &[u8], width: u32, height: u32) -> u64 {
-    let (width, height) = (u64::from(width), u64::from(height));
-    match bytes.get(12..16) {
-        Some(b"VP8 ") => width.next_multiple_of(16) * height.next_multiple_of(16) * 3 / 2,
-        _ => width * height * 4,
-    }
-}
-
 /// Says what the bytes look like when they are not an image.
 fn not_an_image(bytes: &[u8]) -> String {
     let start = &bytes[..bytes.len().min(64)];
@@ -324,6 +332,7 @@ pub(super) mod tests {
         max_dimension: 16_384,
         max_alloc: 256 * 1024 * 1024,
         jpeg_dct_scaling: true,
+        svg_max_elements: 20_000,
     };
 
     fn png(width: u32, height: u32) -> Vec<u8> {

@@ -5,6 +5,8 @@
 //! returns; a TIFF is stored in chunks (strips of rows, or tiles), each
 //! read compressed into a buffer before it is decoded.
 //!
+//! And TIFF's own check: a layout the decoder panics on is refused first.
+//!
 //! Runs inside a decode, on the decode thread that called it, before the
 //! pixels are decoded: it reads the first page's header again with the
 //! `tiff` crate (a few hundred bytes) and keeps nothing.
@@ -12,6 +14,27 @@
 use std::io::Cursor;
 
 use tiff::decoder::Decoder;
+use tiff::tags::Tag;
+
+/// Refuses the layouts the TIFF decoder cannot read and would panic on
+/// instead of saying so: tiles with separate colour planes (found by the
+/// `realworld` comparison on Pillow's `tiff_tiled_planar_*` files, an
+/// assertion in the `tiff` crate). Other files, and headers that do not
+/// parse, are left to the decoder to judge.
+pub(super) fn check_layout(bytes: &[u8]) -> Result<(), String> {
+    let Ok(mut decoder) = Decoder::new(Cursor::new(bytes)) else {
+        return Ok(());
+    };
+    let tag = |decoder: &mut Decoder<_>, tag| decoder.find_tag_unsigned::<u32>(tag).ok().flatten();
+    let planar = tag(&mut decoder, Tag::PlanarConfiguration) == Some(2);
+    let tiled = tag(&mut decoder, Tag::TileWidth).is_some();
+    if planar && tiled {
+        return Err(
+            "TIFF: tiles with separate colour planes, a layout the TIFF decoder cannot read".into(),
+        );
+    }
+    Ok(())
+}
 
 /// Bytes the decoder holds besides its output: the whole page in the
 /// file's layout, and twice the largest chunk at its decoded size (its

@@ -60,15 +60,16 @@ impl UriLoader {
         }
     }
 
-    /// http(s), and file when allowed, are thumbpipe's, except SVGs, which
-    /// are vector images for egui's SVG loader to rasterise.
+    /// http(s), and file when allowed, are thumbpipe's; SVGs too when it
+    /// draws them (cargo feature `svg`), else they are left to egui's SVG
+    /// loader.
     fn takes(&self, uri: &str) -> bool {
         let scheme = |prefix: &str| {
             uri.get(..prefix.len())
                 .is_some_and(|start| start.eq_ignore_ascii_case(prefix))
         };
         (scheme("http://") || scheme("https://") || (self.files && scheme("file://")))
-            && !::egui::load::has_extension(uri, "svg")
+            && (cfg!(feature = "svg") || !::egui::load::has_extension(uri, "svg"))
     }
 
     fn key(uri: &str, target: TargetSize) -> UriKey {
@@ -209,8 +210,10 @@ fn without_fragment(uri: &str) -> &str {
 ///   and kept under [`EguiConfig::max_texture_bytes`].
 /// - A failed load is drawn as egui's error (`LoadError::Loading` with
 ///   thumbpipe's message) and not retried while it stays in view.
-/// - GIFs and animated WebPs are drawn as their first frame; `.svg` URIs are
-///   left to egui's SVG loader.
+/// - GIFs and animated WebPs are drawn as their first frame. SVGs are drawn
+///   at the size of their box, sharp at every `pixels_per_point` (cargo
+///   feature `svg`, on by default; without it, `.svg` URIs are left to
+///   egui's SVG loader).
 /// - Draw these images in the root viewport: egui ends every viewport's
 ///   pass on the loaders, and an image drawn only in another viewport is
 ///   cancelled at the end of the root's pass.

@@ -53,6 +53,9 @@ fn corpus() -> Vec<(&'static str, &'static [u8], Expect)> {
         "rgba32.bmp" => Thumbnail(32, 24),
         "huge-dims.bmp" => TooLarge("decode.max_dimension"),
     });
+    // Drawn at the box's size: 32x16.
+    #[cfg(feature = "svg")]
+    files.extend(corpus! { "logo.svg" => Thumbnail(32, 16) });
     // The entry of 32 px, not the 64 scaled down.
     #[cfg(feature = "ico")]
     files.extend(corpus! { "icon.ico" => Thumbnail(32, 32) });
@@ -241,4 +244,36 @@ fn a_jpeg_sized_by_its_frame_header_keeps_its_orientation() {
     );
     let thumbnail = thumbnail_from_bytes("turned.jpg", &turned, target, &libjpeg.decode).unwrap();
     assert_eq!((thumbnail.width, thumbnail.height), (32, 64));
+}
+
+/// Regression: found by the `realworld` comparison on Pillow's TIFFs. A
+/// BigTIFF was "not one of" the formats (`image` does not know its first
+/// bytes); a tiled TIFF with separate colour planes made the `tiff` crate
+/// panic, which ends an app built with `panic = "abort"`. Now the first is
+/// decoded and the second refused before the decoder sees it.
+#[cfg(feature = "tiff")]
+#[test]
+fn a_bigtiff_is_decoded_and_a_planar_tiled_tiff_refused_without_a_panic() {
+    let config = Config::default();
+    let big = include_bytes!("corpus/pillow/hopper_bigtiff.tif");
+    let thumbnail = thumbnail_from_bytes(
+        "hopper_bigtiff.tif",
+        big,
+        TargetSize::square(64),
+        &config.decode,
+    )
+    .unwrap();
+    assert_eq!((thumbnail.width, thumbnail.height), (64, 64));
+    let planar = include_bytes!("corpus/pillow/tiff_tiled_planar_lzw.tiff");
+    match thumbnail_from_bytes(
+        "planar.tiff",
+        planar,
+        TargetSize::square(64),
+        &config.decode,
+    ) {
+        Err(Error::Decode { reason, .. }) => {
+            assert!(reason.contains("separate colour planes"), "{reason}")
+        }
+        other => panic!("{other:?}"),
+    }
 }

@@ -513,3 +513,76 @@ fn the_list_helper_runs_on_the_apps_runtime_with_its_fetcher() {
     );
     drop(list);
 }
+
+/// An `egui::Image` whose aspect ratio need not be kept fills its box
+/// with a cover crop: a square image in a wide box is its middle band, at
+/// the box's size, not a stretched square.
+#[test]
+fn an_image_told_not_to_keep_its_aspect_ratio_is_cropped_to_fill_its_box() {
+    let server = server(5);
+    let (ctx, loader) = installed(EguiConfig::default());
+    let uri = server.image_url(8);
+    let wide = vec2(64.0, 32.0);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let size = loop {
+        let mut size = None;
+        let _ = ctx.run_ui(egui::RawInput::default(), |ui| {
+            let image = egui::Image::new(uri.as_str())
+                .fit_to_exact_size(wide)
+                .maintain_aspect_ratio(false);
+            if let Ok(TexturePoll::Ready { texture }) =
+                image.load_for_size(ui.ctx(), ui.available_size())
+            {
+                size = Some(texture.size);
+            }
+            ui.add(image);
+        });
+        match size {
+            Some(size) => break Some(size),
+            None if Instant::now() > deadline => break None,
+            None => std::thread::sleep(Duration::from_millis(5)),
+        }
+    };
+    assert_eq!(size, Some(wide));
+    // Kept (the default): the whole square inside the box.
+    assert_eq!(
+        draw_until_done(&ctx, &[uri], wide),
+        [Seen::Ready(vec2(32.0, 32.0))]
+    );
+    loader.uninstall();
+}
+
+/// With the `svg` feature, an `.svg` URI is thumbpipe's, drawn at the
+/// size of its box: twice as many pixels at `pixels_per_point` 2.
+#[cfg(feature = "svg")]
+#[test]
+fn an_svg_is_drawn_by_thumbpipe_at_the_size_of_its_box() {
+    let root = common::Scratch::new("egui-svg");
+    let path = root.0.join("logo.svg");
+    std::fs::write(
+        &path,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 24 24"><circle cx="12" cy="12" r="10" fill="teal"/></svg>"#,
+    )
+    .unwrap();
+    let mut config = EguiConfig::default();
+    config.pipeline.fetch.file_root = Some(root.0.clone());
+    let (ctx, loader) = installed(config);
+    let uri = vec![format!("file://{}", path.display())];
+    assert_eq!(
+        draw_until_done(&ctx, &uri, CELL),
+        [Seen::Ready(vec2(64.0, 64.0))]
+    );
+    ctx.set_pixels_per_point(2.0);
+    draw(&ctx, &[], CELL);
+    assert_eq!(
+        draw_until_done(&ctx, &uri, CELL),
+        [Seen::Ready(vec2(128.0, 128.0))]
+    );
+    let drawn = loader.drawn(&uri[0], CELL).expect("drawn at ppp 2");
+    // The circle's centre is teal, a corner is transparent.
+    let centre = ((64 * 128 + 64) * 4) as usize;
+    assert_eq!(&drawn.pixels[centre..centre + 4], &[0, 128, 128, 255]);
+    assert_eq!(drawn.pixels[3], 0);
+    assert_eq!(loader.stats().requested, 2);
+    loader.uninstall();
+}

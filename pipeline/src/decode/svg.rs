@@ -1,0 +1,381 @@
+//! SVG: a vector image drawn at the thumbnail's size by resvg, so it is
+//! sharp at every size and every `pixels_per_point` (scaled up as well as
+//! down: a 24-unit icon in a 64-pixel box is drawn at 64 pixels).
+//!
+//! Nothing in the file is trusted. Before anything is drawn, the XML is
+//! parsed with a node limit and its elements counted with every `<use>`
+//! expanded, so a small file that refers to itself a thousandfold is
+//! refused ([`DecodeConfig::svg_max_elements`](crate::DecodeConfig::svg_max_elements));
+//! nesting deeper than [`MAX_DEPTH`] is refused (the converter and the
+//! renderer recurse). Nothing outside the file is read: `<image>` elements
+//! (a path on this machine, a URL, a nested data URL) are not drawn, and
+//! no fonts are loaded (`<text>` is not drawn; logos carry their lettering
+//! as paths). Drawing time is bounded by the element count and the pixels
+//! of the thumbnail.
+//!
+//! Runs inside a decode, on the decode thread that called it; keeps
+//! nothing.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use resvg::tiny_skia::{Pixmap, Transform};
+use resvg::usvg::{self, roxmltree};
+
+use super::DecodeLimits;
+use crate::request::{Fit, TargetSize};
+use crate::{Error, Thumbnail};
+
+/// The deepest nesting of elements (and of `<use>` references) drawn.
+const MAX_DEPTH: usize = 256;
+/// Bytes an element costs once converted, at most (measured: under 400
+/// for paths of a few dozen segments), for the decode limit.
+const ELEMENT_BYTES: u64 = 1024;
+/// The layers resvg may hold at once beside the thumbnail (a group with
+/// opacity, a mask, a filter each draw into a pixmap of their own).
+const LAYERS: u64 = 4;
+
+/// Whether `bytes` look like an SVG document: markup (after any byte
+/// order mark and whitespace) with an `<svg` element near its start, and
+/// not an HTML page (which may hold an inline `<svg>`).
+pub(super) fn looks_like_svg(bytes: &[u8]) -> bool {
+    let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
+    let start = bytes.iter().position(|b| !b.is_ascii_whitespace());
+    let Some(start) = start.filter(|&at| bytes[at] == b'<') else {
+        return false;
+    };
+    let head = &bytes[start..bytes.len().min(start + 4096)];
+    let head = String::from_utf8_lossy(head).to_ascii_lowercase();
+    head.contains("<svg") && !head.contains("<html") && !head.contains("<!doctype html")
+}
+
+/// The SVG `bytes` drawn for `target`: fitted inside the box (scaled to
+/// touch it) or covering it (scaled to fill it, centred, the overflow cut).
+pub(super) fn rasterise(
+    url: &Arc<str>,
+    bytes: &[u8],
+    target: TargetSize,
+    limits: DecodeLimits,
+) -> Result<Thumbnail, Error> {
+    let refused = |reason: String| Error::Decode {
+        url: url.to_string(),
+        reason: format!("SVG: {reason}"),
+    };
+    let too_large = |what: String, setting| Error::TooLarge {
+        url: url.to_string(),
+        what,
+        setting,
+    };
+    let text = std::str::from_utf8(bytes).map_err(|_| refused("not UTF-8 text".into()))?;
+    let max_elements = limits.svg_max_elements;
+    let options = roxmltree::ParsingOptions {
+        allow_dtd: true,
+        // Text and comments are nodes too: the element count is the limit
+        // that matters, this one bounds the parse.
+        nodes_limit: max_elements.saturating_mul(4),
+        ..Default::default()
+    };
+    let document = roxmltree::Document::parse_with_options(text, options).map_err(|e| match e {
+        roxmltree::Error::NodesLimitReached => too_large(
+            format!(
+                "the SVG has more than {} XML nodes",
+                max_elements.saturating_mul(4)
+            ),
+            "decode.svg_max_elements",
+        ),
+        other => refused(other.to_string()),
+    })?;
+    let elements = Expanded::new(&document).count().map_err(|over| {
+        let what = match over {
+            Over::Depth => format!("the SVG nests deeper than {MAX_DEPTH} levels"),
+            Over::Elements(count) => format!(
+                "the SVG draws {count} elements or more with its <use> references expanded, \
+                 over the limit of {max_elements}"
+            ),
+        };
+        too_large(what, "decode.svg_max_elements")
+    })?;
+    if elements > u64::from(max_elements) {
+        return Err(too_large(
+            format!(
+                "the SVG draws {elements} elements with its <use> references expanded, over \
+                 the limit of {max_elements}"
+            ),
+            "decode.svg_max_elements",
+        ));
+    }
+    let options = usvg::Options {
+        // Nothing outside the file: no paths on this machine, no nested
+        // documents, whose elements were not counted.
+        image_href_resolver: usvg::ImageHrefResolver {
+            resolve_data: Box::new(|_, _, _| None),
+            resolve_string: Box::new(|_, _| None),
+        },
+        ..usvg::Options::default()
+    };
+    let tree = usvg::Tree::from_xmltree(&document, &options).map_err(|e| refused(e.to_string()))?;
+    let size = tree.size();
+    let (scale, width, height) = drawn_size(size.width(), size.height(), target);
+    if width > limits.max_dimension || height > limits.max_dimension {
+        return Err(too_large(
+            format!(
+                "drawn at {width}x{height}, over the {} limit",
+                limits.max_dimension
+            ),
+            "decode.max_dimension",
+        ));
+    }
+    let pixels = u64::from(width) * u64::from(height) * 4;
+    let needed = pixels
+        .saturating_mul(LAYERS + 1)
+        .saturating_add(elements.saturating_mul(ELEMENT_BYTES));
+    if needed > limits.max_alloc {
+        return Err(too_large(
+            format!(
+                "drawing the SVG at {width}x{height} takes {needed} bytes, over the {}-byte \
+                 decode limit",
+                limits.max_alloc
+            ),
+            "decode.max_alloc_bytes",
+        ));
+    }
+    let mut pixmap =
+        Pixmap::new(width, height).ok_or_else(|| refused(format!("no {width}x{height} canvas")))?;
+    // Centred: a cover's overflow is cut evenly from both sides.
+    let (dx, dy) = (
+        (width as f32 - size.width() * scale) / 2.0,
+        (height as f32 - size.height() * scale) / 2.0,
+    );
+    let transform = Transform::from_scale(scale, scale).post_translate(dx, dy);
+    resvg::render(&tree, transform, &mut pixmap.as_mut());
+    // tiny-skia's pixels are premultiplied; a thumbnail's are not.
+    let rgba: Vec<u8> = pixmap
+        .pixels()
+        .iter()
+        .flat_map(|pixel| {
+            let colour = pixel.demultiply();
+            [colour.red(), colour.green(), colour.blue(), colour.alpha()]
+        })
+        .collect();
+    Ok(Thumbnail {
+        url: Arc::clone(url),
+        width,
+        height,
+        pixels: Arc::from(rgba),
+    })
+}
+
+/// The scale and the size in pixels an SVG of `width` x `height` units is
+/// drawn at for `target`: fitted inside it, touching two sides, or the
+/// whole box for a cover.
+fn drawn_size(width: f32, height: f32, target: TargetSize) -> (f32, u32, u32) {
+    let (box_width, box_height) = (target.width.max(1) as f32, target.height.max(1) as f32);
+    let (width, height) = (width.max(f32::EPSILON), height.max(f32::EPSILON));
+    let (x_scale, y_scale) = (box_width / width, box_height / height);
+    match target.fit {
+        Fit::Inside => {
+            let scale = x_scale.min(y_scale);
+            let side = |units: f32| ((units * scale).round() as u32).max(1);
+            (scale, side(width), side(height))
+        }
+        Fit::Cover => (
+            x_scale.max(y_scale),
+            target.width.max(1),
+            target.height.max(1),
+        ),
+    }
+}
+
+/// Why an SVG is refused before it is drawn.
+#[derive(Debug, PartialEq)]
+enum Over {
+    Depth,
+    /// At least this many elements.
+    Elements(u64),
+}
+
+/// Counts a document's elements as drawn: each `<use>` as itself and the
+/// element it refers to, expanded (memoised by node, so a chain of
+/// references costs its length to count).
+struct Expanded<'a, 'input> {
+    document: &'a roxmltree::Document<'input>,
+    /// The elements by their `id`, the first of each.
+    ids: HashMap<&'a str, roxmltree::Node<'a, 'input>>,
+    counted: HashMap<roxmltree::NodeId, u64>,
+}
+
+impl<'a, 'input> Expanded<'a, 'input> {
+    fn new(document: &'a roxmltree::Document<'input>) -> Self {
+        let mut ids = HashMap::new();
+        for node in document.descendants() {
+            if let Some(id) = node.attribute("id") {
+                ids.entry(id).or_insert(node);
+            }
+        }
+        Self {
+            document,
+            ids,
+            counted: HashMap::new(),
+        }
+    }
+
+    fn count(mut self) -> Result<u64, Over> {
+        let root = self.document.root_element();
+        self.element(root, 0)
+    }
+
+    fn element(&mut self, node: roxmltree::Node<'a, 'input>, depth: usize) -> Result<u64, Over> {
+        if depth > MAX_DEPTH {
+            return Err(Over::Depth);
+        }
+        if let Some(&count) = self.counted.get(&node.id()) {
+            return Ok(count);
+        }
+        let mut count: u64 = 1;
+        for child in node.children().filter(roxmltree::Node::is_element) {
+            count = count.saturating_add(self.element(child, depth + 1)?);
+        }
+        if node.tag_name().name() == "use" {
+            let reference = node
+                .attribute(("http://www.w3.org/1999/xlink", "href"))
+                .or_else(|| node.attribute("href"))
+                .and_then(|href| href.strip_prefix('#'));
+            if let Some(target) = reference.and_then(|id| self.ids.get(id).copied()) {
+                // A reference to an ancestor loops; the converter skips it.
+                if !node.ancestors().any(|a| a == target) {
+                    count = count.saturating_add(self.element(target, depth + 1)?);
+                }
+            }
+        }
+        // Far over any limit: stop counting.
+        if count > u64::from(u32::MAX) {
+            return Err(Over::Elements(count));
+        }
+        self.counted.insert(node.id(), count);
+        Ok(count)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::decode::route::tests::LIMITS;
+
+    /// A 100x50 drawing: red on its left half, blue on its right.
+    const HALVES: &str = r##"<?xml version="1.0"?>
+<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 100 50" width="100" height="50">
+  <rect x="0" y="0" width="50" height="50" fill="#e01010"/>
+  <rect x="50" y="0" width="50" height="50" fill="#1010e0"/>
+</svg>"##;
+
+    fn draw(svg: &str, target: TargetSize) -> Result<Thumbnail, Error> {
+        rasterise(&Arc::from("http://x/a.svg"), svg.as_bytes(), target, LIMITS)
+    }
+
+    fn pixel(thumbnail: &Thumbnail, x: u32, y: u32) -> [u8; 4] {
+        let i = ((y * thumbnail.width + x) * 4) as usize;
+        thumbnail.pixels[i..i + 4].try_into().unwrap()
+    }
+
+    #[test]
+    fn an_svg_is_drawn_at_the_size_of_its_box_up_or_down() {
+        for (target, size) in [
+            (TargetSize::square(64), (64, 32)),
+            (TargetSize::square(512), (512, 256)),
+            (TargetSize::new(30, 300), (30, 15)),
+        ] {
+            let thumbnail = draw(HALVES, target).unwrap();
+            assert_eq!((thumbnail.width, thumbnail.height), size);
+            let (w, h) = size;
+            assert_eq!(pixel(&thumbnail, w / 4, h / 2), [0xe0, 0x10, 0x10, 255]);
+            assert_eq!(pixel(&thumbnail, w * 3 / 4, h / 2), [0x10, 0x10, 0xe0, 255]);
+        }
+        // A cover of a square: its middle, half red and half blue.
+        let cover = draw(HALVES, TargetSize::cover(40, 40)).unwrap();
+        assert_eq!((cover.width, cover.height), (40, 40));
+        assert_eq!(pixel(&cover, 5, 20)[0], 0xe0);
+        assert_eq!(pixel(&cover, 35, 20)[2], 0xe0);
+    }
+
+    #[test]
+    fn svgs_are_told_from_other_markup() {
+        assert!(looks_like_svg(HALVES.as_bytes()));
+        assert!(looks_like_svg(
+            b"\xEF\xBB\xBF  <svg xmlns='http://www.w3.org/2000/svg'/>"
+        ));
+        assert!(!looks_like_svg(
+            b"<!DOCTYPE html><html><body><svg></svg></body></html>"
+        ));
+        assert!(!looks_like_svg(b"\x89PNG\r\n<svg"));
+        assert!(!looks_like_svg(b""));
+    }
+
+    /// Ten levels of ten `<use>`s of the level below: 22 elements in the
+    /// file, ten billion drawn.
+    fn laughs() -> String {
+        let mut svg = String::from(
+            r#"<svg xmlns="http://www.w3.org/2000/svg" xmlns:xlink="http://www.w3.org/1999/xlink" width="10" height="10"><defs><rect id="l0" width="1" height="1"/>"#,
+        );
+        for level in 1..=10 {
+            svg.push_str(&format!(r#"<g id="l{level}">"#));
+            for _ in 0..10 {
+                svg.push_str(&format!(r##"<use xlink:href="#l{}"/>"##, level - 1));
+            }
+            svg.push_str("</g>");
+        }
+        svg.push_str(r##"</defs><use href="#l10"/></svg>"##);
+        svg
+    }
+
+    #[test]
+    fn an_svg_that_expands_past_the_limit_is_refused_before_it_is_drawn() {
+        let started = std::time::Instant::now();
+        let error = draw(&laughs(), TargetSize::square(64)).unwrap_err();
+        assert!(
+            matches!(
+                error,
+                Error::TooLarge {
+                    setting: "decode.svg_max_elements",
+                    ..
+                }
+            ),
+            "{error}"
+        );
+        assert!(started.elapsed() < std::time::Duration::from_secs(2));
+        let deep = format!(
+            r#"<svg xmlns="http://www.w3.org/2000/svg" width="1" height="1">{}{}</svg>"#,
+            "<g>".repeat(MAX_DEPTH + 1),
+            "</g>".repeat(MAX_DEPTH + 1)
+        );
+        let error = draw(&deep, TargetSize::square(64)).unwrap_err();
+        assert!(error.to_string().contains("nests deeper"), "{error}");
+        // A reference to its own ancestor is counted once, and drawn.
+        let looped = r##"<svg xmlns="http://www.w3.org/2000/svg" width="4" height="4"><g id="a"><rect width="4" height="4"/><use href="#a"/></g></svg>"##;
+        assert_eq!(draw(looped, TargetSize::square(8)).unwrap().width, 8);
+    }
+
+    #[test]
+    fn nothing_outside_the_file_is_read_and_bad_files_are_typed_errors() {
+        let linking = r#"<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"><image href="/etc/hostname" width="10" height="10"/></svg>"#;
+        let thumbnail = draw(linking, TargetSize::square(10)).unwrap();
+        assert!(
+            thumbnail.pixels.iter().all(|&b| b == 0),
+            "the image was drawn"
+        );
+        for bad in [
+            "<svg",
+            "<svg xmlns='http://www.w3.org/2000/svg' width='-1'></svg>",
+        ] {
+            let error = draw(bad, TargetSize::square(10)).unwrap_err();
+            assert!(matches!(error, Error::Decode { .. }), "{bad}: {error}");
+        }
+        let error = rasterise(
+            &Arc::from("x"),
+            b"<svg \xff>",
+            TargetSize::square(8),
+            LIMITS,
+        )
+        .unwrap_err();
+        assert!(error.to_string().contains("UTF-8"), "{error}");
+    }
+}

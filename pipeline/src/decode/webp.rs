@@ -1,0 +1,134 @@
+//! WebP's own counts and checks: what its decoder holds besides the
+//! pixels, for the decode limit, and whether its chunks fit in the file
+//! before any of their contents is read.
+//!
+//! Runs inside a decode, on the decode thread that called it, on the
+//! file's first bytes and chunk headers; keeps nothing.
+
+/// Bytes the WebP decoder holds besides the pixels it returns, measured
+/// with the peak allocator (`pipeline/tests/bomb.rs`): a lossy (VP8) frame
+/// keeps its Y, U and V planes, 1.5 bytes per pixel (in 16x16 macroblocks);
+/// a lossless (VP8L) one, and an extended file that may hold either, an
+/// ARGB word per pixel. An extended file's frame is counted at the size its
+/// own header claims when that is more: a 3.6 KB file of a 128x128 canvas
+/// whose frame claimed 16383x16383 took 403 MB under the 268 MB limit
+/// when only the canvas was counted (found by `decode-fuzz`).
+pub(super) fn decoder_bytes(bytes: &[u8], width: u32, height: u32) -> u64 {
+    let (width, height) = (u64::from(width), u64::from(height));
+    let planes =
+        |width: u64, height: u64| width.next_multiple_of(16) * height.next_multiple_of(16) * 3 / 2;
+    match bytes.get(12..16) {
+        Some(b"VP8 ") => planes(width, height),
+        _ => {
+            let frame = match first_frame(bytes) {
+                Some(Frame::Lossy(w, h)) => planes(w.into(), h.into()),
+                Some(Frame::Lossless(w, h)) => u64::from(w) * u64::from(h) * 4,
+                None => 0,
+            };
+            (width * height * 4).max(frame)
+        }
+    }
+}
+
+/// A WebP frame's size as its own header declares it.
+#[derive(Debug, PartialEq)]
+enum Frame {
+    Lossy(u32, u32),
+    Lossless(u32, u32),
+}
+
+/// The first top-level `VP8 ` or `VP8L` chunk's frame size (an animation's
+/// frames are inside `ANMF` chunks, not read here).
+fn first_frame(bytes: &[u8]) -> Option<Frame> {
+    let mut at = 12usize;
+    loop {
+        let header = bytes.get(at..at + 8)?;
+        let size = u32::from_le_bytes([header[4], header[5], header[6], header[7]]) as usize;
+        let body = bytes.get(at + 8..)?;
+        match &header[..4] {
+            // A key frame: a 3-byte tag, the start code, then 14-bit
+            // width and height.
+            b"VP8 " if body.get(3..6) == Some(&[0x9d, 0x01, 0x2a][..]) => {
+                let side = |at: usize| -> Option<u32> {
+                    Some(
+                        u32::from(u16::from_le_bytes(body.get(at..at + 2)?.try_into().ok()?))
+                            & 0x3fff,
+                    )
+                };
+                return Some(Frame::Lossy(side(6)?, side(8)?));
+            }
+            // The signature byte, then 14-bit width - 1 and height - 1.
+            b"VP8L" => {
+                let bits = u32::from_le_bytes(body.get(1..5)?.try_into().ok()?);
+                return Some(Frame::Lossless(
+                    (bits & 0x3fff) + 1,
+                    ((bits >> 14) & 0x3fff) + 1,
+                ));
+            }
+            b"VP8 " => return None,
+            _ => at = at.checked_add(8 + size + (size & 1))?,
+        }
+    }
+}
+
+/// Whether every chunk of a RIFF WebP fits in the file: each chunk
+/// header's size at most what follows it. The decoder allocates a
+/// metadata chunk (EXIF) at the size it claims before reading it, so a
+/// 4 KB file claiming a 4 GB EXIF chunk made it allocate 4 GB (found by
+/// `decode-fuzz`). A file cut short in its image data fits; it is the
+/// claims past the end that do not.
+pub(super) fn chunks_fit(bytes: &[u8]) -> bool {
+    let mut at = 12usize;
+    while let Some(header) = bytes.get(at..at + 8) {
+        let size = u32::from_le_bytes([header[4], header[5], header[6], header[7]]) as usize;
+        let remaining = bytes.len() - at - 8;
+        if size > remaining {
+            // The image data itself may be cut short; a metadata chunk
+            // claiming more than the file holds may not.
+            return matches!(&header[..4], b"VP8 " | b"VP8L" | b"ALPH" | b"ANMF");
+        }
+        at += 8 + size + (size & 1);
+    }
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chunk(tag: &[u8; 4], size: u32, body: &[u8]) -> Vec<u8> {
+        let mut out = tag.to_vec();
+        out.extend_from_slice(&size.to_le_bytes());
+        out.extend_from_slice(body);
+        out
+    }
+
+    #[test]
+    fn a_metadata_chunk_claiming_more_than_the_file_does_not_fit() {
+        let riff = b"RIFF\0\0\0\0WEBP".to_vec();
+        let canvas = chunk(b"VP8X", 10, &[8, 0, 0, 0, 127, 0, 0, 127, 0, 0]);
+        let frame = chunk(b"VP8 ", 4, &[1, 2, 3, 4]);
+        let fits = [riff.clone(), canvas.clone(), frame.clone()].concat();
+        assert!(chunks_fit(&fits));
+        let exif_bomb = [fits.clone(), chunk(b"EXIF", u32::MAX - 8, b"Exif")].concat();
+        assert!(!chunks_fit(&exif_bomb));
+        // Image data cut short is the decoder's to judge.
+        let cut = [riff, canvas, chunk(b"VP8 ", 5000, &[1, 2, 3])].concat();
+        assert!(chunks_fit(&cut));
+    }
+
+    #[test]
+    fn an_extended_files_frame_is_counted_at_the_size_it_claims() {
+        let riff = b"RIFF\0\0\0\0WEBP".to_vec();
+        let canvas = chunk(b"VP8X", 10, &[0, 0, 0, 0, 127, 0, 0, 127, 0, 0]);
+        // A key frame claiming 16383x16383.
+        let key = [0, 0, 0, 0x9d, 0x01, 0x2a, 0xff, 0x3f, 0xff, 0x3f];
+        let file = [riff.clone(), canvas.clone(), chunk(b"VP8 ", 10, &key)].concat();
+        assert_eq!(first_frame(&file), Some(Frame::Lossy(16383, 16383)));
+        assert_eq!(decoder_bytes(&file, 128, 128), 16384 * 16384 * 3 / 2);
+        // A frame of the canvas's size: the canvas's count, as before.
+        let small = [0, 0, 0, 0x9d, 0x01, 0x2a, 128, 0, 128, 0];
+        let file = [riff, canvas, chunk(b"VP8 ", 10, &small)].concat();
+        assert_eq!(decoder_bytes(&file, 128, 128), 128 * 128 * 4);
+    }
+}
