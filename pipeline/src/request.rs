@@ -48,8 +48,9 @@ pub enum Priority {
 
 /// The box a thumbnail is made for, and how the image goes in it: scaled
 /// down to fit inside ([`Fit::Inside`], the default) or cropped to the box's
-/// shape ([`Fit::Cover`]). Either way it is never scaled up, and the
-/// thumbnail is never larger than the box.
+/// shape ([`Fit::Cover`]). Either way a raster image is never scaled up
+/// (an SVG is drawn at the box's size), and the thumbnail is never larger
+/// than the box.
 ///
 /// ```
 /// use thumbpipe::{Fit, TargetSize};

@@ -4,7 +4,7 @@
 //!
 //! Plain constants, fixed when the crate is built: JPEG, PNG, WebP and GIF
 //! always; BMP, ICO, TIFF and SVG each behind a cargo feature of the same
-//! name (on by default; pure Rust, so they need nothing from the system).
+//! name (all but SVG on by default; pure Rust, so they need nothing from the system).
 
 use image::ImageFormat;
 
@@ -74,7 +74,7 @@ pub(crate) const FORMATS: &[Format] = &[
 
 /// The image formats [`ImageDecoder`](crate::ImageDecoder) decodes in this
 /// build: JPEG, PNG, WebP and GIF, and each of BMP, ICO, TIFF and SVG
-/// whose cargo feature is on (all four by default). The `Accept` header of every
+/// whose cargo feature is on (BMP, ICO and TIFF by default). The `Accept` header of every
 /// request names the same formats.
 ///
 /// ```

@@ -126,7 +126,11 @@ pub(crate) fn decode_thumbnail(
             | Orientation::Rotate270FlipH
     );
     let target = if quarter_turn {
-        TargetSize::new(target.height, target.width)
+        TargetSize {
+            width: target.height,
+            height: target.width,
+            fit: target.fit,
+        }
     } else {
         target
     };
@@ -250,16 +254,23 @@ pub(crate) fn decode_thumbnail(
     };
     // The kept part, in the decoded image's pixels (a DCT-scaled JPEG's
     // are fewer than the original's).
+    // Edges are clamped to the decoded image: the products can land a
+    // rounding error past it, which the resize refuses.
     let (left, top, crop_width, crop_height) = fitting.crop;
+    let (decoded_width, decoded_height) = (f64::from(pixels.width), f64::from(pixels.height));
     let (x_scale, y_scale) = (
-        f64::from(pixels.width) / f64::from(width),
-        f64::from(pixels.height) / f64::from(height),
+        decoded_width / f64::from(width),
+        decoded_height / f64::from(height),
+    );
+    let (left, top) = (
+        (left * x_scale).min(decoded_width),
+        (top * y_scale).min(decoded_height),
     );
     let crop = (
-        left * x_scale,
-        top * y_scale,
-        crop_width * x_scale,
-        crop_height * y_scale,
+        left,
+        top,
+        (crop_width * x_scale).min(decoded_width - left),
+        (crop_height * y_scale).min(decoded_height - top),
     );
     let mut rgba = pixels
         .into_rgba(crop, thumb_width, thumb_height)
@@ -446,6 +457,29 @@ pub(super) mod tests {
         let turned = fixture_server::photo::with_exif_orientation(jpeg.get_ref(), 6);
         let cover = decode_thumbnail(&url, &turned, TargetSize::cover(32, 64), LIMITS).unwrap();
         assert_eq!((cover.width, cover.height), (32, 64));
+    }
+
+    /// Regression: the crop in the decoded image's pixels is a product of
+    /// floats, which for an 1819x868 JPEG decoded at 1/8 (228x109) came to
+    /// 109.00000000000001 rows, past the image: the resize refused it.
+    /// And a quarter-turned photo lost its cover when its box was turned.
+    #[test]
+    fn crops_stay_inside_the_decoded_image_and_a_turned_cover_stays_a_cover() {
+        let url: Arc<str> = Arc::from("http://x/a.jpg");
+        let mut jpeg = Cursor::new(Vec::new());
+        bands(1819, 868)
+            .write_to(&mut jpeg, ImageFormat::Jpeg)
+            .unwrap();
+        for target in [TargetSize::square(192), TargetSize::cover(192, 100)] {
+            let thumbnail = decode_thumbnail(&url, jpeg.get_ref(), target, LIMITS).unwrap();
+            assert!(
+                thumbnail.width <= 192 && thumbnail.height <= 192,
+                "{target:?}"
+            );
+        }
+        let turned = fixture_server::photo::with_exif_orientation(jpeg.get_ref(), 6);
+        let cover = decode_thumbnail(&url, &turned, TargetSize::cover(128, 128), LIMITS).unwrap();
+        assert_eq!((cover.width, cover.height), (128, 128));
     }
 
     #[test]

@@ -66,7 +66,7 @@ fn first_frame(bytes: &[u8]) -> Option<Frame> {
                 ));
             }
             b"VP8 " => return None,
-            _ => at = at.checked_add(8 + size + (size & 1))?,
+            _ => at = at.checked_add(size)?.checked_add(8 + (size & 1))?,
         }
     }
 }

@@ -212,7 +212,7 @@ fn without_fragment(uri: &str) -> &str {
 ///   thumbpipe's message) and not retried while it stays in view.
 /// - GIFs and animated WebPs are drawn as their first frame. SVGs are drawn
 ///   at the size of their box, sharp at every `pixels_per_point` (cargo
-///   feature `svg`, on by default; without it, `.svg` URIs are left to
+///   feature `svg`, off by default; without it, `.svg` URIs are left to
 ///   egui's SVG loader).
 /// - Draw these images in the root viewport: egui ends every viewport's
 ///   pass on the loaders, and an image drawn only in another viewport is
