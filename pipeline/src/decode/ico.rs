@@ -19,11 +19,13 @@ const HEADER: usize = 6;
 const ENTRY: usize = 16;
 
 /// One entry of the directory, as it declares itself.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug)]
 struct Entry {
     width: u32,
     height: u32,
     bits: u16,
+    /// Where its directory entry starts in the file.
+    entry_at: usize,
     /// Where its data starts in the file, and how long it is.
     offset: usize,
     len: usize,
@@ -60,15 +62,10 @@ pub(super) fn best_entry(bytes: &[u8], target: TargetSize) -> Option<Vec<u8>> {
     let mut one = Vec::with_capacity(HEADER + ENTRY + data.len());
     one.extend_from_slice(&bytes[..4]);
     one.extend_from_slice(&1u16.to_le_bytes());
-    let at = HEADER + entries_index(&entries, best)? * ENTRY;
-    one.extend_from_slice(&bytes[at..at + 12]);
+    one.extend_from_slice(&bytes[best.entry_at..best.entry_at + 12]);
     one.extend_from_slice(&((HEADER + ENTRY) as u32).to_le_bytes());
     one.extend_from_slice(data);
     Some(one)
-}
-
-fn entries_index(entries: &[Entry], entry: Entry) -> Option<usize> {
-    entries.iter().position(|e| *e == entry)
 }
 
 /// The entries of an ICO or CUR directory, or `None` if it is not one or
@@ -92,6 +89,7 @@ fn directory(bytes: &[u8]) -> Option<Vec<Entry>> {
                 width: side(*bytes.get(at)?),
                 height: side(*bytes.get(at + 1)?),
                 bits: u16_at(at + 6)?,
+                entry_at: at,
                 len: usize::try_from(u32_at(at + 8)?).ok()?,
                 offset: usize::try_from(u32_at(at + 12)?).ok()?,
             };

@@ -44,17 +44,18 @@ pub(crate) fn decode_thumbnail(
         url: url.to_string(),
         reason,
     };
-    // A vector image: drawn at the target's size.
-    #[cfg(feature = "svg")]
-    if svg::looks_like_svg(bytes) {
-        return svg::rasterise(url, bytes, target, limits);
-    }
     // An icon: the entry of the size that best fits the target.
     #[cfg(feature = "ico")]
     let best_icon = ico::best_entry(bytes, target);
     #[cfg(feature = "ico")]
     let bytes = best_icon.as_deref().unwrap_or(bytes);
     let Some(format) = formats::guess(bytes) else {
+        // Markup, not magic bytes: a vector image, drawn at the target's
+        // size.
+        #[cfg(feature = "svg")]
+        if svg::looks_like_svg(bytes) {
+            return svg::rasterise(url, bytes, target, limits);
+        }
         return Err(decode_error(not_an_image(bytes)));
     };
     if formats::supported(format).is_none() {
@@ -64,10 +65,14 @@ pub(crate) fn decode_thumbnail(
             SUPPORTED_FORMATS.join(", ")
         )));
     }
+    // TIFF's decoder buffers, or its refusal of a layout it panics on.
     #[cfg(feature = "tiff")]
-    if format == ImageFormat::Tiff {
-        tiff::check_layout(bytes).map_err(decode_error)?;
-    }
+    let tiff_decoder_bytes = match format {
+        ImageFormat::Tiff => tiff::inspect(bytes).map_err(decode_error)?,
+        _ => 0,
+    };
+    #[cfg(not(feature = "tiff"))]
+    let tiff_decoder_bytes = 0;
     let reader = || ImageReader::with_format(Cursor::new(bytes), format);
     let probe = reader();
     let (width, height, orientation, full_decode_bytes) = match probe.into_decoder() {
@@ -192,9 +197,8 @@ pub(crate) fn decode_thumbnail(
             (None, _) if format == ImageFormat::Gif => {
                 (width, height, full_decode_bytes, gif::decoder_bytes(bytes))
             }
-            #[cfg(feature = "tiff")]
             (None, _) if format == ImageFormat::Tiff => {
-                (width, height, full_decode_bytes, tiff::decoder_bytes(bytes))
+                (width, height, full_decode_bytes, tiff_decoder_bytes)
             }
             (None, _) => (width, height, full_decode_bytes, 0),
         };
