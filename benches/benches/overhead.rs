@@ -29,6 +29,7 @@ impl Decode for NoDecode {
             width: 1,
             height: 1,
             pixels: Arc::from([0u8; 4]),
+            source_size: (1, 1),
         })
     }
 }

@@ -328,6 +328,7 @@ mod tests {
             width: 1,
             height: 1,
             pixels: vec![0; cost].into(),
+            source_size: (1, 1),
         }
     }
 
@@ -587,6 +588,7 @@ mod tests {
                 width: serial,
                 height: 1,
                 pixels: vec![0; cost].into(),
+                source_size: (serial, 1),
             }
         }
 

@@ -47,10 +47,11 @@ pub enum Priority {
 }
 
 /// The box a thumbnail is made for, and how the image goes in it: scaled
-/// down to fit inside ([`Fit::Inside`], the default) or cropped to the box's
-/// shape ([`Fit::Cover`]). Either way a raster image is never scaled up
-/// (an SVG is drawn at the box's size), and the thumbnail is never larger
-/// than the box.
+/// down to fit inside ([`Fit::Inside`], the default), cropped to the box's
+/// shape ([`Fit::Cover`]), or at its own size, inside the box
+/// ([`Fit::Original`]). Any way, a raster image is never scaled up (an SVG
+/// is drawn at the box's size, or its own), and the thumbnail is never
+/// larger than the box.
 ///
 /// ```
 /// use thumbpipe::{Fit, TargetSize};
@@ -59,6 +60,12 @@ pub enum Priority {
 /// assert_eq!(TargetSize::square(64).fit, Fit::Inside);
 /// // A photo grid's cell: its centre, cropped to fill 128x128.
 /// assert_eq!(TargetSize::cover(128, 128).fit, Fit::Cover);
+/// // A viewer on a screen of 2 pixels per point: the image at its own
+/// // size (an SVG at twice its own), inside the GPU's largest texture.
+/// assert_eq!(
+///     TargetSize::original(200, 8192).fit,
+///     Fit::Original { percent: 200 }
+/// );
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct TargetSize {
@@ -94,6 +101,16 @@ impl TargetSize {
             fit: Fit::Cover,
         }
     }
+
+    /// The image at its own size times `percent` / 100, inside a square
+    /// of `max_side`: see [`Fit::Original`].
+    pub const fn original(percent: u16, max_side: u32) -> Self {
+        Self {
+            width: max_side,
+            height: max_side,
+            fit: Fit::Original { percent },
+        }
+    }
 }
 
 /// How an image goes in its [`TargetSize`] box.
@@ -111,4 +128,14 @@ pub enum Fit {
     /// cropped to the box's shape (a 100x50 image in 64x64 is 50x50): draw
     /// it scaled to the box.
     Cover,
+    /// The image at its own size times `percent` / 100, and smaller only
+    /// to fit inside the box (a GPU's largest texture, say), its aspect
+    /// ratio kept: what a viewer shows at one pixel a pixel. A raster image
+    /// is scaled down (`percent` under 100), never up; an SVG is drawn at
+    /// its size in user units times the percentage, so 200 draws it sharp
+    /// on a screen of 2 pixels per point. A `percent` of 0 is taken as 1.
+    Original {
+        /// The scale, in hundredths: 100 is the image's own size.
+        percent: u16,
+    },
 }

@@ -23,6 +23,11 @@ pub struct Thumbnail {
     pub height: u32,
     /// `width * height * 4` bytes, row-major RGBA, not premultiplied.
     pub pixels: Arc<[u8]>,
+    /// The width and height of the image it was made from, upright (EXIF
+    /// orientation applied): its pixels, or an SVG's size in its user
+    /// units, rounded. What egui's `Image::fit_to_original_size` draws it
+    /// at, whatever the thumbnail's own size.
+    pub source_size: (u32, u32),
 }
 
 impl Thumbnail {
@@ -68,7 +73,7 @@ impl Fitting {
     pub(crate) fn new(width: u32, height: u32, target: TargetSize) -> Self {
         let (width, height) = (width.max(1), height.max(1));
         let (crop_width, crop_height) = match target.fit {
-            Fit::Inside => (width, height),
+            Fit::Inside | Fit::Original { .. } => (width, height),
             Fit::Cover => {
                 let (box_width, box_height) = (
                     u64::from(target.width.max(1)),
@@ -91,7 +96,12 @@ impl Fitting {
                 f64::from(crop_width),
                 f64::from(crop_height),
             ),
-            size: fit_inside(crop_width, crop_height, target),
+            size: match target.fit {
+                Fit::Original { percent } => {
+                    fit_inside(width, height, own_box(width, height, percent, target))
+                }
+                Fit::Inside | Fit::Cover => fit_inside(crop_width, crop_height, target),
+            },
         }
     }
 
@@ -107,6 +117,17 @@ impl Fitting {
             |side: u32| ((f64::from(side) * scale - 1e-6).ceil() as u32).clamp(1, side.max(1));
         (side(width), side(height))
     }
+}
+
+/// The box a `width` x `height` raster image at `percent` of its own size
+/// (never more than all of it) fits in, within `target`.
+fn own_box(width: u32, height: u32, percent: u16, target: TargetSize) -> TargetSize {
+    let percent = u64::from(percent.clamp(1, 100));
+    let scaled = |side: u32| ((u64::from(side) * percent).div_ceil(100)).max(1) as u32;
+    TargetSize::new(
+        scaled(width).min(target.width),
+        scaled(height).min(target.height),
+    )
 }
 
 /// The largest size with `width`/`height`'s aspect ratio that fits in
@@ -158,5 +179,28 @@ mod tests {
             ((0.0, 0.0, 800.0, 400.0), (64, 32))
         );
         assert_eq!(inside.scaled_whole(800, 400), (64, 32));
+    }
+
+    #[test]
+    fn an_original_is_its_own_size_scaled_down_only_to_fit_the_box() {
+        let size = |w, h, target| Fitting::new(w, h, target).size;
+        assert_eq!(
+            size(4000, 3000, TargetSize::original(100, 8192)),
+            (4000, 3000)
+        );
+        assert_eq!(
+            size(4000, 3000, TargetSize::original(100, 2048)),
+            (2048, 1536)
+        );
+        assert_eq!(
+            size(4000, 3000, TargetSize::original(50, 8192)),
+            (2000, 1500)
+        );
+        // Never up, and never 0.
+        assert_eq!(size(300, 200, TargetSize::original(200, 8192)), (300, 200));
+        assert_eq!(size(3, 1, TargetSize::original(0, 8192)), (1, 1));
+        let whole = Fitting::new(4000, 3000, TargetSize::original(25, 8192));
+        assert_eq!(whole.crop, (0.0, 0.0, 4000.0, 3000.0));
+        assert_eq!(whole.scaled_whole(4000, 3000), (1000, 750));
     }
 }

@@ -407,6 +407,7 @@ impl Decode for Instant32 {
             width: 32,
             height: 32,
             pixels: Arc::from(vec![0u8; 32 * 32 * 4]),
+            source_size: (32, 32),
         })
     }
 }

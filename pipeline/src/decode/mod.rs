@@ -68,7 +68,7 @@ use crate::{Error, Thumbnail};
 ///
 /// impl Decode for Grey {
 ///     fn decode(&self, url: &Arc<str>, _bytes: &[u8], _target: TargetSize) -> Result<Thumbnail, Error> {
-///         Ok(Thumbnail { url: Arc::clone(url), width: 1, height: 1, pixels: Arc::from([128u8, 128, 128, 255]) })
+///         Ok(Thumbnail { url: Arc::clone(url), width: 1, height: 1, pixels: Arc::from([128u8, 128, 128, 255]), source_size: (1, 1) })
 ///     }
 /// }
 ///

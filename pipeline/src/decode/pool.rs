@@ -370,6 +370,7 @@ mod tests {
                 width: 1,
                 height: 1,
                 pixels: Arc::from([0u8; 4]),
+                source_size: (1, 1),
             })
         }
     }

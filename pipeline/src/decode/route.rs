@@ -284,12 +284,18 @@ pub(crate) fn decode_thumbnail(
         turned.apply_orientation(orientation);
         rgba = turned.into_rgba8();
     }
+    let source_size = if quarter_turn {
+        (height, width)
+    } else {
+        (width, height)
+    };
     let (width, height) = rgba.dimensions();
     Ok(Thumbnail {
         url: Arc::clone(url),
         width,
         height,
         pixels: Arc::from(rgba.into_raw()),
+        source_size,
     })
 }
 
@@ -391,6 +397,7 @@ pub(super) mod tests {
             // half comes on top; the sides swap.
             let turned = thumbnail(width, height, 6, square);
             assert_eq!((turned.width, turned.height), (32, 64), "{width}x{height}");
+            assert_eq!(turned.source_size, (height, width));
             assert!(
                 red_at(&turned, 16, 8) && !red_at(&turned, 16, 56),
                 "{width}x{height}"
@@ -403,6 +410,10 @@ pub(super) mod tests {
             let plain = thumbnail(width, height, 1, square);
             assert_eq!((plain.width, plain.height), (64, 32));
             assert!(red_at(&plain, 8, 16) && !red_at(&plain, 56, 16));
+            assert_eq!(plain.source_size, (width, height));
+            // At its own size: every pixel, upright.
+            let own = thumbnail(width, height, 6, TargetSize::original(100, 16_384));
+            assert_eq!((own.width, own.height), (height, width));
         }
         // A quarter turn fits the upright image in a wide target.
         let wide = thumbnail(80, 40, 8, TargetSize::new(128, 32));

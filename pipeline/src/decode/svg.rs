@@ -56,7 +56,8 @@ pub(super) fn looks_like_svg(bytes: &[u8]) -> bool {
 }
 
 /// The SVG `bytes` drawn for `target`: fitted inside the box (scaled to
-/// touch it) or covering it (scaled to fill it, centred, the overflow cut).
+/// touch it), covering it (scaled to fill it, centred, the overflow cut),
+/// or at its own size scaled (and inside the box).
 pub(super) fn rasterise(
     url: &Arc<str>,
     bytes: &[u8],
@@ -168,22 +169,33 @@ pub(super) fn rasterise(
         width,
         height,
         pixels: Arc::from(rgba),
+        source_size: (units(size.width()), units(size.height())),
     })
 }
 
+/// A size in user units as whole pixels at scale 1, at least 1.
+fn units(side: f32) -> u32 {
+    (side.round() as u32).max(1)
+}
+
 /// The scale and the size in pixels an SVG of `width` x `height` units is
-/// drawn at for `target`: fitted inside it, touching two sides, or the
-/// whole box for a cover.
+/// drawn at for `target`: fitted inside it, touching two sides, the whole
+/// box for a cover, or its own size times the percentage, inside the box.
 fn drawn_size(width: f32, height: f32, target: TargetSize) -> (f32, u32, u32) {
     let (box_width, box_height) = (target.width.max(1) as f32, target.height.max(1) as f32);
     let (width, height) = (width.max(f32::EPSILON), height.max(f32::EPSILON));
     let (x_scale, y_scale) = (box_width / width, box_height / height);
+    let inside = |scale: f32| {
+        let side = |units: f32| ((units * scale).round() as u32).max(1);
+        (scale, side(width), side(height))
+    };
     match target.fit {
-        Fit::Inside => {
-            let scale = x_scale.min(y_scale);
-            let side = |units: f32| ((units * scale).round() as u32).max(1);
-            (scale, side(width), side(height))
-        }
+        Fit::Inside => inside(x_scale.min(y_scale)),
+        Fit::Original { percent } => inside(
+            (f32::from(percent.max(1)) / 100.0)
+                .min(x_scale)
+                .min(y_scale),
+        ),
         Fit::Cover => (
             x_scale.max(y_scale),
             target.width.max(1),
@@ -327,6 +339,21 @@ mod tests {
         assert_eq!((cover.width, cover.height), (40, 40));
         assert_eq!(pixel(&cover, 5, 20)[0], 0xe0);
         assert_eq!(pixel(&cover, 35, 20)[2], 0xe0);
+        assert_eq!(cover.source_size, (100, 50));
+    }
+
+    #[test]
+    fn an_svg_at_its_own_size_is_scaled_by_the_percentage_within_the_box() {
+        for (target, size) in [
+            (TargetSize::original(100, 8192), (100, 50)),
+            (TargetSize::original(250, 8192), (250, 125)),
+            (TargetSize::original(50, 8192), (50, 25)),
+            (TargetSize::original(400, 300), (300, 150)),
+        ] {
+            let thumbnail = draw(HALVES, target).unwrap();
+            assert_eq!((thumbnail.width, thumbnail.height), size, "{target:?}");
+            assert_eq!(thumbnail.source_size, (100, 50));
+        }
     }
 
     #[test]

@@ -36,6 +36,11 @@ pub(super) struct ThumbnailEnvelope {
     pub(super) version: u32,
     pub(super) width: u32,
     pub(super) height: u32,
+    /// The image's own size ([`Thumbnail::source_size`](crate::Thumbnail::source_size)):
+    /// absent from thumbnails written before it was kept, whose own size
+    /// stands in.
+    #[serde(default)]
+    pub(super) source_size: Option<(u32, u32)>,
     /// The integrity (SHA-256) of the response's content file it was made
     /// from.
     pub(super) original: String,
@@ -50,11 +55,13 @@ pub(super) const THUMBNAIL_VERSION: u32 = 1;
 const INDEX_LINE_OVERHEAD: u64 = 256;
 
 /// The index key of `url`'s thumbnail for `target`; a response's key is
-/// its URL. A cover crop's box is marked as such (`64x64c`).
+/// its URL. A cover crop's box is marked as such (`64x64c`), and an image
+/// at its own size with its percentage (`8192x8192o200`).
 pub(super) fn thumbnail_key(url: &str, target: TargetSize) -> String {
     let fit = match target.fit {
-        Fit::Inside => "",
-        Fit::Cover => "c",
+        Fit::Inside => String::new(),
+        Fit::Cover => "c".to_owned(),
+        Fit::Original { percent } => format!("o{percent}"),
     };
     format!(
         "thumbnail/v{THUMBNAIL_VERSION} {}x{}{fit} {url}",

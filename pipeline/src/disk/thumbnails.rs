@@ -44,8 +44,11 @@ impl Store {
         };
         // A thumbnail has the size a decode of the target gives: within
         // the target, at least a pixel.
-        let fits =
-            (1..=target.width).contains(&made.width) && (1..=target.height).contains(&made.height);
+        let fits = (1..=target.width).contains(&made.width)
+            && (1..=target.height).contains(&made.height)
+            && made
+                .source_size
+                .is_none_or(|(width, height)| width > 0 && height > 0);
         let expected = u64::from(made.width)
             .checked_mul(u64::from(made.height))
             .and_then(|pixels| pixels.checked_mul(4))
@@ -96,6 +99,7 @@ impl Store {
                     width: made.width,
                     height: made.height,
                     pixels: Arc::from(pixels),
+                    source_size: made.source_size.unwrap_or((made.width, made.height)),
                 })
             }
             Err(Unreadable::Failed) => {
@@ -144,6 +148,7 @@ impl Store {
                 made.version == THUMBNAIL_VERSION
                     && made.original == original_integrity
                     && (made.width, made.height) == (thumbnail.width, thumbnail.height)
+                    && made.source_size == Some(thumbnail.source_size)
             });
         if kept {
             return;
@@ -152,6 +157,7 @@ impl Store {
             version: THUMBNAIL_VERSION,
             width: thumbnail.width,
             height: thumbnail.height,
+            source_size: Some(thumbnail.source_size),
             original: original_integrity,
         };
         match serde_json::to_value(&made) {

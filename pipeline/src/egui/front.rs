@@ -37,6 +37,7 @@ use ::egui::{Context, TextureOptions};
 
 use super::EguiConfig;
 use super::plan::CoastPlan;
+use super::size::max_texture_side;
 use super::textures::{TextureCache, TextureKey, TextureStats, UploadRefused};
 use crate::{
     BuildError, CoastModel, CoastPrediction, Error, Pipeline, PipelineBuilder, Priority, Stats,
@@ -133,6 +134,13 @@ impl<K: Hash + Eq + Clone> Front<K> {
             destination: HashSet::new(),
             passing: HashSet::new(),
         })
+    }
+
+    /// The largest side an image drawn at its own size is loaded at on
+    /// `ctx`: the GPU's largest texture side, and the side of the largest
+    /// square texture the budget holds.
+    pub(crate) fn largest_side(&self, ctx: &Context) -> usize {
+        max_texture_side(ctx).min(self.textures.largest_side())
     }
 
     /// What `row`, showing `url` in a `target` box, draws now; asks for

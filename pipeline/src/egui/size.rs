@@ -6,8 +6,8 @@
 //! steps shares one thumbnail (and one cache entry), drawn slightly scaled
 //! down, never up.
 
-use ::egui::Vec2;
 use ::egui::load::SizeHint;
+use ::egui::{Context, Vec2};
 
 use crate::request::TargetSize;
 
@@ -17,9 +17,10 @@ const MIN_SIDE: u32 = 16;
 /// [`DecodeConfig::max_dimension`](crate::DecodeConfig::max_dimension). A side
 /// that is unconstrained (an image sized by width alone) gets it.
 pub(crate) const MAX_SIDE: u32 = 16_384;
-/// The box for an image drawn at its own size (`SizeHint::Scale`), whose
-/// size is unknown until it is decoded: at scale 1 it fits in 1024 pixels.
-const UNSIZED_SIDE: f32 = 1024.0;
+/// The largest scale an image drawn at its own size is asked for, in
+/// hundredths (an SVG drawn at 100 times its size is over any GPU's
+/// largest texture anyway).
+const MAX_PERCENT: f32 = 10_000.0;
 
 /// The step at or above `pixels`: 16, 24, 32, 48, 64, 96, 128, 192, 256, ...
 /// (each power of two, and one and a half times it), within
@@ -31,13 +32,24 @@ pub(crate) fn step_up(pixels: u32) -> u32 {
     if pixels <= between { between } else { power }
 }
 
+/// The largest texture side of the GPU `ctx` draws with (egui's
+/// renderer tells it; 2048 until it has).
+pub(crate) fn max_texture_side(ctx: &Context) -> usize {
+    ctx.input(|input| input.max_texture_side)
+}
+
 /// The box for egui's `hint`, which is already in physical pixels. A box
 /// whose aspect ratio need not be kept (`maintain_aspect_ratio: false`:
 /// an [`egui::Image`](::egui::Image) told
 /// [`maintain_aspect_ratio(false)`](::egui::Image::maintain_aspect_ratio),
 /// or painted into a rect with `paint_at`) is filled: a cover crop of the
-/// box's shape, so the image fills it without being stretched.
-pub(crate) fn target_for_hint(hint: SizeHint) -> TargetSize {
+/// box's shape, so the image fills it without being stretched. An image
+/// drawn at its own size (`SizeHint::Scale`: egui's
+/// `fit_to_original_size`, or a plain `ui.image(url)`) is loaded at its
+/// own size times the scale (pixels per point times the image's own
+/// scale: an SVG is drawn that much larger, a raster image only ever
+/// smaller), inside `max_side`, the GPU's largest texture side.
+pub(crate) fn target_for_hint(hint: SizeHint, max_side: usize) -> TargetSize {
     match hint {
         SizeHint::Size {
             width,
@@ -47,7 +59,20 @@ pub(crate) fn target_for_hint(hint: SizeHint) -> TargetSize {
         SizeHint::Size { width, height, .. } => TargetSize::new(step_up(width), step_up(height)),
         SizeHint::Width(width) => TargetSize::new(step_up(width), MAX_SIDE),
         SizeHint::Height(height) => TargetSize::new(MAX_SIDE, step_up(height)),
-        SizeHint::Scale(scale) => TargetSize::square(step_up(pixels(UNSIZED_SIDE * scale.0))),
+        SizeHint::Scale(scale) => {
+            let percent = (scale.0 * 100.0).round();
+            let percent = if percent.is_nan() {
+                100.0
+            } else {
+                percent.clamp(1.0, MAX_PERCENT)
+            };
+            TargetSize::original(
+                percent as u16,
+                u32::try_from(max_side)
+                    .unwrap_or(MAX_SIDE)
+                    .clamp(MIN_SIDE, MAX_SIDE),
+            )
+        }
     }
 }
 
@@ -117,11 +142,14 @@ mod tests {
     fn a_window_resized_pixel_by_pixel_asks_for_few_sizes() {
         let mut sizes: Vec<TargetSize> = (100..=400)
             .map(|side| {
-                target_for_hint(SizeHint::Size {
-                    width: side,
-                    height: side,
-                    maintain_aspect_ratio: true,
-                })
+                target_for_hint(
+                    SizeHint::Size {
+                        width: side,
+                        height: side,
+                        maintain_aspect_ratio: true,
+                    },
+                    8192,
+                )
             })
             .collect();
         sizes.dedup();
@@ -131,11 +159,14 @@ mod tests {
     #[test]
     fn a_box_that_need_not_keep_the_images_shape_is_covered_in_its_own() {
         let hint = |width, height| {
-            target_for_hint(SizeHint::Size {
-                width,
-                height,
-                maintain_aspect_ratio: false,
-            })
+            target_for_hint(
+                SizeHint::Size {
+                    width,
+                    height,
+                    maintain_aspect_ratio: false,
+                },
+                8192,
+            )
         };
         assert_eq!(hint(100, 60), TargetSize::cover(128, 77));
         assert_eq!(hint(64, 64), TargetSize::cover(64, 64));
@@ -146,17 +177,21 @@ mod tests {
     #[test]
     fn every_hint_becomes_a_box_in_pixels() {
         assert_eq!(
-            target_for_hint(SizeHint::Width(100)),
+            target_for_hint(SizeHint::Width(100), 8192),
             TargetSize::new(128, MAX_SIDE)
         );
         assert_eq!(
-            target_for_hint(SizeHint::Height(60)),
+            target_for_hint(SizeHint::Height(60), 8192),
             TargetSize::new(MAX_SIDE, 64)
         );
-        assert_eq!(
-            target_for_hint(SizeHint::Scale(OrderedFloat(2.0))),
-            TargetSize::square(2048)
-        );
+        // At its own size, inside the GPU's largest texture.
+        let own =
+            |scale: f32, max_side| target_for_hint(SizeHint::Scale(OrderedFloat(scale)), max_side);
+        assert_eq!(own(2.0, 8192), TargetSize::original(200, 8192));
+        assert_eq!(own(1.25, 4096), TargetSize::original(125, 4096));
+        assert_eq!(own(f32::NAN, 0), TargetSize::original(100, MIN_SIDE));
+        assert_eq!(own(1e9, usize::MAX), TargetSize::original(10_000, MAX_SIDE));
+        assert_eq!(own(-1.0, 2048), TargetSize::original(1, 2048));
         assert_eq!(
             target_size(Vec2::new(f32::INFINITY, f32::NAN), 2.0),
             TargetSize::new(MAX_SIDE, MIN_SIDE)

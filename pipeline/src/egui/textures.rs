@@ -107,6 +107,12 @@ impl TextureCache {
         })
     }
 
+    /// The side of the largest square whose RGBA fits the budget: an
+    /// image of any shape fitted inside it can be a texture.
+    pub(crate) fn largest_side(&self) -> usize {
+        ((self.budget / 4) as f64).sqrt() as usize
+    }
+
     /// Whether `key` has a texture (without marking it).
     pub(crate) fn contains(&self, key: &TextureKey) -> bool {
         self.entries.contains(key)
@@ -237,10 +243,11 @@ pub(crate) fn color_image(thumbnail: &Thumbnail, max_side: usize) -> Result<Colo
              (draw it smaller)"
         ));
     }
-    Ok(ColorImage::from_rgba_unmultiplied(
-        [width, height],
-        &thumbnail.pixels,
-    ))
+    let (source_width, source_height) = thumbnail.source_size;
+    Ok(
+        ColorImage::from_rgba_unmultiplied([width, height], &thumbnail.pixels)
+            .with_source_size(::egui::vec2(source_width as f32, source_height as f32)),
+    )
 }
 
 #[cfg(test)]
@@ -253,6 +260,7 @@ mod tests {
             width: side,
             height: side,
             pixels: vec![255; (side * side * 4) as usize].into(),
+            source_size: (side, side),
         }
     }
 

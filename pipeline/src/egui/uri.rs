@@ -17,7 +17,7 @@ use ::egui::{ColorImage, Context, TextureOptions, Vec2};
 
 use super::EguiConfig;
 use super::front::{Front, Look};
-use super::size::{target_for_hint, target_size};
+use super::size::{max_texture_side, target_for_hint, target_size};
 use super::textures::{TextureStats, color_image};
 use crate::{
     BuildError, CoastModel, CoastPrediction, Pipeline, PipelineBuilder, Stats, TargetSize,
@@ -97,17 +97,14 @@ impl TextureLoader for UriLoader {
             return Err(LoadError::NotSupported);
         };
         let uri = without_fragment(uri);
-        let target = target_for_hint(size_hint);
+        let target = target_for_hint(size_hint, front.largest_side(ctx));
         match front.show(ctx, Self::key(uri, target), uri, target, texture_options) {
-            Look::Texture(mut texture, _) => {
-                // Drawn at its own size: egui draws `size * scale` points,
-                // and the thumbnail's texels were already scaled by the
-                // hint (pixels per point times scale). One texel a pixel.
-                if let SizeHint::Scale(scale) = size_hint
-                    && scale.0 > 0.0
-                {
-                    texture.size /= scale.0;
-                }
+            Look::Texture(mut texture, thumbnail) => {
+                // egui's convention: a texture's size is the image's own
+                // (an SVG's in its units), which `fit_to_original_size`
+                // draws in points; other fits take its aspect ratio.
+                let (width, height) = thumbnail.source_size;
+                texture.size = Vec2::new(width as f32, height as f32);
                 Ok(TexturePoll::Ready { texture })
             }
             // egui draws its spinner for both.
@@ -155,12 +152,11 @@ impl ImageLoader for UriLoader {
             return Err(LoadError::NotSupported);
         };
         let uri = without_fragment(uri);
-        let target = target_for_hint(size_hint);
+        let target = target_for_hint(size_hint, front.largest_side(ctx));
         match front.pixels(ctx, Self::key(uri, target), uri, target) {
             Ok(Some(thumbnail)) => {
-                let max_side = ctx.input(|input| input.max_texture_side);
                 let image: ColorImage =
-                    color_image(&thumbnail, max_side).map_err(LoadError::Loading)?;
+                    color_image(&thumbnail, max_texture_side(ctx)).map_err(LoadError::Loading)?;
                 Ok(ImagePoll::Ready {
                     image: Arc::new(image),
                 })
@@ -210,6 +206,14 @@ fn without_fragment(uri: &str) -> &str {
 ///   and kept under [`EguiConfig::max_texture_bytes`].
 /// - A failed load is drawn as egui's error (`LoadError::Loading` with
 ///   thumbpipe's message) and not retried while it stays in view.
+/// - An image drawn at its own size (`ui.image(url)`,
+///   [`Image::fit_to_original_size`](::egui::Image::fit_to_original_size))
+///   is loaded at its own size times the scale egui asks for (an SVG drawn
+///   larger on a dense screen, a raster image only ever smaller), inside
+///   the GPU's largest texture side and the largest square the texture
+///   budget holds (2896 pixels at the default 32 MiB). Every texture tells
+///   egui the image's own size ([`Thumbnail::source_size`](crate::Thumbnail::source_size)),
+///   as egui's loaders do.
 /// - GIFs and animated WebPs are drawn as their first frame. SVGs are drawn
 ///   at the size of their box, sharp at every `pixels_per_point` (cargo
 ///   feature `svg`, off by default; without it, `.svg` URIs are left to

@@ -248,6 +248,7 @@ mod tests {
                 width: 1,
                 height: 1,
                 pixels: Arc::from([0u8; 4].as_slice()),
+                source_size: (1, 1),
             }),
         }
     }

@@ -138,6 +138,14 @@ fn a_warm_start_draws_the_stored_thumbnails_without_decoding() {
     let stats = second.stats();
     assert_eq!((stats.decodes_started, stats.disk.hits), (6, 6));
     assert_eq!(server.stats().requests_started, 0);
+    drop(second);
+    // A stored thumbnail keeps the size of the image it was made from.
+    let mut third = pipeline(&scratch.0, 1 << 20);
+    third.request(0, &urls[0], TargetSize::square(32), Priority::Visible);
+    let done = drain_until(&mut third, |all| !all.is_empty());
+    let thumbnail = done[0].result.as_ref().expect("from the disk");
+    assert_eq!((thumbnail.width, thumbnail.source_size), (32, (64, 64)));
+    assert_eq!(third.stats().disk.thumbnail_hits, 1);
 }
 
 #[test]

@@ -300,7 +300,32 @@ fn index_buckets_that_are_links_or_fifos_are_removed() {
 /// not drawn.
 #[test]
 fn a_stored_thumbnail_of_another_size_is_not_served() {
-    let scratch = Scratch::new("disk-thumbnail-size");
+    a_planted_thumbnail_is_removed_not_served("disk-thumbnail-size", |metadata| {
+        assert_eq!(
+            (metadata["width"].as_u64(), metadata["height"].as_u64()),
+            (Some(32), Some(32))
+        );
+        metadata["width"] = serde_json::json!(64);
+        metadata["height"] = serde_json::json!(16);
+    });
+}
+
+/// So is one that says its image had no pixels.
+#[test]
+fn a_stored_thumbnail_of_an_empty_image_is_not_served() {
+    a_planted_thumbnail_is_removed_not_served("disk-thumbnail-source", |metadata| {
+        assert_eq!(metadata["source_size"], serde_json::json!([64, 64]));
+        metadata["source_size"] = serde_json::json!([0, 64]);
+    });
+}
+
+/// Stores a thumbnail, changes its envelope with `edit`, and checks that a
+/// new pipeline removes it and decodes the stored response again.
+fn a_planted_thumbnail_is_removed_not_served(
+    name: &str,
+    edit: impl FnOnce(&mut serde_json::Value),
+) {
+    let scratch = Scratch::new(name);
     let server = server(Some(Duration::from_secs(600)));
     let image = url(&server, 19);
     {
@@ -313,12 +338,7 @@ fn a_stored_thumbnail_of_another_size_is_not_served() {
         .find(|entry| entry.key.starts_with("thumbnail/"))
         .unwrap();
     let mut metadata = thumbnail.metadata.clone();
-    assert_eq!(
-        (metadata["width"].as_u64(), metadata["height"].as_u64()),
-        (Some(32), Some(32))
-    );
-    metadata["width"] = serde_json::json!(64);
-    metadata["height"] = serde_json::json!(16);
+    edit(&mut metadata);
     let planted = cacache::WriteOpts::new()
         .integrity(thumbnail.integrity.clone())
         .size(thumbnail.size)

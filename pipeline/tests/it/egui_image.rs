@@ -7,7 +7,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use egui::load::{ImageLoadResult, ImageLoader, ImagePoll, LoadError, SizeHint, TexturePoll};
+use egui::load::{
+    ImageLoadResult, ImageLoader, ImagePoll, LoadError, SizeHint, SizedTexture, TexturePoll,
+};
 use egui::{Context, Vec2, vec2};
 use thumbpipe::BuildError;
 use thumbpipe::egui::{EguiConfig, Loader, RowThumbnail, ThumbnailList};
@@ -16,12 +18,21 @@ use crate::common::{self, id_of, server};
 
 const CELL: Vec2 = Vec2::splat(64.0);
 
-/// Whether an image was drawn, is loading or failed, as egui saw it.
+/// Whether an image was drawn (its texture's width and height in texels),
+/// is loading or failed, as egui saw it.
 #[derive(Clone, Debug, PartialEq)]
 enum Seen {
     Ready(Vec2),
     Pending,
     Failed(String),
+}
+
+/// The width and height in texels of the texture egui was given.
+fn texels(ctx: &Context, texture: SizedTexture) -> Vec2 {
+    let manager = ctx.tex_manager();
+    let meta = manager.read();
+    let [width, height] = meta.meta(texture.id).expect("a live texture").size;
+    vec2(width as f32, height as f32)
 }
 
 /// One egui pass that draws `uris` as `egui::Image`s of `size` points.
@@ -31,7 +42,7 @@ fn draw(ctx: &Context, uris: &[String], size: Vec2) -> Vec<Seen> {
         for uri in uris {
             let image = egui::Image::new(uri.as_str()).fit_to_exact_size(size);
             seen.push(match image.load_for_size(ui.ctx(), ui.available_size()) {
-                Ok(TexturePoll::Ready { texture }) => Seen::Ready(texture.size),
+                Ok(TexturePoll::Ready { texture }) => Seen::Ready(texels(ui.ctx(), texture)),
                 Ok(TexturePoll::Pending { .. }) => Seen::Pending,
                 Err(error) => Seen::Failed(error.to_string()),
             });
@@ -260,32 +271,66 @@ fn pixels_per_point_2_gives_a_twice_as_large_thumbnail() {
     loader.uninstall();
 }
 
+/// Draws `uri` with `fit_to_original_size(1.0)` until it is ready: the
+/// size egui was told (the image's own) and its texture's texels.
+fn draw_at_own_size(ctx: &Context, uri: &str) -> Option<(Vec2, Vec2)> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let mut sizes = None;
+        let _ = ctx.run_ui(egui::RawInput::default(), |ui| {
+            let image = egui::Image::new(uri).fit_to_original_size(1.0);
+            if let Ok(TexturePoll::Ready { texture }) =
+                image.load_for_size(ui.ctx(), ui.available_size())
+            {
+                sizes = Some((texture.size, texels(ui.ctx(), texture)));
+            }
+            ui.add(image);
+        });
+        match sizes {
+            Some(sizes) => return Some(sizes),
+            None if Instant::now() > deadline => return None,
+            None => std::thread::sleep(Duration::from_millis(5)),
+        }
+    }
+}
+
+/// `fit_to_original_size` draws an image at its own size, as egui's own
+/// loaders do: every pixel loaded (not a box's worth), its size told to
+/// egui, also when the texture had to be smaller.
 #[test]
-fn an_image_at_its_own_size_is_drawn_one_texel_a_pixel() {
+fn an_image_at_its_own_size_is_loaded_whole_and_tells_egui_its_size() {
     let server = server(5);
     let (ctx, loader) = installed(EguiConfig::default());
     ctx.set_pixels_per_point(2.0);
     draw(&ctx, &[], CELL);
-    let uri = server.image_url(6);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let size = loop {
-        let mut size = None;
-        let _ = ctx.run_ui(egui::RawInput::default(), |ui| {
-            let image = egui::Image::new(uri.as_str()).fit_to_original_size(1.0);
-            if let Ok(TexturePoll::Ready { texture }) =
-                image.load_for_size(ui.ctx(), ui.available_size())
-            {
-                size = Some(texture.size);
-            }
-        });
-        match size {
-            Some(size) => break Some(size),
-            None if Instant::now() > deadline => break None,
-            None => std::thread::sleep(Duration::from_millis(5)),
-        }
-    };
-    // 600x600 texels (never scaled up), 300x300 points at 2 pixels a point.
-    assert_eq!(size, Some(vec2(300.0, 300.0)));
+    // 600x600: all of it (never scaled up for the denser screen).
+    let own = vec2(600.0, 600.0);
+    assert_eq!(
+        draw_at_own_size(&ctx, &server.image_url(6)),
+        Some((own, own))
+    );
+    // In a box, egui is told the image's own size too; it keeps the shape.
+    let uri = server.image_url(7);
+    assert_eq!(
+        draw_until_done(&ctx, std::slice::from_ref(&uri), CELL),
+        [Seen::Ready(vec2(128.0, 128.0))]
+    );
+    let _ = ctx.run_ui(egui::RawInput::default(), |ui| {
+        let image = egui::Image::new(uri.as_str()).fit_to_exact_size(CELL);
+        let poll = image.load_for_size(ui.ctx(), ui.available_size());
+        assert!(matches!(poll, Ok(TexturePoll::Ready { texture }) if texture.size == own));
+    });
+    loader.uninstall();
+
+    // A texture budget of 300x300 texels: the texture is that, egui is
+    // still told 600x600, so the image is drawn at its size.
+    let mut config = EguiConfig::default();
+    config.max_texture_bytes = 300 * 300 * 4;
+    let (ctx, loader) = installed(config);
+    assert_eq!(
+        draw_at_own_size(&ctx, &server.image_url(8)),
+        Some((own, vec2(300.0, 300.0)))
+    );
     loader.uninstall();
 }
 
@@ -533,7 +578,7 @@ fn an_image_told_not_to_keep_its_aspect_ratio_is_cropped_to_fill_its_box() {
             if let Ok(TexturePoll::Ready { texture }) =
                 image.load_for_size(ui.ctx(), ui.available_size())
             {
-                size = Some(texture.size);
+                size = Some(texels(ui.ctx(), texture));
             }
             ui.add(image);
         });
@@ -584,5 +629,10 @@ fn an_svg_is_drawn_by_thumbpipe_at_the_size_of_its_box() {
     assert_eq!(&drawn.pixels[centre..centre + 4], &[0, 128, 128, 255]);
     assert_eq!(drawn.pixels[3], 0);
     assert_eq!(loader.stats().requested, 2);
+    // At its own size: 24x24 points, drawn at 48x48 texels for the screen.
+    assert_eq!(
+        draw_at_own_size(&ctx, &uri[0]),
+        Some((vec2(24.0, 24.0), vec2(48.0, 48.0)))
+    );
     loader.uninstall();
 }

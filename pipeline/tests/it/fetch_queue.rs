@@ -168,6 +168,7 @@ impl thumbpipe::Decode for HeldUntil {
             width: 1,
             height: 1,
             pixels: Arc::from([0u8, 0, 0, 255]),
+            source_size: (1, 1),
         })
     }
 }

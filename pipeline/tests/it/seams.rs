@@ -31,6 +31,7 @@ impl Decode for Measure {
             width: 1,
             height: 1,
             pixels: Arc::from([bytes.len() as u8, 0, 0, 255]),
+            source_size: (1, 1),
         })
     }
 }
