@@ -98,9 +98,13 @@ impl CoastModel for ExponentialDecay {
 
 /// A list of rows of one height, scrolled vertically: the row at list
 /// index `i` spans the offsets `i * row_pitch .. (i + 1) * row_pitch` of
-/// the content. Rows here are positions in the list, named by index; the
-/// pipeline's row keys are the app's, and the app maps one to the other.
+/// the content. A row holds one item, or, in a grid of uniform cells,
+/// `columns` items side by side, numbered row by row (the last row may
+/// be short). Rows and items here are positions in the list, named by
+/// index; the pipeline's row keys are the app's, and the app maps one to
+/// the other.
 #[derive(Clone, Copy, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct ListGeometry {
     /// From one row's top to the next one's: the row's height plus the
     /// spacing between rows.
@@ -112,6 +116,11 @@ pub struct ListGeometry {
     /// The largest scroll offset: the content's height minus the
     /// viewport's (at least zero).
     pub max_offset: f32,
+    /// Items side by side in a row: 1 in a list, a grid's columns.
+    pub columns: usize,
+    /// Items in the list: its rows in a list; in a grid, at most `rows *
+    /// columns`.
+    pub items: usize,
 }
 
 impl ListGeometry {
@@ -123,12 +132,43 @@ impl ListGeometry {
     /// assert_eq!(list.max_offset, 76.0 * 190.0);
     /// ```
     pub fn new(row_pitch: f32, rows: usize, viewport: f32) -> Self {
+        Self::grid(row_pitch, rows, 1, viewport)
+    }
+
+    /// A grid of `items` uniform cells, `columns` to a row (at least one),
+    /// its rows `row_pitch` apart in a `viewport` as high, the content
+    /// being exactly the rows.
+    ///
+    /// ```
+    /// // 200 photos, 5 to a row: 40 rows.
+    /// let grid = thumbpipe::ListGeometry::grid(136.0, 200, 5, 680.0);
+    /// assert_eq!(grid.rows, 40);
+    /// assert_eq!(grid.items_in_row(39), 195..200);
+    /// ```
+    pub fn grid(row_pitch: f32, items: usize, columns: usize, viewport: f32) -> Self {
+        let columns = columns.max(1);
+        let rows = items.div_ceil(columns);
         Self {
             row_pitch,
             rows,
             viewport,
             max_offset: (row_pitch * rows as f32 - viewport).max(0.0),
+            columns,
+            items,
         }
+    }
+
+    /// The items in the row at `row`: `row` itself in a list, the row's
+    /// cells in a grid; none past the end.
+    pub fn items_in_row(&self, row: usize) -> Range<usize> {
+        self.items_in_rows(row..row.saturating_add(1))
+    }
+
+    /// The items in the rows `rows`, in order.
+    pub fn items_in_rows(&self, rows: Range<usize>) -> Range<usize> {
+        let columns = self.columns.max(1);
+        let item = |row: usize| row.saturating_mul(columns).min(self.items);
+        item(rows.start)..item(rows.end).max(item(rows.start))
     }
 
     /// The rows any part of which is visible at `offset`.
@@ -396,7 +436,26 @@ mod tests {
         rows: 200,
         viewport: 760.0,
         max_offset: 76.0 * 190.0,
+        columns: 1,
+        items: 200,
     };
+
+    #[test]
+    fn a_grid_numbers_its_items_row_by_row_and_its_last_row_may_be_short() {
+        let grid = ListGeometry::grid(100.0, 23, 5, 250.0);
+        assert_eq!((grid.rows, grid.max_offset), (5, 250.0));
+        assert_eq!(grid.items_in_row(0), 0..5);
+        assert_eq!(grid.items_in_row(4), 20..23);
+        assert_eq!(grid.items_in_row(5), 23..23);
+        assert_eq!(grid.items_in_row(usize::MAX), 23..23);
+        assert_eq!(grid.items_in_rows(1..3), 5..15);
+        let (from, to) = (3, 1);
+        assert_eq!(grid.items_in_rows(from..to), 15..15);
+        // No columns is one.
+        assert_eq!(ListGeometry::grid(100.0, 3, 0, 250.0).items_in_row(1), 1..2);
+        assert_eq!(LIST.items_in_row(7), 7..8);
+        assert_eq!(ListGeometry::new(76.0, 200, 760.0), LIST);
+    }
 
     /// egui's step, frame by frame, as in `scroll_physics.rs`.
     fn simulate(model: ExponentialDecay, mut offset: f32, mut vel: f32, dt: f32) -> (f32, f32) {

@@ -66,18 +66,35 @@ impl CoastWatch {
         row_height: f32,
         rows: usize,
     ) {
+        self.observe_grid(ui, output, row_height, rows, 1);
+    }
+
+    /// [`CoastWatch::observe`] for a grid of uniform cells: `items` of
+    /// them, `columns` to a row of `row_height`, drawn with
+    /// `ScrollArea::show_rows(ui, row_height, items.div_ceil(columns), ..)`.
+    /// `follow_coast` then names items, numbered row by row.
+    pub fn observe_grid<R>(
+        &mut self,
+        ui: &Ui,
+        output: &ScrollAreaOutput<R>,
+        row_height: f32,
+        items: usize,
+        columns: usize,
+    ) {
         let spacing = ui.spacing();
         let viewport = output.inner_rect.height();
         let kinetic = spacing.scroll.kinetic;
+        let mut list = ListGeometry::grid(
+            row_height + spacing.item_spacing.y,
+            items,
+            columns,
+            viewport,
+        );
+        list.max_offset = (output.content_size.y - viewport).max(0.0);
         self.seen = Some(Seen {
             id: output.id,
             inner_rect: output.inner_rect,
-            list: ListGeometry {
-                row_pitch: row_height + spacing.item_spacing.y,
-                rows,
-                viewport,
-                max_offset: (output.content_size.y - viewport).max(0.0),
-            },
+            list,
             model: ExponentialDecay {
                 decay_time: kinetic.decay_time,
                 stop_distance: kinetic.stop_distance,

@@ -288,7 +288,8 @@ impl<K: Hash + Eq + Clone> Front<K> {
     /// are asked for at [`Priority::Destination`], before every other row;
     /// a row on screen now that will leave sooner than an image takes to
     /// arrive is drawn from the levels above but not requested this pass.
-    /// `row_at` gives a row index's key and URL. Does nothing with
+    /// `row_at` gives an item's key and URL by its index (a list's row, a
+    /// grid's cell, numbered row by row). Does nothing with
     /// [`EguiConfig::coast_prediction`] off.
     pub(crate) fn follow_coast<M: CoastModel, S: AsRef<str>>(
         &mut self,

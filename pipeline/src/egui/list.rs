@@ -13,10 +13,11 @@ use ::egui::{Align2, Color32, Context, FontId, Response, Sense, Stroke, TextureO
 
 use super::EguiConfig;
 use super::front::{Front, Look};
-use super::size::target_size;
+use super::size::{cover_size, target_size};
 use super::textures::TextureStats;
 use crate::{
-    BuildError, CoastModel, CoastPrediction, Error, Pipeline, PipelineBuilder, Stats, Thumbnail,
+    BuildError, CoastModel, CoastPrediction, Error, Pipeline, PipelineBuilder, Stats, TargetSize,
+    Thumbnail,
 };
 
 /// Thumbnails for the rows of a list, keyed by row: one live request per
@@ -50,6 +51,8 @@ use crate::{
 pub struct ThumbnailList<K> {
     front: Front<K>,
     ctx: Context,
+    /// Whether thumbnails are cropped to fill their cells.
+    crop_to_fill: bool,
 }
 
 /// What a row drew.
@@ -99,14 +102,35 @@ impl<K: Hash + Eq + Clone> ThumbnailList<K> {
         Ok(Self {
             front: Front::new(ctx, config.into(), builder)?,
             ctx: ctx.clone(),
+            crop_to_fill: false,
         })
     }
 
-    /// Draws `row`'s thumbnail of `url`, fitted in `size` points: the image,
+    /// Whether each thumbnail is cropped to fill its cell (`true`: the
+    /// image's centre in the cell's shape, [`crate::Fit::Cover`], as a
+    /// photo grid shows it) or fitted whole inside it (`false`, the
+    /// default). `show`, `prefetch` and `follow_coast` all ask for the
+    /// same thumbnails either way.
+    pub fn set_crop_to_fill(&mut self, crop_to_fill: bool) {
+        self.crop_to_fill = crop_to_fill;
+    }
+
+    /// The thumbnail's box for a cell of `size` points on a screen of
+    /// `pixels_per_point`.
+    fn target(&self, size: Vec2, pixels_per_point: f32) -> TargetSize {
+        if self.crop_to_fill {
+            cover_size(size, pixels_per_point)
+        } else {
+            target_size(size, pixels_per_point)
+        }
+    }
+
+    /// Draws `row`'s thumbnail of `url`, fitted in `size` points (or
+    /// filling them: [`ThumbnailList::set_crop_to_fill`]): the image,
     /// a spinner while it loads, or an error mark. Call it every pass for
     /// every visible row. Never blocks.
     pub fn show(&mut self, ui: &mut Ui, row: K, url: &str, size: Vec2) -> (Response, RowThumbnail) {
-        let target = target_size(size, ui.pixels_per_point());
+        let target = self.target(size, ui.pixels_per_point());
         let look = self
             .front
             .show(ui.ctx(), row, url, target, TextureOptions::LINEAR);
@@ -162,7 +186,7 @@ impl<K: Hash + Eq + Clone> ThumbnailList<K> {
     /// for the rows of a [`super::PrefetchWindow`]: a row neither shown nor
     /// prefetched during a pass is cancelled at its end.
     pub fn prefetch(&mut self, row: K, url: &str, size: Vec2) {
-        let target = target_size(size, self.ctx.pixels_per_point());
+        let target = self.target(size, self.ctx.pixels_per_point());
         let pass = self.ctx.cumulative_pass_nr();
         self.front.prefetch(pass, row, url, target);
     }
@@ -180,7 +204,9 @@ impl<K: Hash + Eq + Clone> ThumbnailList<K> {
     /// prediction changes (a new drag, the end of the list), the old
     /// destination's rows are no longer asked for and are cancelled at the
     /// pass's end. `row_at` gives the key and URL of the row at an index in the
-    /// list. Nothing changes with [`EguiConfig::coast_prediction`] off.
+    /// list; in a grid (watched with [`super::CoastWatch::observe_grid`]),
+    /// of the cell at an index, numbered row by row. Nothing changes with
+    /// [`EguiConfig::coast_prediction`] off.
     ///
     /// See [`super::CoastWatch`] for a whole pass.
     pub fn follow_coast<M: CoastModel, S: AsRef<str>>(
@@ -190,7 +216,7 @@ impl<K: Hash + Eq + Clone> ThumbnailList<K> {
         row_at: impl FnMut(usize) -> (K, S),
     ) {
         let Some(coast) = coast else { return };
-        let target = target_size(size, self.ctx.pixels_per_point());
+        let target = self.target(size, self.ctx.pixels_per_point());
         let pass = self.ctx.cumulative_pass_nr();
         self.front.follow_coast(pass, coast, target, row_at);
     }

@@ -79,6 +79,6 @@ pub use coast::CoastWatch;
 pub use config::EguiConfig;
 pub use list::{RowThumbnail, ThumbnailList};
 pub use prefetch::PrefetchWindow;
-pub use size::target_size;
+pub use size::{cover_size, target_size};
 pub use textures::TextureStats;
 pub use uri::{Loader, install, install_with};

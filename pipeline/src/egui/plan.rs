@@ -1,8 +1,9 @@
-//! The coast plan: which rows of a coasting list to ask for, at what
+//! The coast plan: which items of a coasting list to ask for, at what
 //! priority, and which to leave alone, decided from the prediction, the
-//! shortest time on screen worth a request, and how long each row's
-//! request has already waited. Rows are list indices; the front door maps
-//! them to its row keys and requests.
+//! shortest time on screen worth a request, and how long each item's
+//! request has already waited. The prediction is of rows; the plan names
+//! the items in them (a list's rows themselves, a grid's cells), by index;
+//! the front door maps them to its row keys and requests.
 //!
 //! Plain data and a pure function of its inputs, made once per pass by
 //! the front (`front.rs`) and dropped with the pass.
@@ -19,24 +20,24 @@ use std::time::Duration;
 
 use crate::{CoastModel, CoastPrediction};
 
-/// What a pass asks for while the list coasts.
+/// What a pass asks for while the list coasts: items, by index.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub(crate) struct CoastPlan {
     /// Where the list will rest, and the row more egui draws there: asked
-    /// for at `Priority::Destination`, before every other row.
+    /// for at `Priority::Destination`, before every other item.
     pub(crate) destination: Range<usize>,
-    /// Rows drawn now that will have left before an image asked for now
+    /// Items drawn now that will have left before an image asked for now
     /// (or when their request was made) could arrive: not asked for.
     pub(crate) passing: Vec<usize>,
-    /// The prefetch window's place: a screen of rows ahead whose image can
+    /// The prefetch window's place: a screen of rows ahead whose images can
     /// arrive before they have passed, asked for at `Priority::Prefetch`.
     pub(crate) ahead: Vec<usize>,
 }
 
 impl CoastPlan {
     /// The plan for `coast`, where an image takes `min_time_on_screen` to
-    /// arrive, and `waited(row)` is how long the row's current request has
-    /// waited already (`None`: it has none). `waited` is asked only of rows
+    /// arrive, and `waited(item)` is how long the item's current request has
+    /// waited already (`None`: it has none). `waited` is asked only of items
     /// gone before an image asked for now would arrive. Empty when the list
     /// is not coasting.
     pub(crate) fn new<M: CoastModel>(
@@ -47,7 +48,8 @@ impl CoastPlan {
         if !coast.is_coasting() {
             return Self::default();
         }
-        let rows = coast.list().rows;
+        let list = coast.list();
+        let rows = list.rows;
         let resting = coast.resting_rows();
         // The rows egui will draw there: one more below the view, or, at
         // the bottom of the list, one more above it. (The prediction
@@ -60,27 +62,30 @@ impl CoastPlan {
         // Whether a row will have left before its image arrives, asked for
         // after `waited`: in durations from now, so that no setting or
         // model (up to `Duration::MAX`) can overflow an `Instant`.
-        let gone_first = |index: usize, waited: Duration| {
+        let gone_first = |row: usize, waited: Duration| {
             coast
-                .leaves_after(index)
+                .leaves_after(row)
                 .is_some_and(|leaves_in| leaves_in < min_time_on_screen.saturating_sub(waited))
         };
         // The visible rows and a row either side: egui draws a row more
         // than it shows, and that one must not be requested either. An
         // image asked for now that arrives in time also does if it was
-        // asked for earlier: only rows gone first need their wait.
+        // asked for earlier: only items gone first need their wait.
         let visible = coast.visible_rows();
         let drawn = visible.start.saturating_sub(1)..(visible.end + 1).min(rows);
         let passing = drawn
-            .filter(|&index| !destination.contains(&index) && gone_first(index, Duration::ZERO))
-            .filter(|&index| gone_first(index, waited(index).unwrap_or_default()))
+            .filter(|&row| !destination.contains(&row) && gone_first(row, Duration::ZERO))
+            .flat_map(|row| list.items_in_row(row).map(move |item| (row, item)))
+            .filter(|&(row, item)| gone_first(row, waited(item).unwrap_or_default()))
+            .map(|(_, item)| item)
             .collect();
         let ahead = coast
             .rows_ahead(visible.len())
-            .filter(|&index| !gone_first(index, Duration::ZERO))
+            .filter(|&row| !gone_first(row, Duration::ZERO))
+            .flat_map(|row| list.items_in_row(row))
             .collect();
         Self {
-            destination,
+            destination: list.items_in_rows(destination),
             passing,
             ahead,
         }
@@ -172,6 +177,30 @@ mod tests {
             "{plan:?}"
         );
         assert!(!plan.destination.is_empty());
+    }
+
+    #[test]
+    fn a_grid_plans_the_cells_of_its_rows() {
+        // 1000 cells, 5 to a row of 136 points, 5 rows in view.
+        let grid = ListGeometry::grid(136.0, 1000, 5, 680.0);
+        let coast = CoastPrediction::new(ExponentialDecay::EGUI, 0.0, 6000.0, grid);
+        let rows = CoastPlan::new(&coast, Duration::from_secs(1), |_| None);
+        let resting = coast.resting_rows();
+        assert_eq!(rows.destination, resting.start * 5..(resting.end + 1) * 5);
+        // Every cell of the rows flown past, row by row.
+        let visible = coast.visible_rows();
+        assert_eq!(rows.passing, (0..(visible.end + 1) * 5).collect::<Vec<_>>());
+        // A cell whose request has waited long enough is kept; its
+        // neighbours in the row are not.
+        let kept = CoastPlan::new(&coast, Duration::from_secs(1), |item| {
+            (item == 7).then_some(Duration::from_secs(1))
+        });
+        assert!(!kept.passing.contains(&7) && kept.passing.contains(&6));
+        let instant = CoastPlan::new(&coast, Duration::ZERO, |_| None);
+        assert_eq!(
+            instant.ahead,
+            (visible.end * 5..(visible.end + visible.len()) * 5).collect::<Vec<_>>()
+        );
     }
 
     #[test]

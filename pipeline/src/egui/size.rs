@@ -107,6 +107,22 @@ pub fn target_size(size: Vec2, pixels_per_point: f32) -> TargetSize {
     )
 }
 
+/// The cover box for a cell of `size` points on a screen of
+/// `pixels_per_point`: what a cell cropped to fill asks for.
+///
+/// ```
+/// use thumbpipe::TargetSize;
+///
+/// let cell = thumbpipe::egui::cover_size(egui::vec2(100.0, 60.0), 1.0);
+/// assert_eq!(cell, TargetSize::cover(128, 77));
+/// ```
+pub fn cover_size(size: Vec2, pixels_per_point: f32) -> TargetSize {
+    cover_box(
+        pixels(size.x * pixels_per_point),
+        pixels(size.y * pixels_per_point),
+    )
+}
+
 /// Whole pixels, rounded as egui rounds a size hint; NaN and negatives are 0,
 /// infinity is unconstrained.
 fn pixels(value: f32) -> u32 {

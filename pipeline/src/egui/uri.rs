@@ -332,8 +332,10 @@ impl Loader {
     /// decoded already and otherwise stays pending without being requested (a
     /// request it had is cancelled at the pass's end). [`Loader::prefetch`]
     /// asks for nothing during the coast. `uri_of` gives the URI of a row by
-    /// its index in the list; it runs under the loader's lock, so it must not
-    /// call the `Loader` itself. Nothing changes with
+    /// its index in the list (in a grid watched with
+    /// [`super::CoastWatch::observe_grid`], of a cell, numbered row by row);
+    /// it runs under the loader's lock, so it must not call the `Loader`
+    /// itself. Nothing changes with
     /// [`EguiConfig::coast_prediction`] off.
     ///
     /// ```no_run

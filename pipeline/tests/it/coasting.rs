@@ -39,7 +39,8 @@ impl Rows {
         }
     }
 
-    /// Draws `row`; whether its image is shown.
+    /// Draws item `row` (a row, or a grid's cell); whether its image is
+    /// shown.
     fn show(&mut self, ui: &mut Ui, row: usize) -> bool {
         match self {
             Rows::Plain => {
@@ -71,6 +72,8 @@ impl Rows {
 struct Scroller {
     ctx: Context,
     rows: Rows,
+    /// Items to a row: 1 in a list, more in a grid.
+    columns: usize,
     watch: CoastWatch,
     dt: f64,
     time: f64,
@@ -91,9 +94,15 @@ struct Scroller {
 impl Scroller {
     /// The list drawn once in `ctx`.
     fn new(ctx: Context, fps: f64, rows: Rows) -> Self {
+        Self::grid(ctx, fps, rows, 1)
+    }
+
+    /// The grid of `columns` items to a row drawn once in `ctx`.
+    fn grid(ctx: Context, fps: f64, rows: Rows, columns: usize) -> Self {
         let mut scroller = Self {
             ctx,
             rows,
+            columns,
             watch: CoastWatch::new(),
             dt: 1.0 / fps,
             time: 0.0,
@@ -121,8 +130,13 @@ impl Scroller {
             ..RawInput::default()
         };
         let Self {
-            rows, watch, coast, ..
+            rows,
+            watch,
+            coast,
+            columns,
+            ..
         } = self;
+        let columns = *columns;
         let mut seen = None;
         let _ = self.ctx.run_ui(input, |ui| {
             *coast = watch.predict(ui.ctx());
@@ -137,11 +151,23 @@ impl Scroller {
             let output = area.show_rows(ui, ROW_HEIGHT, ROWS, |ui, range| {
                 let mut all = true;
                 for row in range.clone() {
-                    all &= rows.show(ui, row);
+                    if columns == 1 {
+                        all &= rows.show(ui, row);
+                    } else {
+                        ui.horizontal(|ui| {
+                            for item in row * columns..(row + 1) * columns {
+                                all &= rows.show(ui, item);
+                            }
+                        });
+                    }
                 }
                 (range, all)
             });
-            watch.observe(ui, &output, ROW_HEIGHT, ROWS);
+            if columns == 1 {
+                watch.observe(ui, &output, ROW_HEIGHT, ROWS);
+            } else {
+                watch.observe_grid(ui, &output, ROW_HEIGHT, ROWS * columns, columns);
+            }
             rows.end_pass();
             let max = (output.content_size.y - output.inner_rect.height()).max(0.0);
             seen = Some((
@@ -272,20 +298,24 @@ fn requested_rows(server: &fixture_server::FixtureServer) -> Vec<usize> {
 fn coast_at_250_ms(
     make: impl FnOnce(&Context, EguiConfig, Vec<String>) -> Rows,
     prediction: bool,
+    columns: usize,
 ) -> (Vec<usize>, CoastPrediction, HashSet<usize>) {
     let server = server(250);
-    let urls: Vec<String> = (0..ROWS as u32).map(|row| server.image_url(row)).collect();
+    let urls: Vec<String> = (0..(ROWS * columns) as u32)
+        .map(|item| server.image_url(item))
+        .collect();
     let mut config = EguiConfig::default();
     config.coast_prediction = prediction;
     config.coast_min_time_on_screen = Some(MIN_ON_SCREEN);
     if prediction {
-        // One slot: the server sees requests in the order the scheduler
-        // starts them, not in the order new connections happen to open.
-        config.pipeline.fetch.max_per_host = 1;
+        // One slot a column: the server sees requests in the order the
+        // scheduler starts them, not in the order new connections happen
+        // to open (a grid's row at a time, in the time a test has).
+        config.pipeline.fetch.max_per_host = columns;
     }
     let ctx = Context::default();
     let rows = make(&ctx, config, urls);
-    let mut list = Scroller::new(ctx, 60.0, rows);
+    let mut list = Scroller::grid(ctx, 60.0, rows, columns);
     list.real_time = true;
     assert!(
         common::eventually(|| {
@@ -331,8 +361,30 @@ fn uri_rows(ctx: &Context, config: EguiConfig, urls: Vec<String>) -> Rows {
 
 /// What a coast must have requested: the resting rows (and the one below
 /// them egui draws) before any row it passes, and no row that leaves
-/// within [`MIN_ON_SCREEN`] of the release.
-fn check_coast(requested: &[usize], coast: &CoastPrediction, shown_before: &HashSet<usize>) {
+/// within [`MIN_ON_SCREEN`] of the release. `requested` are items,
+/// `columns` to a row; `shown_before` rows.
+fn check_coast(
+    requested_items: &[usize],
+    coast: &CoastPrediction,
+    shown_before: &HashSet<usize>,
+    columns: usize,
+) {
+    assert_eq!(
+        requested_items.len(),
+        requested_items.iter().collect::<HashSet<_>>().len(),
+        "no item requested twice: {requested_items:?}"
+    );
+    // Every item of a resting row not shown before.
+    for row in destination_of(coast.resting_rows()).filter(|row| !shown_before.contains(row)) {
+        for item in row * columns..(row + 1) * columns {
+            assert!(
+                requested_items.contains(&item),
+                "item {item} of resting row {row}: {requested_items:?}"
+            );
+        }
+    }
+    let requested: Vec<usize> = requested_items.iter().map(|item| item / columns).collect();
+    let requested = requested.as_slice();
     let resting = coast.resting_rows();
     let destination: HashSet<usize> = destination_of(coast.resting_rows()).collect();
     // The row just above: at rest it may show by less than the half point
@@ -382,28 +434,37 @@ fn check_coast(requested: &[usize], coast: &CoastPrediction, shown_before: &Hash
         flown_past >= 10,
         "a fast coast flies past rows: {flown_past}"
     );
-    assert_eq!(
-        requested.len(),
-        requested.iter().collect::<HashSet<_>>().len(),
-        "no row requested twice: {requested:?}"
-    );
 }
 
 #[test]
 fn a_list_coasting_requests_its_resting_rows_first_and_skips_rows_flown_past() {
-    let (requested, coast, shown_before) = coast_at_250_ms(list_rows, true);
-    check_coast(&requested, &coast, &shown_before);
+    let (requested, coast, shown_before) = coast_at_250_ms(list_rows, true, 1);
+    check_coast(&requested, &coast, &shown_before, 1);
+}
+
+/// A photo grid, 4 cells to a row, cropped to fill them: the cells of the
+/// resting rows first, none of the rows flown past.
+#[test]
+fn a_grid_coasting_requests_the_cells_of_its_resting_rows_first() {
+    let grid = |ctx: &Context, config, urls| {
+        let mut list = ThumbnailList::new(ctx, config).expect("builds");
+        list.set_crop_to_fill(true);
+        Rows::List(Box::new(list), urls)
+    };
+    let (requested, coast, shown_before) = coast_at_250_ms(grid, true, 4);
+    assert_eq!(coast.list().columns, 4);
+    check_coast(&requested, &coast, &shown_before, 4);
 }
 
 #[test]
 fn an_image_list_coasting_requests_its_resting_rows_first_and_skips_rows_flown_past() {
-    let (requested, coast, shown_before) = coast_at_250_ms(uri_rows, true);
-    check_coast(&requested, &coast, &shown_before);
+    let (requested, coast, shown_before) = coast_at_250_ms(uri_rows, true, 1);
+    check_coast(&requested, &coast, &shown_before, 1);
 }
 
 #[test]
 fn without_prediction_a_coast_requests_every_row_it_shows() {
-    let (requested, coast, shown_before) = coast_at_250_ms(list_rows, false);
+    let (requested, coast, shown_before) = coast_at_250_ms(list_rows, false, 1);
     let resting = coast.resting_rows();
     let first_new = shown_before.iter().max().copied().unwrap_or(0) + 1;
     let requested: HashSet<usize> = requested.into_iter().collect();
