@@ -1,9 +1,15 @@
-//! The demo's UI: a top bar (mode switch and live measurements) over a
-//! virtualized list of rows, each with a thumbnail, its image id and its
-//! load state. The same code runs in a window and headless.
+//! The demo's UI: a top bar (mode switch and live measurements, `bar.rs`)
+//! over a virtualized list of rows or grid of cells (`list.rs`), and the
+//! scripts and measures that run through it; a scripted run ends by itself
+//! and leaves its [`RunReport`] (`report.rs`). The same code runs in a
+//! window and headless.
 //!
 //! Owned by `main`; runs on the UI thread, one call of [`Demo::ui`] per
-//! frame. A scripted run ends by itself and leaves its [`RunReport`].
+//! frame.
+
+mod bar;
+mod list;
+mod report;
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -14,10 +20,10 @@ use crate::loaders::{
     Counts, EguiExtrasLoader, EguiImageLoader, Loader, NaiveLoader, PipelineLoader, RowState,
     THUMB_SIDE,
 };
-use fixture_server::{RunReport, percentile};
+use fixture_server::RunReport;
 
 use crate::fling::{FlingDriver, FlingMeasures, ListSeen, PassSeen};
-use crate::measure::{Measurements, disk_report};
+use crate::measure::Measurements;
 use crate::script::{QUIET_AFTER_TAIL, STILL_FRAMES, STILL_FRAMES_MAX, Script, ScriptKind};
 use crate::server::ServerLink;
 
@@ -55,11 +61,24 @@ impl Mode {
     }
 }
 
+/// How the images are laid out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Layout {
+    /// A row per image, its name and state beside it.
+    List,
+    /// A grid of cells, as many to a row as fit the window's width.
+    Grid,
+}
+
 const ROW_HEIGHT: f32 = THUMB_SIDE + 8.0;
 
 pub struct Demo {
     mode: Mode,
+    /// Rows of the list, or of the grid.
     rows: usize,
+    layout: Layout,
+    /// Images to a row in the last pass: 1 in a list.
+    columns_seen: Option<usize>,
     refresh: Option<Duration>,
     latency_ms: u64,
     server: ServerLink,
@@ -120,6 +139,7 @@ pub struct Demo {
 pub struct Setup {
     pub mode: Mode,
     pub rows: usize,
+    pub layout: Layout,
     /// Every row's image changes this often.
     pub refresh: Option<Duration>,
     pub latency_ms: u64,
@@ -141,6 +161,7 @@ impl Demo {
         let Setup {
             mode,
             rows,
+            layout,
             refresh,
             latency_ms,
             script,
@@ -152,6 +173,8 @@ impl Demo {
         Self {
             mode,
             rows,
+            layout,
+            columns_seen: None,
             refresh,
             latency_ms,
             server,
@@ -272,10 +295,11 @@ impl Demo {
         }
     }
 
-    /// The image row `row` shows now. With a refresh period, every row gets
-    /// a new image each period; a scripted run stops refreshing when the
-    /// flick ends, so that the tail measures the flick's own requests.
-    fn image_id(&self, row: usize) -> u32 {
+    /// The image item `row` of `items` (a list's row, a grid's cell) shows
+    /// now. With a refresh period, every item gets a new image each period;
+    /// a scripted run stops refreshing when the flick ends, so that the tail
+    /// measures the flick's own requests.
+    fn image_id(&self, row: usize, items: usize) -> u32 {
         let elapsed = match self.flick_ended {
             Some(end) => end - self.mode_started,
             None => self.mode_started.elapsed(),
@@ -283,7 +307,7 @@ impl Demo {
         let generation = self.refresh.map_or(0, |every| {
             (elapsed.as_millis() / every.as_millis().max(1)) as usize
         });
-        ((generation * self.rows + row) as u32) & fixture_server::MAX_ID
+        ((generation * items + row) as u32) & fixture_server::MAX_ID
     }
 
     /// One frame.
@@ -358,31 +382,6 @@ impl Demo {
         Some(plan.offset(self.frame).unwrap_or(0.0))
     }
 
-    /// The top bar's line on the coast under way: where it will rest.
-    fn coast_line(&self, ui: &egui::Ui) -> egui::RichText {
-        let follows =
-            matches!(self.mode, Mode::Pipeline | Mode::EguiImage) && self.coast_prediction;
-        match &self.coast {
-            Some(coast) => {
-                let rest = coast.resting_rows();
-                let text = format!(
-                    "coasting: comes to rest on rows {}-{} in {:.1} s{}",
-                    rest.start,
-                    rest.end.saturating_sub(1),
-                    coast.duration().as_secs_f32(),
-                    if follows {
-                        " · those load first; rows flown past are not loaded"
-                    } else {
-                        " · this mode loads every row that shows"
-                    }
-                );
-                egui::RichText::new(text).color(egui::Color32::from_rgb(90, 170, 230))
-            }
-            None => egui::RichText::new("at rest · drag the list and let go to fling it")
-                .color(ui.visuals().weak_text_color()),
-        }
-    }
-
     /// Settling and placeholders, from what the visible rows drew.
     fn watch_rows(&mut self, now: Instant, offset: Option<f32>, states: &[RowState]) {
         let all_shown = states.iter().all(|state| *state == RowState::Shown);
@@ -449,322 +448,4 @@ impl Demo {
             self.report = Some(self.make_report());
         }
     }
-
-    fn make_report(&mut self) -> RunReport {
-        self.measurements.sample();
-        let m = &self.measurements;
-        let counts = self.loader.as_ref().map(|l| l.counts()).unwrap_or_default();
-        let server = self.server.stats();
-        let (completed, cancelled) = match self.mode {
-            // egui's loaders count nothing: the server's counts stand in.
-            Mode::EguiExtras => (server.responses_completed, server.responses_aborted),
-            _ => (counts.completed, counts.cancelled),
-        };
-        let flick_s = match (self.flick_started, self.flick_ended) {
-            (Some(start), Some(end)) => (end - start).as_secs_f64(),
-            _ => 0.0,
-        };
-        let tail_after_stop_ms = match (self.flick_ended, self.last_busy) {
-            (Some(end), Some(busy)) => (busy - end).as_secs_f64() * 1000.0,
-            _ => 0.0,
-        };
-        let settle_ms = match (self.last_moved, self.settled) {
-            (Some(moved), Some(settled)) => Some((settled - moved).as_secs_f64() * 1000.0),
-            _ => None,
-        };
-        let kind = self.script.unwrap_or(ScriptKind::Flick);
-        let flick_frames = self
-            .plan
-            .map(|p| p.frames())
-            .or(self.script_ended_at)
-            .unwrap_or(0)
-            .min(m.frame_ms.len());
-        let flick_ms = &m.frame_ms[..flick_frames];
-        let stalls: Vec<f64> = flick_ms.iter().copied().filter(|ms| *ms > 50.0).collect();
-        RunReport {
-            mode: self.mode.name().to_owned(),
-            script: kind.name().to_owned(),
-            rows: self.rows,
-            latency_ms: self.latency_ms,
-            refresh_ms: self.refresh.map(|r| r.as_millis() as u64),
-            flick_s,
-            frames: flick_frames,
-            frame_ms_p50: percentile(flick_ms, 50.0),
-            frame_ms_p99: percentile(flick_ms, 99.0),
-            frame_ms_max: flick_ms.iter().copied().fold(0.0, f64::max),
-            stalls_over_50ms: stalls.len(),
-            stall_total_ms: stalls.iter().fold(0.0, |sum, ms| sum + ms),
-            baseline_threads: m.baseline_threads,
-            peak_threads: m.peak_threads,
-            peak_blocked_io_threads: m.peak_blocked_io_threads,
-            rss_start_mb: m.rss_start_mb,
-            rss_peak_mb: m.rss_peak_mb,
-            requests_completed: completed,
-            requests_cancelled: cancelled,
-            requests_failed: counts.failed,
-            requests_abandoned: counts.abandoned,
-            server_completed: server.responses_completed,
-            server_aborted: server.responses_aborted,
-            images_shown: m.images_shown,
-            // Images of the user's carry no id to check.
-            wrong_row_images: self.urls.is_none().then_some(m.wrong_row_images),
-            unreadable_images: self.urls.is_none().then_some(m.unreadable_images),
-            tail_after_stop_ms,
-            settle_ms,
-            first_screen_ms: self
-                .first_list
-                .zip(self.first_screen)
-                .map(|(first, shown)| (shown - first).as_secs_f64() * 1000.0),
-            server_requests: server.requests_started,
-            server_requests_at_first_screen: self.requests_at_first_screen,
-            server_not_modified: server.not_modified,
-            server_image_bodies: server.image_bodies,
-            server_connections: server.connections,
-            server_tls_full_handshakes: server.tls_full_handshakes,
-            server_tls_resumed_handshakes: server.tls_resumed_handshakes,
-            server_http2_connections: server.http2_connections,
-            disk: counts
-                .disk
-                .filter(|_| self.disk_cache.is_some())
-                .map(disk_report),
-            placeholder_row_frames_back: (kind == ScriptKind::Browse)
-                .then_some(self.placeholders_back),
-            texture_bytes_peak: self.texture_bytes_peak,
-            coast_prediction: matches!(self.mode, Mode::Pipeline | Mode::EguiImage)
-                .then_some(self.coast_prediction),
-            flings: (kind == ScriptKind::Fling).then(|| std::mem::take(&mut self.flings.done)),
-            frame_ms: flick_ms.to_vec(),
-        }
-    }
-
-    /// The mode switch and the live panel; returns a newly chosen mode.
-    fn top_bar(&mut self, ui: &mut egui::Ui, counts: Counts) -> Option<Mode> {
-        let mut chosen = None;
-        let m = &self.measurements;
-        egui::Panel::top("top_bar").show(ui, |ui| {
-            ui.add_space(4.0);
-            ui.horizontal(|ui| {
-                ui.heading("thumbpipe demo");
-                ui.add_space(12.0);
-                let https = self.server.base_url().starts_with("https:");
-                for mode in Mode::ALL {
-                    // The naive and egui-extras loaders cannot trust the
-                    // embedded server's certificate.
-                    let usable = !https || mode.speaks_https();
-                    let label = ui
-                        .add_enabled(usable, egui::Button::selectable(self.mode == mode, mode.name()))
-                        .on_disabled_hover_text("this loader cannot trust the server's certificate");
-                    if label.clicked() && self.mode != mode {
-                        chosen = Some(mode);
-                    }
-                }
-                ui.add_space(12.0);
-                ui.label(format!(
-                    "{} rows · {} ms latency{}{}",
-                    self.rows,
-                    self.latency_ms,
-                    if https { " · HTTPS" } else { "" },
-                    self.refresh
-                        .map_or(String::new(), |r| format!(" · refresh {} ms", r.as_millis()))
-                ));
-            });
-            ui.add_space(2.0);
-            ui.horizontal(|ui| {
-                frame_graph(ui, m);
-                ui.vertical(|ui| {
-                    ui.label(format!(
-                        "{:.0} fps (UI work: the graph) · threads {} (peak {}, baseline {}) · parked in blocking fetch {} (peak {})",
-                        m.fps(),
-                        m.threads_now,
-                        m.peak_threads,
-                        m.baseline_threads,
-                        m.blocked_now,
-                        m.peak_blocked_io_threads
-                    ));
-                    ui.label(format!(
-                        "RSS {:.0} MB (start {:.0}, peak {:.0}) · cache {:.1} MB · textures {}",
-                        m.rss_now_mb,
-                        m.rss_start_mb,
-                        m.rss_peak_mb,
-                        counts.cache_bytes as f64 / 1e6,
-                        counts
-                            .texture_bytes
-                            .map_or("?".to_owned(), |b| format!("{:.1} MB", b as f64 / 1e6))
-                    ));
-                    let connections = self.server.embedded_stats().map_or_else(String::new, |s| {
-                        format!(
-                            " · server connections {} ({} in HTTP/2)",
-                            s.connections, s.http2_connections
-                        )
-                    });
-                    ui.label(format!(
-                        "requests: {} in flight · {} completed · {} cancelled · {} failed{connections}",
-                        counts.in_flight, counts.completed, counts.cancelled, counts.failed
-                    ));
-                    if let Some(disk) = counts.disk.filter(|_| self.disk_cache.is_some()) {
-                        ui.label(format!(
-                            "disk cache: {} thumbnails · {} images · {} revalidated (304) · \
-                             {} from the network · {} written · {:.1} MB in {} entries",
-                            disk.thumbnail_hits,
-                            disk.hits,
-                            disk.revalidated,
-                            disk.misses,
-                            disk.written,
-                            disk.bytes as f64 / 1e6,
-                            disk.entries
-                        ));
-                    }
-                    ui.label(self.coast_line(ui));
-                    let wrong = egui::RichText::new(match self.urls {
-                        None if m.unreadable_images > 0 => format!(
-                            "wrong-row images: {} of {} shown · {} without a readable id",
-                            m.wrong_row_images, m.images_shown, m.unreadable_images
-                        ),
-                        None => format!(
-                            "wrong-row images: {} of {} shown",
-                            m.wrong_row_images, m.images_shown
-                        ),
-                        Some(_) => format!(
-                            "wrong-row images: unknown (your images carry no id) · {} shown",
-                            m.images_shown
-                        ),
-                    });
-                    ui.label(if m.wrong_row_images > 0 {
-                        wrong.color(egui::Color32::from_rgb(230, 90, 80)).strong()
-                    } else {
-                        wrong
-                    });
-                });
-            });
-            if let Some(error) = &self.error {
-                ui.colored_label(egui::Color32::from_rgb(230, 90, 80), error);
-            }
-            ui.add_space(4.0);
-        });
-        chosen
-    }
-
-    /// Draws the list; returns what each visible row showed, and the
-    /// list's offset.
-    fn list(&mut self, ui: &mut egui::Ui, offset: Option<f32>) -> (Vec<RowState>, f32) {
-        let ids: Vec<u32> = (0..self.rows).map(|row| self.image_id(row)).collect();
-        let base = self.server.base_url().to_owned();
-        let urls = self.urls.clone();
-        let Some(loader) = self.loader.as_mut() else {
-            return (Vec::new(), 0.0);
-        };
-        let measurements = &mut self.measurements;
-        let watch = &mut self.coast_watch;
-        let followed = &mut self.coast;
-        let mut seen = None;
-        let mut states = Vec::new();
-        egui::CentralPanel::default().show(ui, |ui| {
-            // Dragged with the mouse too, not only on a touch screen: a
-            // flick of the mouse flings the list.
-            let mut area = egui::ScrollArea::vertical()
-                .auto_shrink(false)
-                .scroll_source(egui::scroll_area::ScrollSource::ALL);
-            if let Some(offset) = offset {
-                area = area.vertical_scroll_offset(offset);
-            }
-            let coast = watch.predict(ui.ctx());
-            *followed = coast;
-            loader.follow_coast(coast.as_ref(), &|row| {
-                url_of(&base, urls.as_deref(), ids[row])
-            });
-            let mut visible = 0..0;
-            let output = area.show_rows(ui, ROW_HEIGHT, ids.len(), |ui, range| {
-                visible = range.clone();
-                for row in range {
-                    let id = ids[row];
-                    let url = url_of(&base, urls.as_deref(), id);
-                    let checked_id = urls.is_none().then_some(id);
-                    ui.horizontal(|ui| {
-                        ui.set_height(ROW_HEIGHT);
-                        let state = loader.show_row(ui, row, checked_id, &url, measurements);
-                        ui.add_space(8.0);
-                        ui.vertical(|ui| {
-                            ui.add_space(12.0);
-                            let title = match &urls {
-                                None => format!("Image #{id}"),
-                                Some(_) => url.rsplit('/').next().unwrap_or(&url).to_owned(),
-                            };
-                            ui.label(egui::RichText::new(title).strong());
-                            let (text, color) = match &state {
-                                RowState::Passing => (
-                                    "flying past · not loaded".to_owned(),
-                                    ui.visuals().weak_text_color(),
-                                ),
-                                RowState::Loading => {
-                                    ("loading…".to_owned(), ui.visuals().weak_text_color())
-                                }
-                                RowState::Shown => {
-                                    (format!("row {row}"), ui.visuals().weak_text_color())
-                                }
-                                RowState::Failed(error) => {
-                                    (error.clone(), egui::Color32::from_rgb(220, 70, 70))
-                                }
-                            };
-                            ui.label(egui::RichText::new(text).small().color(color));
-                        });
-                        states.push(state);
-                    });
-                }
-            });
-            watch.observe(ui, &output, ROW_HEIGHT, ids.len());
-            seen = Some((
-                ListSeen {
-                    rect: output.inner_rect,
-                    velocity: output.state.velocity().y,
-                },
-                output.state.unclamped_offset().y,
-            ));
-            loader.prefetch(visible, ids.len(), &|row| {
-                url_of(&base, urls.as_deref(), ids[row])
-            });
-        });
-        let (seen, scroll) = seen.map_or((None, 0.0), |(seen, scroll)| (Some(seen), scroll));
-        self.list_seen = seen;
-        (states, scroll)
-    }
-}
-
-/// The URL of image `id`: the fixture server's numbered image, or one of
-/// the user's, cycled through.
-fn url_of(base: &str, urls: Option<&Vec<String>>, id: u32) -> String {
-    match urls {
-        Some(urls) if !urls.is_empty() => urls[id as usize % urls.len()].clone(),
-        _ => format!("{base}/img/{id}.jpg"),
-    }
-}
-
-/// Frame times of the last 180 frames, with the 16.7 ms line.
-fn frame_graph(ui: &mut egui::Ui, m: &Measurements) {
-    let (rect, _) = ui.allocate_exact_size(egui::vec2(180.0, 56.0), egui::Sense::hover());
-    let painter = ui.painter_at(rect);
-    painter.rect_filled(rect, 4.0, ui.visuals().extreme_bg_color);
-    let scale = |ms: f32| rect.bottom() - (ms / 50.0).min(1.0) * rect.height();
-    let budget = scale(1000.0 / 60.0);
-    painter.hline(
-        rect.x_range(),
-        budget,
-        egui::Stroke::new(1.0, egui::Color32::from_rgb(90, 160, 90)),
-    );
-    let points: Vec<egui::Pos2> = m
-        .recent_ms
-        .iter()
-        .enumerate()
-        .map(|(i, ms)| egui::pos2(rect.left() + i as f32, scale(*ms)))
-        .collect();
-    painter.add(egui::Shape::line(
-        points,
-        egui::Stroke::new(1.0, ui.visuals().strong_text_color()),
-    ));
-    painter.text(
-        rect.left_top() + egui::vec2(4.0, 2.0),
-        egui::Align2::LEFT_TOP,
-        "frame ms (0-50)",
-        egui::FontId::proportional(10.0),
-        ui.visuals().weak_text_color(),
-    );
 }

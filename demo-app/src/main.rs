@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context as _, bail};
 use clap::Parser;
 
-use app::{Demo, Mode, Setup};
+use app::{Demo, Layout, Mode, Setup};
 use script::ScriptKind;
 use server::ServerLink;
 
@@ -37,9 +37,13 @@ struct Args {
     /// How the rows' images are loaded.
     #[arg(long, value_enum, default_value = "pipeline")]
     mode: Mode,
-    /// Rows in the list.
+    /// Rows in the list (or the grid).
     #[arg(long, default_value_t = 200)]
     rows: usize,
+    /// A row per image (`list`), or a grid of cells, as many to a row as
+    /// fit the window (`grid`: `--rows` rows of them).
+    #[arg(long, value_enum, default_value = "list")]
+    layout: Layout,
     /// Image server; row images are {URL}/img/{id}.jpg. Without it, an
     /// embedded fixture server starts on loopback.
     #[arg(long, value_name = "URL")]
@@ -198,6 +202,7 @@ fn run(args: Args) -> anyhow::Result<()> {
     let setup = Setup {
         mode: args.mode,
         rows: args.rows,
+        layout: args.layout,
         refresh: args
             .refresh_ms
             .filter(|ms| *ms > 0)

@@ -22,6 +22,9 @@ pub struct RunReport {
     pub script: String,
     /// Rows in the list.
     pub rows: usize,
+    /// Images to a row in a grid (`--layout grid`); `None` for a list.
+    #[serde(default)]
+    pub columns: Option<usize>,
     /// The server's latency per image.
     pub latency_ms: u64,
     /// How often every row's image changed during the run, if it did.

@@ -6,6 +6,7 @@
 //! cargo run --release -p thumbpipe-benches --bin scroll-report
 //! cargo run --release -p thumbpipe-benches --bin scroll-report -- --rows 2000 --runs 1 --no-window
 //! cargo run --release -p thumbpipe-benches --bin scroll-report -- --fling-only
+//! cargo run --release -p thumbpipe-benches --bin scroll-report -- --fling-only --layout grid
 //! ```
 //!
 //! Starts `fixture-server` (600x600 JPEGs at `--latency-ms`), then runs
@@ -19,7 +20,8 @@
 //! flicks through egui's kinetic scrolling, 2 s at rest after each coast)
 //! `--runs` times per mode, and for `egui-image` and `pipeline` once more
 //! with `--coast-prediction off`; `--fling-only` runs only these and writes
-//! them to `fling-report.md`.
+//! them to `fling-report.md`. `--layout grid` runs every script on the
+//! demo's photo grid instead of its list (`fling-report-grid.md`, ...).
 //!
 //! Writes `scroll-report.md` (the tables, the targets for thumbpipe's two
 //! modes and whether each is met) and `frame-times.png` (frame time over the
@@ -49,6 +51,10 @@ struct Args {
     /// `fling-report.md`.
     #[arg(long)]
     fling_only: bool,
+    /// The demo's layout: `list`, or `grid` (`--rows` rows of as many
+    /// cells as fit the window; the reports end in `-grid`).
+    #[arg(long, default_value = "list", value_parser = ["list", "grid"])]
+    layout: String,
     /// Where the report and the plot go.
     #[arg(long, default_value = "benches/results")]
     out: PathBuf,
@@ -199,11 +205,17 @@ fn run(args: Args) -> anyhow::Result<()> {
 fn output_suffix(args: &Args) -> anyhow::Result<String> {
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("cannot create {}", args.out.display()))?;
-    Ok(if args.flick.rows == 200 {
+    let rows = if args.flick.rows == 200 {
         String::new()
     } else {
         format!("-{}", args.flick.rows)
-    })
+    };
+    let layout = if args.layout == "list" {
+        String::new()
+    } else {
+        format!("-{}", args.layout)
+    };
+    Ok(format!("{rows}{layout}"))
 }
 
 /// A progress bar of `total` runs.
@@ -253,6 +265,7 @@ impl Flick<'_> {
         };
         command.args(["--script", self.script, "--json", "--mode", self.mode]);
         command.args(["--rows", &self.args.flick.rows.to_string()]);
+        command.args(["--layout", &self.args.layout]);
         command.args(["--server", self.server]);
         command.args(["--latency-ms", &self.args.flick.latency_ms.to_string()]);
         if let Some(ms) = self.refresh {
@@ -298,16 +311,26 @@ fn fling_runs(
 /// `flags` (each followed by a space) before the shared ones.
 fn heading(title: &str, args: &Args, flags: &str) -> String {
     format!(
-        "# {title}: {} rows, {} ms latency\n\n{}; {} runs per cell, median (range).\n\
+        "# {title}: {} rows{}, {} ms latency\n\n{}; {} runs per cell, median (range).\n\
          Command: `cargo run --release -p thumbpipe-benches --bin scroll-report -- {flags}--rows \
-         {} --runs {} --latency-ms {}`.\n",
+         {} --runs {} --latency-ms {}{}`.\n",
         args.flick.rows,
+        if args.layout == "grid" {
+            " of a grid (cells of 64 points, as many to a row as fit the window)"
+        } else {
+            ""
+        },
         args.flick.latency_ms,
         machine(),
         args.flick.runs,
         args.flick.rows,
         args.flick.runs,
         args.flick.latency_ms,
+        if args.layout == "list" {
+            String::new()
+        } else {
+            format!(" --layout {}", args.layout)
+        },
     )
 }
 

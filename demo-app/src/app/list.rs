@@ -1,0 +1,146 @@
+//! The list: a virtualised `ScrollArea` of rows, each a thumbnail with its
+//! image id and load state (`--layout list`), or a grid of thumbnail cells
+//! filling the window's width (`--layout grid`); both watched for coasts
+//! and drawn through the mode's loader.
+//!
+//! Drawn on the UI thread every frame, after the top bar.
+
+use super::{Demo, Layout, ROW_HEIGHT};
+use crate::fling::ListSeen;
+use crate::loaders::{RowState, THUMB_SIDE};
+
+impl Demo {
+    /// Images side by side in a row of `width` points: 1 in a list, as
+    /// many cells as fit in a grid.
+    fn columns(&self, ui: &egui::Ui) -> usize {
+        match self.layout {
+            Layout::List => 1,
+            Layout::Grid => {
+                let spacing = ui.spacing().item_spacing.x;
+                // The panel's margins and the scroll bar.
+                let width = ui.available_width() - 16.0 - ui.spacing().scroll.allocated_width();
+                ((width + spacing) / (THUMB_SIDE + spacing))
+                    .floor()
+                    .max(1.0) as usize
+            }
+        }
+    }
+
+    /// Draws the list; returns what each visible image showed, and the
+    /// list's offset.
+    pub(super) fn list(&mut self, ui: &mut egui::Ui, offset: Option<f32>) -> (Vec<RowState>, f32) {
+        let columns = self.columns(ui);
+        self.columns_seen = Some(columns);
+        let items = self.rows * columns;
+        let ids: Vec<u32> = (0..items).map(|item| self.image_id(item, items)).collect();
+        let base = self.server.base_url().to_owned();
+        let urls = self.urls.clone();
+        let (layout, rows) = (self.layout, self.rows);
+        let Some(loader) = self.loader.as_mut() else {
+            return (Vec::new(), 0.0);
+        };
+        let measurements = &mut self.measurements;
+        let watch = &mut self.coast_watch;
+        let followed = &mut self.coast;
+        let mut seen = None;
+        let mut states = Vec::new();
+        egui::CentralPanel::default().show(ui, |ui| {
+            // Dragged with the mouse too, not only on a touch screen: a
+            // flick of the mouse flings the list.
+            let mut area = egui::ScrollArea::vertical()
+                .auto_shrink(false)
+                .scroll_source(egui::scroll_area::ScrollSource::ALL);
+            if let Some(offset) = offset {
+                area = area.vertical_scroll_offset(offset);
+            }
+            let coast = watch.predict(ui.ctx());
+            *followed = coast;
+            // Items: a list's rows, a grid's cells row by row.
+            loader.follow_coast(coast.as_ref(), &|item| {
+                url_of(&base, urls.as_deref(), ids[item])
+            });
+            let mut visible = 0..0;
+            let output = area.show_rows(ui, ROW_HEIGHT, rows, |ui, range| {
+                visible = range.start * columns..range.end * columns;
+                for row in range {
+                    let mut show = |ui: &mut egui::Ui, item: usize| {
+                        let id = ids[item];
+                        let url = url_of(&base, urls.as_deref(), id);
+                        let checked_id = urls.is_none().then_some(id);
+                        let state = loader.show_row(ui, item, checked_id, &url, measurements);
+                        (id, url, state)
+                    };
+                    ui.horizontal(|ui| {
+                        ui.set_height(ROW_HEIGHT);
+                        match layout {
+                            Layout::List => {
+                                let (id, url, state) = show(ui, row);
+                                ui.add_space(8.0);
+                                row_label(ui, row, id, &url, urls.is_some(), &state);
+                                states.push(state);
+                            }
+                            Layout::Grid => {
+                                for item in row * columns..(row + 1) * columns {
+                                    states.push(show(ui, item).2);
+                                }
+                            }
+                        }
+                    });
+                }
+            });
+            watch.observe_grid(ui, &output, ROW_HEIGHT, items, columns);
+            seen = Some((
+                ListSeen {
+                    rect: output.inner_rect,
+                    velocity: output.state.velocity().y,
+                },
+                output.state.unclamped_offset().y,
+            ));
+            loader.prefetch(visible, items, &|item| {
+                url_of(&base, urls.as_deref(), ids[item])
+            });
+        });
+        let (seen, scroll) = seen.map_or((None, 0.0), |(seen, scroll)| (Some(seen), scroll));
+        self.list_seen = seen;
+        (states, scroll)
+    }
+}
+
+/// A list row's text beside its thumbnail: the image's name and its state.
+fn row_label(
+    ui: &mut egui::Ui,
+    row: usize,
+    id: u32,
+    url: &str,
+    users_images: bool,
+    state: &RowState,
+) {
+    ui.vertical(|ui| {
+        ui.add_space(12.0);
+        let title = if users_images {
+            url.rsplit('/').next().unwrap_or(url).to_owned()
+        } else {
+            format!("Image #{id}")
+        };
+        ui.label(egui::RichText::new(title).strong());
+        let (text, color) = match state {
+            RowState::Passing => (
+                "flying past · not loaded".to_owned(),
+                ui.visuals().weak_text_color(),
+            ),
+            RowState::Loading => ("loading…".to_owned(), ui.visuals().weak_text_color()),
+            RowState::Shown => (format!("row {row}"), ui.visuals().weak_text_color()),
+            RowState::Failed(error) => (error.clone(), egui::Color32::from_rgb(220, 70, 70)),
+        };
+        ui.label(egui::RichText::new(text).small().color(color));
+    });
+}
+
+/// The URL of image `id`: the fixture server's numbered image, or one of
+/// the user's, cycled through.
+pub(super) fn url_of(base: &str, urls: Option<&Vec<String>>, id: u32) -> String {
+    match urls {
+        Some(urls) if !urls.is_empty() => urls[id as usize % urls.len()].clone(),
+        _ => format!("{base}/img/{id}.jpg"),
+    }
+}
