@@ -115,6 +115,7 @@ impl TargetSize {
 
 /// How an image goes in its [`TargetSize`] box.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Fit {
     /// The whole image, scaled down to fit inside the box, its aspect ratio
     /// kept: a 400x200 image in a 64x64 box is 64x32.

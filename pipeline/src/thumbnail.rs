@@ -26,7 +26,8 @@ pub struct Thumbnail {
     /// The width and height of the image it was made from, upright (EXIF
     /// orientation applied): its pixels, or an SVG's size in its user
     /// units, rounded. What egui's `Image::fit_to_original_size` draws it
-    /// at, whatever the thumbnail's own size.
+    /// at, whatever the thumbnail's own size. A decoder of the app's own
+    /// that does not know it gives the thumbnail's size.
     pub source_size: (u32, u32),
 }
 
@@ -35,6 +36,16 @@ impl Thumbnail {
     pub fn cost(&self) -> usize {
         self.pixels.len()
     }
+
+    /// [`Thumbnail::source_size`], or the thumbnail's own size where a
+    /// decoder left a side of it 0.
+    #[cfg(feature = "egui")]
+    pub(crate) fn own_size(&self) -> (u32, u32) {
+        match self.source_size {
+            (0, _) | (_, 0) => (self.width, self.height),
+            size => size,
+        }
+    }
 }
 
 /// A tier of decoded thumbnails kept beside the fetch stage (the disk
@@ -42,8 +53,9 @@ impl Thumbnail {
 /// every thumbnail decoded, with the body it came from. The actor's seam to
 /// it; the tier decides what it keeps.
 pub(crate) trait ThumbnailTier: Send + Sync + 'static {
-    /// Whether it may hold thumbnails of `url`: if not, it is not asked.
-    fn keeps(&self, url: &Url) -> bool;
+    /// Whether it may hold thumbnails of `url` for `target`: if not, it is
+    /// not asked.
+    fn keeps(&self, url: &Url, target: TargetSize) -> bool;
 
     /// The thumbnail of `url` at `target`, if it has one. Dropping the
     /// future abandons the lookup.

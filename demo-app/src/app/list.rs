@@ -30,7 +30,11 @@ impl Demo {
     /// list's offset.
     pub(super) fn list(&mut self, ui: &mut egui::Ui, offset: Option<f32>) -> (Vec<RowState>, f32) {
         let columns = self.columns(ui);
-        self.columns_seen = Some(columns);
+        if self.columns_seen.replace(columns) != Some(columns) {
+            // A coast predicted for other columns would name cells past
+            // this pass's: no prediction until the grid is seen again.
+            self.coast_watch = thumbpipe::egui::CoastWatch::new();
+        }
         let items = self.rows * columns;
         let ids: Vec<u32> = (0..items).map(|item| self.image_id(item, items)).collect();
         let base = self.server.base_url().to_owned();

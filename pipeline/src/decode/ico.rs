@@ -7,7 +7,7 @@
 //! Runs inside a decode, on the decode thread that called it, before the
 //! header is read; keeps nothing.
 
-use crate::request::TargetSize;
+use crate::request::{Fit, TargetSize};
 use crate::thumbnail::Fitting;
 
 /// The directory's header: reserved (0), type (1 for an icon, 2 for a
@@ -37,12 +37,25 @@ impl Entry {
     }
 }
 
-/// A one-entry ICO of the entry of `bytes` that best fits `target`: the
-/// smallest that covers the thumbnail the largest entry would give, of
-/// the most bits per pixel among those of its size. `None` when `bytes` has
-/// one entry (nothing to choose) or a directory that does not add up;
-/// then the file goes to `image` as it is, which judges it.
-pub(super) fn best_entry(bytes: &[u8], target: TargetSize) -> Option<Vec<u8>> {
+/// The entry of an icon chosen for a thumbnail.
+pub(super) struct BestEntry {
+    /// A one-entry ICO of it.
+    pub(super) icon: Vec<u8>,
+    /// The width and height of the icon's largest entry: the icon's own
+    /// size, as egui's loaders report it.
+    pub(super) largest: (u32, u32),
+}
+
+/// The entry of `bytes` that best fits `target`: the smallest that covers
+/// the thumbnail the largest entry would give, of the most bits per pixel
+/// among those of its size. `None` when `bytes` has one entry (nothing to
+/// choose), for an icon at its own size (its largest entry, which `image`
+/// takes) or a directory that does not add up; then the file goes to
+/// `image` as it is, which judges it.
+pub(super) fn best_entry(bytes: &[u8], target: TargetSize) -> Option<BestEntry> {
+    if matches!(target.fit, Fit::Original { .. }) {
+        return None;
+    }
     let entries = directory(bytes)?;
     if entries.len() < 2 {
         return None;
@@ -65,7 +78,10 @@ pub(super) fn best_entry(bytes: &[u8], target: TargetSize) -> Option<Vec<u8>> {
     one.extend_from_slice(&bytes[best.entry_at..best.entry_at + 12]);
     one.extend_from_slice(&((HEADER + ENTRY) as u32).to_le_bytes());
     one.extend_from_slice(data);
-    Some(one)
+    Some(BestEntry {
+        icon: one,
+        largest: (largest.width, largest.height),
+    })
 }
 
 /// The entries of an ICO or CUR directory, or `None` if it is not one or
@@ -115,7 +131,7 @@ mod tests {
     #[test]
     fn the_smallest_entry_that_covers_the_target_is_chosen() {
         let file = icon(&[16, 256, 32, 48]);
-        let chosen = |side| side_of(&best_entry(&file, TargetSize::square(side)).unwrap());
+        let chosen = |side| side_of(&best_entry(&file, TargetSize::square(side)).unwrap().icon);
         assert_eq!(chosen(16), 16);
         assert_eq!(chosen(20), 32);
         assert_eq!(chosen(32), 32);
@@ -125,9 +141,34 @@ mod tests {
         assert_eq!(chosen(512), 256);
         // A box wider than tall: the 48 covers 48x48 (the fit of 256 in 64x48).
         assert_eq!(
-            side_of(&best_entry(&file, TargetSize::new(64, 48)).unwrap()),
+            side_of(&best_entry(&file, TargetSize::new(64, 48)).unwrap().icon),
             48
         );
+        // The icon's own size is its largest entry's, whichever is chosen.
+        assert_eq!(
+            best_entry(&file, TargetSize::square(16)).unwrap().largest,
+            (256, 256)
+        );
+        // At its own size, even scaled down: the largest, as image takes it.
+        assert!(best_entry(&file, TargetSize::original(50, 4096)).is_none());
+    }
+
+    #[test]
+    fn an_icons_thumbnail_reports_its_largest_entry_and_its_own_size_scales_it() {
+        let file = icon(&[16, 256, 32, 48]);
+        let decode = |target| {
+            crate::decode::route::decode_thumbnail(
+                &std::sync::Arc::from("http://x/favicon.ico"),
+                &file,
+                target,
+                crate::decode::route::tests::LIMITS,
+            )
+            .unwrap()
+        };
+        let small = decode(TargetSize::square(16));
+        assert_eq!((small.width, small.source_size), (16, (256, 256)));
+        let half = decode(TargetSize::original(50, 4096));
+        assert_eq!((half.width, half.source_size), (128, (256, 256)));
     }
 
     #[test]

@@ -76,8 +76,10 @@ use crate::{Error, Thumbnail};
 /// # Ok::<(), thumbpipe::BuildError>(())
 /// ```
 pub trait Decode: Send + Sync + 'static {
-    /// A thumbnail of `bytes` for `target` (fitted inside it, or cropped
-    /// to cover it, as its [`Fit`](crate::Fit) says), or why there is none.
+    /// A thumbnail of `bytes` for `target` (fitted inside it, cropped to
+    /// cover it, or at the image's own size, as its [`Fit`](crate::Fit)
+    /// says), with the image's own size in
+    /// [`Thumbnail::source_size`], or why there is none.
     fn decode(&self, url: &Arc<str>, bytes: &[u8], target: TargetSize) -> Result<Thumbnail, Error>;
 }
 

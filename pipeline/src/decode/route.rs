@@ -29,8 +29,8 @@ use crate::thumbnail::Fitting;
 use crate::{Error, Thumbnail};
 
 /// Decodes `bytes` (in a format [`ImageDecoder`] lists) and scales the
-/// image down to `target` (fitted inside it or cropped to cover it), never
-/// scaling up.
+/// image down to `target` (fitted inside it, cropped to cover it, or at
+/// its own size scaled within it), never scaling up.
 ///
 /// Refuses images that declare more than the limits before allocating for
 /// them. A decoder panic is the caller's to catch ([`catch_panic`]).
@@ -48,7 +48,12 @@ pub(crate) fn decode_thumbnail(
     #[cfg(feature = "ico")]
     let best_icon = ico::best_entry(bytes, target);
     #[cfg(feature = "ico")]
-    let bytes = best_icon.as_deref().unwrap_or(bytes);
+    let (bytes, icon_size) = match &best_icon {
+        Some(best) => (best.icon.as_slice(), Some(best.largest)),
+        None => (bytes, None),
+    };
+    #[cfg(not(feature = "ico"))]
+    let icon_size = None;
     let Some(format) = formats::guess(bytes) else {
         // Markup, not magic bytes: a vector image, drawn at the target's
         // size.
@@ -284,10 +289,10 @@ pub(crate) fn decode_thumbnail(
         turned.apply_orientation(orientation);
         rgba = turned.into_rgba8();
     }
-    let source_size = if quarter_turn {
-        (height, width)
-    } else {
-        (width, height)
+    let source_size = match icon_size {
+        Some(size) => size,
+        None if quarter_turn => (height, width),
+        None => (width, height),
     };
     let (width, height) = rgba.dimensions();
     Ok(Thumbnail {

@@ -36,17 +36,15 @@ pub(super) struct ThumbnailEnvelope {
     pub(super) version: u32,
     pub(super) width: u32,
     pub(super) height: u32,
-    /// The image's own size ([`Thumbnail::source_size`](crate::Thumbnail::source_size)):
-    /// absent from thumbnails written before it was kept, whose own size
-    /// stands in.
-    #[serde(default)]
-    pub(super) source_size: Option<(u32, u32)>,
+    /// The image's own size ([`Thumbnail::source_size`](crate::Thumbnail::source_size)).
+    pub(super) source_size: (u32, u32),
     /// The integrity (SHA-256) of the response's content file it was made
     /// from.
     pub(super) original: String,
 }
 
-pub(super) const THUMBNAIL_VERSION: u32 = 1;
+/// 2: with the image's own size (`source_size`).
+pub(super) const THUMBNAIL_VERSION: u32 = 2;
 
 /// Bytes an index line costs beyond its key and envelope: the line's hash
 /// and the entry's other fields (207 to 210 bytes in cacache 13's lines),

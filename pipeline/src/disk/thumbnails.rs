@@ -22,7 +22,7 @@ use super::removal::Which;
 use super::request_parts;
 use super::store::Store;
 use crate::Thumbnail;
-use crate::request::TargetSize;
+use crate::request::{Fit, TargetSize};
 
 impl Store {
     /// The thumbnail of `url` for `target` made from the response stored
@@ -46,9 +46,7 @@ impl Store {
         // the target, at least a pixel.
         let fits = (1..=target.width).contains(&made.width)
             && (1..=target.height).contains(&made.height)
-            && made
-                .source_size
-                .is_none_or(|(width, height)| width > 0 && height > 0);
+            && source_fits(&made, target);
         let expected = u64::from(made.width)
             .checked_mul(u64::from(made.height))
             .and_then(|pixels| pixels.checked_mul(4))
@@ -99,7 +97,7 @@ impl Store {
                     width: made.width,
                     height: made.height,
                     pixels: Arc::from(pixels),
-                    source_size: made.source_size.unwrap_or((made.width, made.height)),
+                    source_size: made.source_size,
                 })
             }
             Err(Unreadable::Failed) => {
@@ -148,7 +146,7 @@ impl Store {
                 made.version == THUMBNAIL_VERSION
                     && made.original == original_integrity
                     && (made.width, made.height) == (thumbnail.width, thumbnail.height)
-                    && made.source_size == Some(thumbnail.source_size)
+                    && made.source_size == thumbnail.source_size
             });
         if kept {
             return;
@@ -157,7 +155,7 @@ impl Store {
             version: THUMBNAIL_VERSION,
             width: thumbnail.width,
             height: thumbnail.height,
-            source_size: Some(thumbnail.source_size),
+            source_size: thumbnail.source_size,
             original: original_integrity,
         };
         match serde_json::to_value(&made) {
@@ -165,4 +163,31 @@ impl Store {
             Err(_) => self.failed(),
         }
     }
+}
+
+/// The largest side an image's own size may claim: past what any decoder
+/// accepts, and still a whole number of points to egui.
+const MAX_SOURCE_SIDE: u32 = 1 << 24;
+
+/// Whether the image's own size an envelope claims can be the one its
+/// thumbnail was made from: sides within `1..=MAX_SOURCE_SIDE`, and, for
+/// a thumbnail of the whole image, its shape (each side rounded, or
+/// raised to 1).
+fn source_fits(made: &ThumbnailEnvelope, target: TargetSize) -> bool {
+    let (width, height) = made.source_size;
+    let sides = (1..=MAX_SOURCE_SIDE).contains(&width) && (1..=MAX_SOURCE_SIDE).contains(&height);
+    let shape = match target.fit {
+        Fit::Cover => true,
+        Fit::Inside | Fit::Original { .. } => {
+            let (width, height, made_width, made_height) = (
+                u64::from(width),
+                u64::from(height),
+                u64::from(made.width),
+                u64::from(made.height),
+            );
+            (made_width * height).abs_diff(made_height * width)
+                <= width + height + made_width + made_height
+        }
+    };
+    sides && shape
 }

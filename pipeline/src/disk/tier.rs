@@ -22,7 +22,7 @@ use url::Url;
 use super::policy::{carries_credentials, may_be_shared};
 use super::{DiskCache, DiskStats, cache_options, request_parts, response_parts};
 use crate::fetch::{Fetch, FetchRequest, FetchResponse, body_only};
-use crate::request::TargetSize;
+use crate::request::{Fit, TargetSize};
 use crate::thumbnail::ThumbnailTier;
 use crate::{BuildError, DiskConfig, Error, Thumbnail};
 
@@ -114,8 +114,10 @@ impl Fetch for DiskTier {
 struct DiskThumbnails(Arc<DiskCache>);
 
 impl ThumbnailTier for DiskThumbnails {
-    fn keeps(&self, url: &Url) -> bool {
-        is_http(url)
+    /// Not an image at its own size: megabytes of pixels each, that the
+    /// stored response decodes again.
+    fn keeps(&self, url: &Url, target: TargetSize) -> bool {
+        is_http(url) && !matches!(target.fit, Fit::Original { .. })
     }
 
     fn lookup(&self, url: &Url, target: TargetSize) -> BoxFuture<'static, Option<Thumbnail>> {

@@ -72,7 +72,9 @@ impl CoastWatch {
     /// [`CoastWatch::observe`] for a grid of uniform cells: `items` of
     /// them, `columns` to a row of `row_height`, drawn with
     /// `ScrollArea::show_rows(ui, row_height, items.div_ceil(columns), ..)`.
-    /// `follow_coast` then names items, numbered row by row.
+    /// `follow_coast` then names items, numbered row by row. A prediction
+    /// names items of the geometry last observed: when the number of
+    /// items or columns changes, start a new watch (or check indices).
     pub fn observe_grid<R>(
         &mut self,
         ui: &Ui,

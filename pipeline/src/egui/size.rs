@@ -45,7 +45,7 @@ pub(crate) fn max_texture_side(ctx: &Context) -> usize {
 /// or painted into a rect with `paint_at`) is filled: a cover crop of the
 /// box's shape, so the image fills it without being stretched. An image
 /// drawn at its own size (`SizeHint::Scale`: egui's
-/// `fit_to_original_size`, or a plain `ui.image(url)`) is loaded at its
+/// `fit_to_original_size`, or an image bound on neither side) is loaded at its
 /// own size times the scale (pixels per point times the image's own
 /// scale: an SVG is drawn that much larger, a raster image only ever
 /// smaller), inside `max_side`, the GPU's largest texture side.

@@ -103,7 +103,7 @@ impl TextureLoader for UriLoader {
                 // egui's convention: a texture's size is the image's own
                 // (an SVG's in its units), which `fit_to_original_size`
                 // draws in points; other fits take its aspect ratio.
-                let (width, height) = thumbnail.source_size;
+                let (width, height) = thumbnail.own_size();
                 texture.size = Vec2::new(width as f32, height as f32);
                 Ok(TexturePoll::Ready { texture })
             }
@@ -206,9 +206,9 @@ fn without_fragment(uri: &str) -> &str {
 ///   and kept under [`EguiConfig::max_texture_bytes`].
 /// - A failed load is drawn as egui's error (`LoadError::Loading` with
 ///   thumbpipe's message) and not retried while it stays in view.
-/// - An image drawn at its own size (`ui.image(url)`,
-///   [`Image::fit_to_original_size`](::egui::Image::fit_to_original_size))
-///   is loaded at its own size times the scale egui asks for (an SVG drawn
+/// - An image drawn at its own size
+///   ([`Image::fit_to_original_size`](::egui::Image::fit_to_original_size),
+///   or with no bound on either side) is loaded at its own size times the scale egui asks for (an SVG drawn
 ///   larger on a dense screen, a raster image only ever smaller), inside
 ///   the GPU's largest texture side and the largest square the texture
 ///   budget holds (2896 pixels at the default 32 MiB). Every texture tells

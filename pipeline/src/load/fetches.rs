@@ -38,7 +38,7 @@ impl LoadActor {
                     self.scheduler.remove(task_id);
                     continue;
                 }
-                (Some(task), Some(tier)) if tier.keeps(&task.url) => {
+                (Some(task), Some(tier)) if tier.keeps(&task.url, task.key.target) => {
                     Some((tier.lookup(&task.url, task.key.target), task.cancel.clone()))
                 }
                 (Some(_), _) => None,

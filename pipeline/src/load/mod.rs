@@ -331,7 +331,7 @@ impl LoadActor {
             .parts
             .thumbnails
             .clone()
-            .filter(|tier| tier.keeps(&task.url))
+            .filter(|tier| tier.keeps(&task.url, target))
             .map(|tier| (tier, task.url.clone(), bytes.clone()));
         self.parts.decode_pool.submit(DecodeJob {
             task: task_id,

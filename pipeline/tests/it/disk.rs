@@ -146,6 +146,18 @@ fn a_warm_start_draws_the_stored_thumbnails_without_decoding() {
     let thumbnail = done[0].result.as_ref().expect("from the disk");
     assert_eq!((thumbnail.width, thumbnail.source_size), (32, (64, 64)));
     assert_eq!(third.stats().disk.thumbnail_hits, 1);
+    // An image at its own size is not kept beside its response (megabytes
+    // of pixels each): a later start decodes it again.
+    let own = TargetSize::original(100, 4096);
+    third.request(1, &urls[1], own, Priority::Visible);
+    assert_eq!(drain_until(&mut third, |all| !all.is_empty()).len(), 1);
+    drop(third);
+    let mut fourth = pipeline(&scratch.0, 1 << 20);
+    fourth.request(1, &urls[1], own, Priority::Visible);
+    let done = drain_until(&mut fourth, |all| !all.is_empty());
+    assert_eq!(done[0].result.as_ref().ok().map(|t| t.width), Some(64));
+    let stats = fourth.stats();
+    assert_eq!((stats.decodes_started, stats.disk.thumbnail_hits), (1, 0));
 }
 
 #[test]

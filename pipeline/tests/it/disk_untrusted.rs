@@ -319,6 +319,14 @@ fn a_stored_thumbnail_of_an_empty_image_is_not_served() {
     });
 }
 
+/// Or one whose image had another shape than its thumbnail.
+#[test]
+fn a_stored_thumbnail_of_another_shape_is_not_served() {
+    a_planted_thumbnail_is_removed_not_served("disk-thumbnail-shape", |metadata| {
+        metadata["source_size"] = serde_json::json!([4000, 3000]);
+    });
+}
+
 /// Stores a thumbnail, changes its envelope with `edit`, and checks that a
 /// new pipeline removes it and decodes the stored response again.
 fn a_planted_thumbnail_is_removed_not_served(
