@@ -14,6 +14,9 @@
 //! Either follows a flung list's coast when given [`CoastWatch`]'s
 //! prediction each pass (`follow_coast`): the rows where it will rest load
 //! first, and rows it flies past faster than an image arrives do not load.
+//! A photo grid is followed cell by cell ([`CoastWatch::observe_grid`]),
+//! its cells cropped to fill ([`ThumbnailList::set_crop_to_fill`],
+//! [`Cell::filled`]) or not.
 //!
 //! Both run on the UI thread and keep the levels in front of the pipeline's
 //! cache, each answering within the pass:
@@ -79,6 +82,6 @@ pub use coast::CoastWatch;
 pub use config::EguiConfig;
 pub use list::{RowThumbnail, ThumbnailList};
 pub use prefetch::PrefetchWindow;
-pub use size::{cover_size, target_size};
+pub use size::{Cell, cover_size, target_size};
 pub use textures::TextureStats;
 pub use uri::{Loader, install, install_with};

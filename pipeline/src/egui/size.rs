@@ -123,6 +123,56 @@ pub fn cover_size(size: Vec2, pixels_per_point: f32) -> TargetSize {
     )
 }
 
+/// The box an image is drawn in, in points, and whether it fills it: what
+/// [`Loader::prefetch`](super::Loader::prefetch),
+/// [`Loader::follow_coast`](super::Loader::follow_coast) and
+/// [`Loader::drawn`](super::Loader::drawn) take, to ask for the thumbnails
+/// the images drawn there load. A `Vec2` is a box the whole image fits
+/// inside (an `egui::Image` with `fit_to_exact_size`); [`Cell::filled`] is
+/// one it is cropped to fill (with `.maintain_aspect_ratio(false)` too: a
+/// photo grid's cell).
+///
+/// ```
+/// use thumbpipe::egui::Cell;
+///
+/// let size = egui::vec2(96.0, 96.0);
+/// assert_eq!(Cell::from(size), Cell::fitted(size));
+/// assert_ne!(Cell::filled(size), Cell::fitted(size));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Cell {
+    size: Vec2,
+    fill: bool,
+}
+
+impl Cell {
+    /// A box of `size` points the whole image fits inside.
+    pub fn fitted(size: Vec2) -> Self {
+        Self { size, fill: false }
+    }
+
+    /// A box of `size` points the image is cropped to fill.
+    pub fn filled(size: Vec2) -> Self {
+        Self { size, fill: true }
+    }
+
+    /// The thumbnail's box for this cell on a screen of
+    /// `pixels_per_point`: the one the image drawn in it asks for.
+    pub(crate) fn target(self, pixels_per_point: f32) -> TargetSize {
+        if self.fill {
+            cover_size(self.size, pixels_per_point)
+        } else {
+            target_size(self.size, pixels_per_point)
+        }
+    }
+}
+
+impl From<Vec2> for Cell {
+    fn from(size: Vec2) -> Self {
+        Self::fitted(size)
+    }
+}
+
 /// Whole pixels, rounded as egui rounds a size hint; NaN and negatives are 0,
 /// infinity is unconstrained.
 fn pixels(value: f32) -> u32 {

@@ -17,7 +17,7 @@ use ::egui::{ColorImage, Context, TextureOptions, Vec2};
 
 use super::EguiConfig;
 use super::front::{Front, Look};
-use super::size::{max_texture_side, target_for_hint, target_size};
+use super::size::{Cell, max_texture_side, target_for_hint};
 use super::textures::{TextureStats, color_image};
 use crate::{
     BuildError, CoastModel, CoastPrediction, Pipeline, PipelineBuilder, Stats, TargetSize,
@@ -297,8 +297,8 @@ pub struct Loader {
 }
 
 impl Loader {
-    /// Asks for `uri`'s thumbnail, for an image to be drawn `size` points
-    /// large, ahead of need, at [`crate::Priority::Prefetch`]. Call it every
+    /// Asks for `uri`'s thumbnail, for an image to be drawn in `cell` (a
+    /// size in points, or a [`Cell`] it fills), ahead of need, at [`crate::Priority::Prefetch`]. Call it every
     /// pass for the rows just outside the view (see [`super::PrefetchWindow`]):
     /// a prefetch not repeated in a pass is cancelled at its end, like an
     /// image no longer drawn. A URI drawn this pass keeps its priority.
@@ -310,20 +310,20 @@ impl Loader {
     /// ui.add(egui::Image::new("https://example.com/this.jpg").fit_to_exact_size(size));
     /// # }
     /// ```
-    pub fn prefetch(&self, uri: &str, size: Vec2) {
+    pub fn prefetch(&self, uri: &str, cell: impl Into<Cell>) {
         let uri = without_fragment(uri);
         // egui's state is read before the loader's lock is taken: egui ends
         // a pass holding its own lock while it takes the loader's, so the
         // loader's lock must never wait for egui's from another thread.
-        let target = target_size(size, self.ctx.pixels_per_point());
+        let target = cell.into().target(self.ctx.pixels_per_point());
         let pass = self.ctx.cumulative_pass_nr();
         if let Some(front) = self.loader.front().as_mut() {
             front.prefetch(pass, UriLoader::key(uri, target), uri, target);
         }
     }
 
-    /// Follows a kinetic coast for this pass, for images drawn `size` points
-    /// large; call it before the rows are drawn, with
+    /// Follows a kinetic coast for this pass, for images drawn in `cell` (a
+    /// size in points, or a [`Cell`] they fill: a photo grid's); call it before the rows are drawn, with
     /// [`super::CoastWatch::predict`]'s prediction (`None` at rest does
     /// nothing). The URIs of the rows where the list will rest (and the one
     /// more egui draws) are loaded at [`crate::Priority::Destination`], ahead
@@ -353,12 +353,12 @@ impl Loader {
     pub fn follow_coast<M: CoastModel, S: AsRef<str>>(
         &self,
         coast: Option<&CoastPrediction<M>>,
-        size: Vec2,
+        cell: impl Into<Cell>,
         mut uri_of: impl FnMut(usize) -> S,
     ) {
         let Some(coast) = coast else { return };
         // egui's state first, then the loader's lock (see `prefetch`).
-        let target = target_size(size, self.ctx.pixels_per_point());
+        let target = cell.into().target(self.ctx.pixels_per_point());
         let pass = self.ctx.cumulative_pass_nr();
         if let Some(front) = self.loader.front().as_mut() {
             front.follow_coast(pass, coast, target, |row| {
@@ -369,11 +369,11 @@ impl Loader {
         }
     }
 
-    /// The thumbnail whose texture is drawn for `uri` at `size` points: what
-    /// the image shows, as pixels.
-    pub fn drawn(&self, uri: &str, size: Vec2) -> Option<Thumbnail> {
+    /// The thumbnail whose texture is drawn for `uri` in `cell` (a size in
+    /// points, or a [`Cell`] it fills): what the image shows, as pixels.
+    pub fn drawn(&self, uri: &str, cell: impl Into<Cell>) -> Option<Thumbnail> {
         let uri = without_fragment(uri);
-        let target = target_size(size, self.ctx.pixels_per_point());
+        let target = cell.into().target(self.ctx.pixels_per_point());
         self.loader
             .front()
             .as_ref()

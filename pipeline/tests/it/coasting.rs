@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use egui::{Context, Event, PointerButton, Pos2, RawInput, Rect, Sense, Ui, Vec2, pos2, vec2};
 use thumbpipe::CoastPrediction;
-use thumbpipe::egui::{CoastWatch, EguiConfig, Loader, RowThumbnail, ThumbnailList};
+use thumbpipe::egui::{Cell, CoastWatch, EguiConfig, Loader, RowThumbnail, ThumbnailList};
 
 use crate::common::{self, server};
 
@@ -25,7 +25,8 @@ enum Rows {
     /// Empty rows: only the scrolling is under test.
     Plain,
     List(Box<ThumbnailList<usize>>, Vec<String>),
-    Uri(Loader, Vec<String>),
+    /// `egui::Image`s in cells they fit inside, or fill (cropped).
+    Uri(Loader, Vec<String>, Cell),
 }
 
 impl Rows {
@@ -35,7 +36,9 @@ impl Rows {
             Rows::List(list, urls) => {
                 list.follow_coast(coast, CELL, |row| (row, urls[row].as_str()))
             }
-            Rows::Uri(loader, urls) => loader.follow_coast(coast, CELL, |row| urls[row].as_str()),
+            Rows::Uri(loader, urls, cell) => {
+                loader.follow_coast(coast, *cell, |row| urls[row].as_str())
+            }
         }
     }
 
@@ -53,9 +56,14 @@ impl Rows {
                     RowThumbnail::Shown(..)
                 )
             }
-            Rows::Uri(loader, urls) => {
-                ui.add(egui::Image::new(urls[row].as_str()).fit_to_exact_size(CELL));
-                loader.drawn(&urls[row], CELL).is_some()
+            Rows::Uri(loader, urls, cell) => {
+                let filled = *cell == Cell::filled(CELL);
+                ui.add(
+                    egui::Image::new(urls[row].as_str())
+                        .fit_to_exact_size(CELL)
+                        .maintain_aspect_ratio(!filled),
+                );
+                loader.drawn(&urls[row], *cell).is_some()
             }
         }
     }
@@ -356,6 +364,7 @@ fn uri_rows(ctx: &Context, config: EguiConfig, urls: Vec<String>) -> Rows {
     Rows::Uri(
         thumbpipe::egui::install(ctx, config).expect("installs"),
         urls,
+        Cell::fitted(CELL),
     )
 }
 
@@ -453,6 +462,18 @@ fn a_grid_coasting_requests_the_cells_of_its_resting_rows_first() {
     };
     let (requested, coast, shown_before) = coast_at_250_ms(grid, true, 4);
     assert_eq!(coast.list().columns, 4);
+    check_coast(&requested, &coast, &shown_before, 4);
+}
+
+/// The same grid of `egui::Image`s told not to keep their aspect ratio
+/// (cropped to fill), followed with `Cell::filled`.
+#[test]
+fn an_image_grid_coasting_requests_the_cells_of_its_resting_rows_first() {
+    let grid = |ctx: &Context, config, urls| {
+        let loader = thumbpipe::egui::install(ctx, config).expect("installs");
+        Rows::Uri(loader, urls, Cell::filled(CELL))
+    };
+    let (requested, coast, shown_before) = coast_at_250_ms(grid, true, 4);
     check_coast(&requested, &coast, &shown_before, 4);
 }
 
