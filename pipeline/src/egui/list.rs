@@ -13,7 +13,7 @@ use ::egui::{Align2, Color32, Context, FontId, Response, Sense, Stroke, TextureO
 
 use super::EguiConfig;
 use super::front::{Front, Look};
-use super::size::{cover_size, target_size};
+use super::size::Cell;
 use super::textures::TextureStats;
 use crate::{
     BuildError, CoastModel, CoastPrediction, Error, Pipeline, PipelineBuilder, Stats, TargetSize,
@@ -118,11 +118,12 @@ impl<K: Hash + Eq + Clone> ThumbnailList<K> {
     /// The thumbnail's box for a cell of `size` points on a screen of
     /// `pixels_per_point`.
     fn target(&self, size: Vec2, pixels_per_point: f32) -> TargetSize {
-        if self.crop_to_fill {
-            cover_size(size, pixels_per_point)
+        let cell = if self.crop_to_fill {
+            Cell::filled(size)
         } else {
-            target_size(size, pixels_per_point)
-        }
+            Cell::fitted(size)
+        };
+        cell.target(pixels_per_point)
     }
 
     /// Draws `row`'s thumbnail of `url`, fitted in `size` points (or

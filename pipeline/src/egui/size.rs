@@ -48,8 +48,9 @@ pub(crate) fn max_texture_side(ctx: &Context) -> usize {
 /// `fit_to_original_size`, or an image bound on neither side) is loaded at its
 /// own size times the scale (pixels per point times the image's own
 /// scale: an SVG is drawn that much larger, a raster image only ever
-/// smaller), inside `max_side`, the GPU's largest texture side.
-pub(crate) fn target_for_hint(hint: SizeHint, max_side: usize) -> TargetSize {
+/// smaller), inside `max_side()`, the largest texture side: asked only
+/// then, so that images drawn in a box cost no more than before.
+pub(crate) fn target_for_hint(hint: SizeHint, max_side: impl FnOnce() -> usize) -> TargetSize {
     match hint {
         SizeHint::Size {
             width,
@@ -68,7 +69,7 @@ pub(crate) fn target_for_hint(hint: SizeHint, max_side: usize) -> TargetSize {
             };
             TargetSize::original(
                 percent as u16,
-                u32::try_from(max_side)
+                u32::try_from(max_side())
                     .unwrap_or(MAX_SIDE)
                     .clamp(MIN_SIDE, MAX_SIDE),
             )
@@ -214,7 +215,7 @@ mod tests {
                         height: side,
                         maintain_aspect_ratio: true,
                     },
-                    8192,
+                    || 8192,
                 )
             })
             .collect();
@@ -231,7 +232,7 @@ mod tests {
                     height,
                     maintain_aspect_ratio: false,
                 },
-                8192,
+                || 8192,
             )
         };
         assert_eq!(hint(100, 60), TargetSize::cover(128, 77));
@@ -243,16 +244,17 @@ mod tests {
     #[test]
     fn every_hint_becomes_a_box_in_pixels() {
         assert_eq!(
-            target_for_hint(SizeHint::Width(100), 8192),
+            target_for_hint(SizeHint::Width(100), || 8192),
             TargetSize::new(128, MAX_SIDE)
         );
         assert_eq!(
-            target_for_hint(SizeHint::Height(60), 8192),
+            target_for_hint(SizeHint::Height(60), || 8192),
             TargetSize::new(MAX_SIDE, 64)
         );
         // At its own size, inside the GPU's largest texture.
-        let own =
-            |scale: f32, max_side| target_for_hint(SizeHint::Scale(OrderedFloat(scale)), max_side);
+        let own = |scale: f32, max_side| {
+            target_for_hint(SizeHint::Scale(OrderedFloat(scale)), || max_side)
+        };
         assert_eq!(own(2.0, 8192), TargetSize::original(200, 8192));
         assert_eq!(own(1.25, 4096), TargetSize::original(125, 4096));
         assert_eq!(own(f32::NAN, 0), TargetSize::original(100, MIN_SIDE));

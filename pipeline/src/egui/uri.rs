@@ -97,7 +97,7 @@ impl TextureLoader for UriLoader {
             return Err(LoadError::NotSupported);
         };
         let uri = without_fragment(uri);
-        let target = target_for_hint(size_hint, front.largest_side(ctx));
+        let target = target_for_hint(size_hint, || front.largest_side(ctx));
         match front.show(ctx, Self::key(uri, target), uri, target, texture_options) {
             Look::Texture(mut texture, thumbnail) => {
                 // egui's convention: a texture's size is the image's own
@@ -152,7 +152,7 @@ impl ImageLoader for UriLoader {
             return Err(LoadError::NotSupported);
         };
         let uri = without_fragment(uri);
-        let target = target_for_hint(size_hint, front.largest_side(ctx));
+        let target = target_for_hint(size_hint, || front.largest_side(ctx));
         match front.pixels(ctx, Self::key(uri, target), uri, target) {
             Ok(Some(thumbnail)) => {
                 let image: ColorImage =
