@@ -43,13 +43,10 @@ impl Caching {
         server_max_age: Option<Duration>,
         asked: CachingAsked,
     ) -> Self {
-        let extension = match key.format {
-            Format::Jpeg => "jpg",
-            Format::Png => "png",
-        };
+        let extension = key.format.extension();
         let quality = match key.format {
             Format::Jpeg => format!("-q{jpeg_quality}"),
-            Format::Png => String::new(),
+            Format::Png | Format::Gif => String::new(),
         };
         let cache_control = if asked.no_store {
             Some("no-store".to_owned())

@@ -20,13 +20,23 @@ use crate::picture;
 pub(crate) enum Format {
     Jpeg,
     Png,
+    /// An animation: [`ANIMATION_FRAMES`] frames of the picture.
+    Gif,
 }
+
+/// Frames of an animated GIF, and how long each is shown: a bar sweeps
+/// across the picture's coloured field and back, its id readable in every
+/// frame.
+pub const ANIMATION_FRAMES: u32 = 8;
+/// See [`ANIMATION_FRAMES`].
+pub const ANIMATION_FRAME_MILLIS: u32 = 100;
 
 impl Format {
     pub(crate) fn from_extension(ext: &str) -> Option<Self> {
         match ext {
             "jpg" | "jpeg" => Some(Format::Jpeg),
             "png" => Some(Format::Png),
+            "gif" => Some(Format::Gif),
             _ => None,
         }
     }
@@ -35,6 +45,15 @@ impl Format {
         match self {
             Format::Jpeg => "image/jpeg",
             Format::Png => "image/png",
+            Format::Gif => "image/gif",
+        }
+    }
+
+    pub(crate) fn extension(self) -> &'static str {
+        match self {
+            Format::Jpeg => "jpg",
+            Format::Png => "png",
+            Format::Gif => "gif",
         }
     }
 }
@@ -114,6 +133,7 @@ pub(crate) fn encode(key: ImageKey, jpeg_quality: u8) -> Result<Bytes, DrawError
     let encoded = match key.format {
         Format::Jpeg => picture.encode_jpeg(jpeg_quality),
         Format::Png => picture.encode_png(),
+        Format::Gif => picture.encode_animated_gif(ANIMATION_FRAMES, ANIMATION_FRAME_MILLIS),
     };
     encoded.map(Bytes::from).map_err(|e| DrawError {
         id: key.id,
@@ -201,6 +221,26 @@ mod tests {
         assert_eq!(garbage(7, 1000), garbage(7, 1000));
         assert_ne!(garbage(7, 1000), garbage(8, 1000));
         assert!(image::load_from_memory(&garbage(7, 4096)).is_err());
+    }
+
+    #[test]
+    fn a_gif_is_an_animation_whose_every_frame_carries_the_id() {
+        use image::AnimationDecoder;
+        let key = ImageKey {
+            id: 12,
+            width: 64,
+            height: 48,
+            format: Format::Gif,
+        };
+        let gif = encode(key, 85).unwrap();
+        let decoder = image::codecs::gif::GifDecoder::new(std::io::Cursor::new(&gif[..])).unwrap();
+        let frames = decoder.into_frames().collect_frames().unwrap();
+        assert_eq!(frames.len(), ANIMATION_FRAMES as usize);
+        for frame in &frames {
+            assert_eq!(frame.delay().numer_denom_ms(), (ANIMATION_FRAME_MILLIS, 1));
+            assert_eq!(crate::decode_id(frame.buffer(), 64, 48), Some(12));
+        }
+        assert_ne!(frames[0].buffer(), frames[1].buffer(), "the bar moves");
     }
 
     #[tokio::test]

@@ -80,6 +80,61 @@ impl Rgb {
         Ok(out)
     }
 
+    /// Encodes an animated GIF of `frames` frames, each shown
+    /// `frame_millis` and looping for ever: the bitmap with a light bar
+    /// sweeping across its inner field, one step a frame, and back. The
+    /// ring, and so the id, is the same in every frame.
+    ///
+    /// ```
+    /// let gif = fixture_server::picture::render(7, 64, 64).encode_animated_gif(4, 100)?;
+    /// assert_eq!(&gif[..6], b"GIF89a");
+    /// # Ok::<(), fixture_server::picture::EncodeError>(())
+    /// ```
+    pub fn encode_animated_gif(
+        &self,
+        frames: u32,
+        frame_millis: u32,
+    ) -> Result<Vec<u8>, EncodeError> {
+        use image::codecs::gif::{GifEncoder, Repeat};
+        let (w, h) = (self.width as usize, self.height as usize);
+        let (x0, x1) = (cell_span(1, w).0, cell_span(GRID - 2, w).1);
+        let (y0, y1) = (cell_span(1, h).0, cell_span(GRID - 2, h).1);
+        let mut out = Vec::new();
+        let mut encoder = GifEncoder::new_with_speed(&mut out, 30);
+        encoder
+            .set_repeat(Repeat::Infinite)
+            .map_err(|e| EncodeError(e.to_string()))?;
+        let steps = frames.max(1) as usize;
+        let bar = ((x1 - x0) / 6).max(1);
+        for frame in 0..steps {
+            // There and back: frame 0 at the left, the middle one at the right.
+            let there = (2 * frame).min(2 * steps - 2 * frame);
+            let left = x0 + (x1 - x0 - bar) * there / steps.max(1);
+            let mut rgba: Vec<u8> = self
+                .pixels
+                .chunks_exact(3)
+                .flat_map(|p| [p[0], p[1], p[2], 255])
+                .collect();
+            for y in y0..y1 {
+                for x in left..(left + bar).min(x1) {
+                    rgba[(y * w + x) * 4..(y * w + x) * 4 + 3].fill(WHITE);
+                }
+            }
+            let buffer = image::RgbaImage::from_raw(self.width, self.height, rgba)
+                .ok_or_else(|| EncodeError("short frame buffer".into()))?;
+            encoder
+                .encode_frame(image::Frame::from_parts(
+                    buffer,
+                    0,
+                    0,
+                    image::Delay::from_numer_denom_ms(frame_millis, 1),
+                ))
+                .map_err(|e| EncodeError(e.to_string()))?;
+        }
+        drop(encoder);
+        Ok(out)
+    }
+
     /// Writes the bitmap with one of `image`'s encoders.
     pub(crate) fn write_with(&self, encoder: impl image::ImageEncoder) -> Result<(), EncodeError> {
         encoder

@@ -454,6 +454,7 @@ const HELP: &str = "\
 fixture-server: generated images with latency and faults
 
 GET  /img/{id}.jpg | /img/{id}.png   the image for id 0..=1048575
+GET  /img/{id}.gif   the same, animated: 8 frames of 100 ms, a bar sweeping
        ?w=&h=          size, 1..=4096 (default 600x600)
        ?latency_ms=    wait before answering (default: the server's)
        ?fault=KIND     one of: none, 404, 500, 503, reset, truncate, garbage,
@@ -498,11 +499,11 @@ impl ImageRequest {
     fn parse(file: &str, query: &[(String, String)], config: &Config) -> Result<Self, BadRequest> {
         let bad = |message: String| Err(BadRequest(message));
         let Some((stem, extension)) = file.rsplit_once('.') else {
-            return bad(format!("'{file}' is not ID.jpg or ID.png"));
+            return bad(format!("'{file}' is not ID.jpg, ID.png or ID.gif"));
         };
         let Some(format) = Format::from_extension(extension) else {
             return bad(format!(
-                "unknown image format '.{extension}' in '{file}' (use .jpg or .png)"
+                "unknown image format '.{extension}' in '{file}' (use .jpg, .png or .gif)"
             ));
         };
         let id = match stem.parse::<u32>() {
@@ -581,10 +582,7 @@ impl ImageRequest {
 
     /// The same request, one redirect further.
     fn next_hop(&self) -> String {
-        let extension = match self.key.format {
-            Format::Jpeg => "jpg",
-            Format::Png => "png",
-        };
+        let extension = self.key.format.extension();
         let mut location = format!(
             "/img/{}.{extension}?fault=redirect-loop&hop={}&w={}&h={}",
             self.key.id,

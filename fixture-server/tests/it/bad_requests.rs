@@ -14,7 +14,7 @@ async fn malformed_image_requests_get_400_with_a_reason() {
         ("/img/+7.jpg", "not an image id"),
         ("/img/99999999.jpg", "not an image id"),
         ("/img/7", "is not ID.jpg"),
-        ("/img/7.gif", "unknown image format '.gif'"),
+        ("/img/7.bmp", "unknown image format '.bmp'"),
         ("/img/7.jpg?w=0", "w='0'"),
         ("/img/7.jpg?h=5000", "h='5000'"),
         ("/img/7.jpg?w=big", "w='big'"),
