@@ -329,6 +329,7 @@ mod tests {
             height: 1,
             pixels: vec![0; cost].into(),
             source_size: (1, 1),
+            animation: None,
         }
     }
 
@@ -589,6 +590,7 @@ mod tests {
                 height: 1,
                 pixels: vec![0; cost].into(),
                 source_size: (serial, 1),
+                animation: None,
             }
         }
 

@@ -251,7 +251,7 @@ pub use http;
 pub use metrics::Stats;
 pub use pipeline::{Pipeline, PipelineBuilder};
 pub use request::{Fit, Priority, RequestId, TargetSize};
-pub use thumbnail::Thumbnail;
+pub use thumbnail::{Animation, AnimationFrame, Thumbnail};
 
 /// The crate README's examples, compiled as doc tests.
 #[cfg(doctest)]

@@ -5,6 +5,7 @@
 //! and the UI's textures through `Arc`s, freed with its last holder.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::Bytes;
 use futures::future::BoxFuture;
@@ -29,12 +30,28 @@ pub struct Thumbnail {
     /// at, whatever the thumbnail's own size. A decoder of the app's own
     /// that does not know it gives the thumbnail's size.
     pub source_size: (u32, u32),
+    /// Every frame of an animated GIF or WebP, at this size, when the
+    /// decode stage animates ([`DecodeConfig::animation`]); `None` for a
+    /// still image. [`Thumbnail::pixels`] is the first frame either way,
+    /// so code that knows nothing of animation shows that.
+    ///
+    /// [`DecodeConfig::animation`]: crate::DecodeConfig::animation
+    pub animation: Option<Arc<Animation>>,
 }
 
 impl Thumbnail {
-    /// Bytes of pixel data: what the thumbnail costs in the cache.
+    /// Bytes of pixel data, every frame of an animation counted: what the
+    /// thumbnail costs in the cache and as textures.
     pub fn cost(&self) -> usize {
-        self.pixels.len()
+        self.animation
+            .as_ref()
+            .map_or(self.pixels.len(), |animation| {
+                animation
+                    .frames
+                    .iter()
+                    .map(|frame| frame.pixels.len())
+                    .sum()
+            })
     }
 
     /// [`Thumbnail::source_size`], or the thumbnail's own size where a
@@ -45,6 +62,87 @@ impl Thumbnail {
             (0, _) | (_, 0) => (self.width, self.height),
             size => size,
         }
+    }
+}
+
+/// The frames of an animated thumbnail, which loops for ever.
+///
+/// ```
+/// use std::{sync::Arc, time::Duration};
+/// use thumbpipe::{Animation, AnimationFrame};
+///
+/// let frame = |shade: u8, millis| AnimationFrame {
+///     pixels: Arc::from(vec![shade; 4]),
+///     delay: Duration::from_millis(millis),
+/// };
+/// let animation = Animation::new(vec![frame(0, 100), frame(255, 300)]).unwrap();
+/// assert_eq!(animation.duration(), Duration::from_millis(400));
+/// // 450 ms in: the second loop's first frame, the next in 50 ms.
+/// assert_eq!(
+///     animation.frame_at(Duration::from_millis(450)),
+///     (0, Duration::from_millis(50))
+/// );
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Animation {
+    frames: Vec<AnimationFrame>,
+    duration: Duration,
+}
+
+/// One frame of an [`Animation`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AnimationFrame {
+    /// The whole picture at this moment (frames already composed), in the
+    /// thumbnail's layout: `width * height * 4` bytes of RGBA.
+    pub pixels: Arc<[u8]>,
+    /// How long it is shown, never 0 ([`Animation::new`] sees to it).
+    pub delay: Duration,
+}
+
+impl Animation {
+    /// Delays of 10 ms or less are shown for this long, as browsers show
+    /// them: many GIFs say 0 and mean "as fast as the viewer goes".
+    pub const SHORTEST_DELAY_READ_AS: Duration = Duration::from_millis(100);
+
+    /// An animation of `frames`, in order; `None` for fewer than two.
+    /// A delay of 10 ms or less becomes
+    /// [`Animation::SHORTEST_DELAY_READ_AS`].
+    pub fn new(mut frames: Vec<AnimationFrame>) -> Option<Self> {
+        if frames.len() < 2 {
+            return None;
+        }
+        for frame in &mut frames {
+            if frame.delay <= Duration::from_millis(10) {
+                frame.delay = Self::SHORTEST_DELAY_READ_AS;
+            }
+        }
+        let duration = frames.iter().map(|frame| frame.delay).sum();
+        Some(Self { frames, duration })
+    }
+
+    /// The frames, in order (at least two).
+    pub fn frames(&self) -> &[AnimationFrame] {
+        &self.frames
+    }
+
+    /// One loop's length.
+    pub fn duration(&self) -> Duration {
+        self.duration
+    }
+
+    /// Which frame is shown `elapsed` after the animation began (it
+    /// loops), and how long until the next one is.
+    pub fn frame_at(&self, elapsed: Duration) -> (usize, Duration) {
+        let loop_nanos = self.duration.as_nanos().max(1);
+        let mut into_loop = Duration::from_nanos((elapsed.as_nanos() % loop_nanos) as u64);
+        for (index, frame) in self.frames.iter().enumerate() {
+            if into_loop < frame.delay {
+                return (index, frame.delay - into_loop);
+            }
+            into_loop -= frame.delay;
+        }
+        // Not reached: the remainder is less than the sum of the delays.
+        (0, self.frames[0].delay)
     }
 }
 

@@ -408,6 +408,7 @@ impl Decode for Instant32 {
             height: 32,
             pixels: Arc::from(vec![0u8; 32 * 32 * 4]),
             source_size: (32, 32),
+            animation: None,
         })
     }
 }

@@ -66,6 +66,24 @@ pub struct DecodeConfig {
     /// Logos and icons hold tens to a few thousand. Default: 20,000. It has
     /// no effect without the cargo feature `svg`.
     pub svg_max_elements: u32,
+    /// Whether an animated GIF or WebP decodes every frame, at the
+    /// thumbnail's size, into [`Thumbnail::animation`](crate::Thumbnail::animation)
+    /// (egui's front door then plays it while it is drawn). Off, it is its
+    /// first frame, as any still image. An animation that the limits below
+    /// refuse, or whose decode with the canvases the frames are composed on
+    /// would pass `max_alloc_bytes`, is its first frame too. Default:
+    /// `false`.
+    ///
+    /// Thumbnails on disk ([`DiskConfig::thumbnails`](crate::DiskConfig::thumbnails))
+    /// are not kept while it is on, since they hold one frame: images decode
+    /// from the responses on disk instead.
+    pub animation: bool,
+    /// Most frames an animation may have to be played. Default: 200.
+    pub max_animation_frames: u32,
+    /// Most bytes an animation's frames may take together, at the
+    /// thumbnail's size (a 128x128 frame is 64 KiB): what it costs in the
+    /// memory cache and as textures. Default: 8 MiB.
+    pub max_animation_bytes: u64,
 }
 
 impl Default for DecodeConfig {
@@ -77,6 +95,9 @@ impl Default for DecodeConfig {
             threads: std::thread::available_parallelism().map_or(2, |n| n.get()),
             large_image_pixels: 2_000_000,
             svg_max_elements: 20_000,
+            animation: false,
+            max_animation_frames: 200,
+            max_animation_bytes: 8 * 1024 * 1024,
         }
     }
 }
@@ -87,6 +108,11 @@ impl DecodeConfig {
             ("decode.max_dimension", u64::from(self.max_dimension)),
             ("decode.threads", self.threads as u64),
             ("decode.svg_max_elements", u64::from(self.svg_max_elements)),
+            (
+                "decode.max_animation_frames",
+                u64::from(self.max_animation_frames),
+            ),
+            ("decode.max_animation_bytes", self.max_animation_bytes),
         ])
     }
 }

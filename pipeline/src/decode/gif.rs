@@ -59,36 +59,68 @@ pub(super) fn decoder_bytes(bytes: &[u8]) -> u64 {
     })
 }
 
+/// How many images the file holds, counting no further than `up_to`.
+pub(super) fn frame_count(bytes: &[u8], up_to: usize) -> usize {
+    frame_sizes(bytes).take(up_to).count()
+}
+
 /// The size its first image descriptor declares, past the colour table
 /// and any extensions.
 fn first_frame_size(bytes: &[u8]) -> Option<(u32, u32)> {
-    let flags = *bytes.get(SCREEN_FLAGS)?;
-    let mut at = TABLE_AT;
-    if flags & 0x80 != 0 {
-        at += 3 << ((flags & 7) + 1);
-    }
-    loop {
-        match *bytes.get(at)? {
-            // An extension: its label, then sub-blocks up to an empty one.
-            0x21 => {
-                at += 2;
-                loop {
-                    let length = usize::from(*bytes.get(at)?);
-                    at += 1 + length;
-                    if length == 0 {
-                        break;
-                    }
+    frame_sizes(bytes).next()
+}
+
+/// The sizes its image descriptors declare, in order, read past colour
+/// tables, extensions and each image's data; it stops at the trailer or
+/// at anything it cannot read.
+fn frame_sizes(bytes: &[u8]) -> impl Iterator<Item = (u32, u32)> + '_ {
+    let mut at = match bytes.get(SCREEN_FLAGS) {
+        Some(&flags) => TABLE_AT + table_bytes(flags),
+        None => usize::MAX,
+    };
+    std::iter::from_fn(move || {
+        loop {
+            match *bytes.get(at)? {
+                // An extension: its label, then sub-blocks up to an empty one.
+                0x21 => at = after_sub_blocks(bytes, at + 2)?,
+                0x2C => {
+                    let side = |at: usize| -> Option<u32> {
+                        Some(u32::from(u16::from_le_bytes(
+                            bytes.get(at..at + 2)?.try_into().ok()?,
+                        )))
+                    };
+                    let size = (side(at + 5)?, side(at + 7)?);
+                    // Its own colour table, the LZW code size, then the
+                    // data's sub-blocks; a file cut short ends the walk
+                    // after this image.
+                    let data = bytes
+                        .get(at + 9)
+                        .map_or(usize::MAX, |&flags| at + 10 + table_bytes(flags) + 1);
+                    at = after_sub_blocks(bytes, data).unwrap_or(usize::MAX);
+                    return Some(size);
                 }
+                _ => return None,
             }
-            0x2C => {
-                let side = |at: usize| -> Option<u32> {
-                    Some(u32::from(u16::from_le_bytes(
-                        bytes.get(at..at + 2)?.try_into().ok()?,
-                    )))
-                };
-                return Some((side(at + 5)?, side(at + 7)?));
-            }
-            _ => return None,
+        }
+    })
+}
+
+/// Bytes of the colour table that the descriptor `flags` announce.
+fn table_bytes(flags: u8) -> usize {
+    if flags & 0x80 != 0 {
+        3 << ((flags & 7) + 1)
+    } else {
+        0
+    }
+}
+
+/// Where the sub-blocks starting at `at` end: past the empty one.
+fn after_sub_blocks(bytes: &[u8], mut at: usize) -> Option<usize> {
+    loop {
+        let length = usize::from(*bytes.get(at)?);
+        at += 1 + length;
+        if length == 0 {
+            return Some(at);
         }
     }
 }
@@ -130,5 +162,30 @@ mod tests {
         assert_eq!(decoder_bytes(gif.get_ref()), 3000 + 64 * 1024);
         assert_eq!(first_frame_size(NO_TABLE), Some((1, 1)));
         assert_eq!(first_frame_size(&NO_TABLE[..14]), None);
+        assert_eq!(frame_count(gif.get_ref(), 10), 1);
+    }
+
+    #[test]
+    fn an_animations_images_are_counted() {
+        use image::codecs::gif::GifEncoder;
+        let frame = |shade| {
+            image::Frame::new(image::RgbaImage::from_pixel(
+                20,
+                10,
+                image::Rgba([shade; 4]),
+            ))
+        };
+        let mut gif = Vec::new();
+        GifEncoder::new(&mut gif)
+            .encode_frames([frame(0), frame(255)])
+            .unwrap();
+        assert_eq!(frame_count(&gif, 10), 2);
+        assert_eq!(frame_count(&gif, 1), 1);
+        assert_eq!(frame_sizes(&gif).collect::<Vec<_>>(), [(20, 10), (20, 10)]);
+        // Cut anywhere: read as far as it goes, without a panic.
+        for len in 0..gif.len() {
+            assert!(frame_count(&gif[..len], 10) <= 2);
+        }
+        assert_eq!(frame_count(&gif[..20], 10), 0);
     }
 }

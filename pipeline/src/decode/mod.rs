@@ -21,6 +21,7 @@
 //! is `resize::FILTER`; how an image goes in its box (inside or a cover
 //! crop) is `thumbnail::Fitting`.
 
+mod animation;
 mod config;
 mod formats;
 mod gif;
@@ -68,7 +69,7 @@ use crate::{Error, Thumbnail};
 ///
 /// impl Decode for Grey {
 ///     fn decode(&self, url: &Arc<str>, _bytes: &[u8], _target: TargetSize) -> Result<Thumbnail, Error> {
-///         Ok(Thumbnail { url: Arc::clone(url), width: 1, height: 1, pixels: Arc::from([128u8, 128, 128, 255]), source_size: (1, 1) })
+///         Ok(Thumbnail { url: Arc::clone(url), width: 1, height: 1, pixels: Arc::from([128u8, 128, 128, 255]), source_size: (1, 1), animation: None })
 ///     }
 /// }
 ///
@@ -132,6 +133,15 @@ pub(crate) struct DecodeLimits {
     pub(crate) jpeg_dct_scaling: bool,
     #[cfg_attr(not(feature = "svg"), allow(dead_code))]
     pub(crate) svg_max_elements: u32,
+    /// How animations are played, if they are.
+    pub(crate) animation: Option<AnimationLimits>,
+}
+
+/// The limits an animation is played under ([`DecodeConfig::animation`]).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct AnimationLimits {
+    pub(crate) max_frames: u32,
+    pub(crate) max_bytes: u64,
 }
 
 impl From<&DecodeConfig> for DecodeLimits {
@@ -141,6 +151,10 @@ impl From<&DecodeConfig> for DecodeLimits {
             max_alloc: config.max_alloc_bytes,
             jpeg_dct_scaling: config.jpeg_dct_scaling && UNWINDS && cfg!(feature = "libjpeg"),
             svg_max_elements: config.svg_max_elements,
+            animation: config.animation.then_some(AnimationLimits {
+                max_frames: config.max_animation_frames,
+                max_bytes: config.max_animation_bytes,
+            }),
         }
     }
 }

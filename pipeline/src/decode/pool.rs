@@ -371,6 +371,7 @@ mod tests {
                 height: 1,
                 pixels: Arc::from([0u8; 4]),
                 source_size: (1, 1),
+                animation: None,
             })
         }
     }

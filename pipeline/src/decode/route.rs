@@ -23,10 +23,10 @@ use super::libjpeg;
 use super::svg;
 #[cfg(feature = "tiff")]
 use super::tiff;
-use super::{DecodeLimits, SUPPORTED_FORMATS, formats, gif, jpeg, png, resize, webp};
+use super::{DecodeLimits, SUPPORTED_FORMATS, animation, formats, gif, jpeg, png, resize, webp};
 use crate::request::TargetSize;
 use crate::thumbnail::Fitting;
-use crate::{Error, Thumbnail};
+use crate::{Animation, Error, Thumbnail};
 
 /// Decodes `bytes` (in a format [`ImageDecoder`] lists) and scales the
 /// image down to `target` (fitted inside it, cropped to cover it, or at
@@ -226,6 +226,46 @@ pub(crate) fn decode_thumbnail(
             setting: "decode.max_alloc_bytes",
         });
     }
+    let source_size = match icon_size {
+        Some(size) => size,
+        None if quarter_turn => (height, width),
+        None => (width, height),
+    };
+    let mut image_limits = Limits::default();
+    image_limits.max_image_width = Some(limits.max_dimension);
+    image_limits.max_image_height = Some(limits.max_dimension);
+    image_limits.max_alloc = Some(limits.max_alloc);
+    let fit_frame = |pixels| fit(pixels, &fitting, (width, height), orientation);
+    // Every frame of an animation, when animations are played and its
+    // canvases and frames fit in the decode limit too.
+    if let Some(animation) = limits.animation
+        && needed
+            .saturating_add(animation::canvas_bytes(width, height))
+            .saturating_add(animation.max_bytes)
+            <= limits.max_alloc
+        && let Some(frames) = animation::frames(
+            bytes,
+            format,
+            u64::from(thumb_width) * u64::from(thumb_height) * 4,
+            animation,
+            image_limits.clone(),
+            fit_frame,
+        )
+    {
+        let (width, height) = if quarter_turn {
+            (thumb_height, thumb_width)
+        } else {
+            (thumb_width, thumb_height)
+        };
+        return Ok(Thumbnail {
+            url: Arc::clone(url),
+            width,
+            height,
+            pixels: Arc::clone(&frames[0].pixels),
+            source_size,
+            animation: Animation::new(frames).map(Arc::new),
+        });
+    }
     #[cfg(feature = "libjpeg")]
     let scaled = match jpeg_eighths {
         Some(eighths) => libjpeg::decode_scaled(bytes, eighths)
@@ -238,10 +278,6 @@ pub(crate) fn decode_thumbnail(
     let pixels = match scaled {
         Some(pixels) => pixels,
         None => {
-            let mut image_limits = Limits::default();
-            image_limits.max_image_width = Some(limits.max_dimension);
-            image_limits.max_image_height = Some(limits.max_dimension);
-            image_limits.max_alloc = Some(limits.max_alloc);
             let mut reader = reader();
             reader.limits(image_limits.clone());
             let mut image = match reader.decode() {
@@ -261,15 +297,36 @@ pub(crate) fn decode_thumbnail(
             resize::Pixels::from_image(image)
         }
     };
-    // The kept part, in the decoded image's pixels (a DCT-scaled JPEG's
-    // are fewer than the original's).
-    // Edges are clamped to the decoded image: the products can land a
-    // rounding error past it, which the resize refuses.
+    let rgba = fit_frame(pixels).map_err(decode_error)?;
+    let (width, height) = rgba.dimensions();
+    Ok(Thumbnail {
+        url: Arc::clone(url),
+        width,
+        height,
+        pixels: Arc::from(rgba.into_raw()),
+        source_size,
+        animation: None,
+    })
+}
+
+/// The thumbnail of `pixels`, decoded from an image of `size` (fewer
+/// pixels for a DCT-scaled JPEG): the kept part resized as `fitting` says,
+/// then turned upright.
+fn fit(
+    pixels: resize::Pixels,
+    fitting: &Fitting,
+    size: (u32, u32),
+    orientation: Orientation,
+) -> Result<image::RgbaImage, String> {
+    // The kept part, in the decoded image's pixels. Edges are clamped to
+    // the decoded image: the products can land a rounding error past it,
+    // which the resize refuses.
     let (left, top, crop_width, crop_height) = fitting.crop;
+    let (thumb_width, thumb_height) = fitting.size;
     let (decoded_width, decoded_height) = (f64::from(pixels.width), f64::from(pixels.height));
     let (x_scale, y_scale) = (
-        decoded_width / f64::from(width),
-        decoded_height / f64::from(height),
+        decoded_width / f64::from(size.0),
+        decoded_height / f64::from(size.1),
     );
     let (left, top) = (
         (left * x_scale).min(decoded_width),
@@ -281,27 +338,13 @@ pub(crate) fn decode_thumbnail(
         (crop_width * x_scale).min(decoded_width - left),
         (crop_height * y_scale).min(decoded_height - top),
     );
-    let mut rgba = pixels
-        .into_rgba(crop, thumb_width, thumb_height)
-        .map_err(decode_error)?;
+    let mut rgba = pixels.into_rgba(crop, thumb_width, thumb_height)?;
     if orientation != Orientation::NoTransforms {
         let mut turned = DynamicImage::ImageRgba8(rgba);
         turned.apply_orientation(orientation);
         rgba = turned.into_rgba8();
     }
-    let source_size = match icon_size {
-        Some(size) => size,
-        None if quarter_turn => (height, width),
-        None => (width, height),
-    };
-    let (width, height) = rgba.dimensions();
-    Ok(Thumbnail {
-        url: Arc::clone(url),
-        width,
-        height,
-        pixels: Arc::from(rgba.into_raw()),
-        source_size,
-    })
+    Ok(rgba)
 }
 
 /// How the camera held the picture, by its EXIF orientation: an
@@ -359,6 +402,7 @@ pub(super) mod tests {
         max_alloc: 256 * 1024 * 1024,
         jpeg_dct_scaling: true,
         svg_max_elements: 20_000,
+        animation: None,
     };
 
     fn png(width: u32, height: u32) -> Vec<u8> {

@@ -170,6 +170,7 @@ pub(super) fn rasterise(
         height,
         pixels: Arc::from(rgba),
         source_size: (units(size.width()), units(size.height())),
+        animation: None,
     })
 }
 

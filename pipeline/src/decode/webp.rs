@@ -30,6 +30,30 @@ pub(super) fn decoder_bytes(bytes: &[u8], width: u32, height: u32) -> u64 {
     }
 }
 
+/// How many frames (`ANMF` chunks) an animation holds, counting no
+/// further than `up_to`; 0 for a file without them, or whose header does
+/// not set the animation flag.
+pub(super) fn frame_count(bytes: &[u8], up_to: usize) -> usize {
+    if bytes.get(12..16) != Some(b"VP8X") || bytes.get(20).is_none_or(|flags| flags & 0x02 == 0) {
+        return 0;
+    }
+    let mut at = 12usize;
+    let mut frames = 0;
+    while frames < up_to
+        && let Some(header) = bytes.get(at..at + 8)
+    {
+        if &header[..4] == b"ANMF" {
+            frames += 1;
+        }
+        let size = u32::from_le_bytes([header[4], header[5], header[6], header[7]]) as usize;
+        let Some(next) = at.checked_add(8 + size + (size & 1)) else {
+            break;
+        };
+        at = next;
+    }
+    frames
+}
+
 /// A WebP frame's size as its own header declares it.
 #[derive(Debug, PartialEq)]
 enum Frame {

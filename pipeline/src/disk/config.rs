@@ -81,8 +81,9 @@ pub struct DiskConfig {
     /// its 64x64 thumbnail is 16 KB to read). A thumbnail is raw RGBA,
     /// 4 bytes a pixel, counted in [`DiskConfig::max_bytes`]. Off with
     /// a decoder of your own ([`crate::PipelineBuilder::decoder`]): the
-    /// thumbnails on disk are what the default decoder makes. Default:
-    /// `true`.
+    /// thumbnails on disk are what the default decoder makes; off too while
+    /// animations are played ([`crate::DecodeConfig::animation`]): a
+    /// thumbnail on disk holds one frame. Default: `true`.
     pub thumbnails: bool,
     /// Threads that read and write the disk cache, named
     /// `thumbpipe-disk-N` (started only with a [`DiskConfig::dir`]).

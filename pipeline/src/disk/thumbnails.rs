@@ -98,6 +98,7 @@ impl Store {
                     height: made.height,
                     pixels: Arc::from(pixels),
                     source_size: made.source_size,
+                    animation: None,
                 })
             }
             Err(Unreadable::Failed) => {

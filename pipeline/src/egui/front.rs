@@ -161,7 +161,7 @@ impl<K: Hash + Eq + Clone> Front<K> {
             options,
         };
         if self.textures.contains(&key) {
-            return self.texture(&key);
+            return self.texture(ctx, &key);
         }
         // Keeps the row's request alive, or starts it; a request already
         // finished (the outcome below) is not repeated. A row the coast
@@ -178,7 +178,7 @@ impl<K: Hash + Eq + Clone> Front<K> {
         // The outcome stays while the row is shown: should its texture be
         // freed, it is made again from it without asking the pipeline.
         match self.textures.upload(ctx, key.clone(), &thumbnail) {
-            Ok(_) => self.texture(&key),
+            Ok(()) => self.texture(ctx, &key),
             Err(UploadRefused::BudgetSpent) => {
                 ctx.request_repaint();
                 Look::Pending
@@ -245,10 +245,19 @@ impl<K: Hash + Eq + Clone> Front<K> {
         }
     }
 
-    /// The texture of `key`, marked most recently drawn.
-    fn texture(&mut self, key: &TextureKey) -> Look<'_> {
-        match self.textures.get(key) {
-            Some((texture, thumbnail)) => Look::Texture(texture, thumbnail),
+    /// The texture of `key`, marked most recently drawn: an animation's
+    /// frame of the moment, with a repaint asked for when the next is due
+    /// (only an animation drawn in this pass asks: one scrolled out of
+    /// view costs nothing).
+    fn texture(&mut self, ctx: &Context, key: &TextureKey) -> Look<'_> {
+        let now = Duration::try_from_secs_f64(ctx.input(|input| input.time)).unwrap_or_default();
+        match self.textures.get(key, now) {
+            Some((texture, thumbnail, next_frame)) => {
+                if let Some(next_frame) = next_frame {
+                    ctx.request_repaint_after(next_frame);
+                }
+                Look::Texture(texture, thumbnail)
+            }
             None => Look::Pending,
         }
     }

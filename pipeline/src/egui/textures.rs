@@ -1,6 +1,7 @@
 //! Textures: the UI side's level of the cache (L1). Thumbnails become egui
-//! textures here, under a byte budget with least-recently-drawn eviction
-//! that frees the GPU texture, and under a per-pass upload budget.
+//! textures here (an animation, one per frame), under a byte budget with
+//! least-recently-drawn eviction that frees the GPU texture, and under a
+//! per-pass upload budget.
 //!
 //! Owned by one UI-side loader (the URI loader or a [`super::ThumbnailList`])
 //! and used on the UI thread only. A texture lives until it is evicted,
@@ -8,6 +9,7 @@
 //! frees it in egui (after the pass that last drew it is painted).
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use ::egui::load::SizedTexture;
 use ::egui::{ColorImage, Context, TextureHandle, TextureOptions};
@@ -28,13 +30,13 @@ pub(crate) struct TextureKey {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct TextureStats {
-    /// Textures alive now.
+    /// Textures alive now, an animation's frames each one.
     pub textures: usize,
     /// Their RGBA bytes.
     pub bytes: usize,
     /// The most bytes alive at once.
     pub peak_bytes: usize,
-    /// Textures made.
+    /// Textures made, an animation's frames each one.
     pub uploads: u64,
     /// Textures freed to stay under the budget.
     pub evicted: u64,
@@ -52,7 +54,8 @@ pub(crate) enum UploadRefused {
 }
 
 struct Texture {
-    handle: TextureHandle,
+    /// One a frame: the still image's, or every frame of an animation.
+    frames: Vec<TextureHandle>,
     /// The pass that last drew it: a texture drawn in the current pass is
     /// never freed to make room, or two images that do not fit the budget
     /// together would evict each other every pass.
@@ -95,15 +98,27 @@ impl TextureCache {
         self.uploaded_count = 0;
     }
 
-    /// The texture for `key` and its thumbnail, marked most recently drawn.
-    pub(crate) fn get(&mut self, key: &TextureKey) -> Option<(SizedTexture, &Thumbnail)> {
+    /// The texture for `key` and its thumbnail, marked most recently drawn;
+    /// for an animation, the frame shown at `now` (since the app began:
+    /// every copy of an animation is at the same frame) and how long until
+    /// the next.
+    pub(crate) fn get(
+        &mut self,
+        key: &TextureKey,
+        now: Duration,
+    ) -> Option<(SizedTexture, &Thumbnail, Option<Duration>)> {
         let pass = self.pass;
         self.entries.get_mut(key).map(|texture| {
             texture.drawn_in = pass;
-            (
-                SizedTexture::from_handle(&texture.handle),
-                &texture.thumbnail,
-            )
+            let (frame, next) = match &texture.thumbnail.animation {
+                Some(animation) if texture.frames.len() > 1 => {
+                    let (frame, next) = animation.frame_at(now);
+                    (frame, Some(next))
+                }
+                _ => (0, None),
+            };
+            let handle = texture.frames.get(frame).unwrap_or(&texture.frames[0]);
+            (SizedTexture::from_handle(handle), &texture.thumbnail, next)
         })
     }
 
@@ -127,14 +142,23 @@ impl TextureCache {
             .map(|(_, texture)| &texture.thumbnail)
     }
 
-    /// Makes `thumbnail` the texture for `key`, freeing least recently
-    /// drawn textures to stay within the budget.
+    /// Makes `thumbnail` the texture for `key` (every frame of an
+    /// animation, or its first alone if all of them would not fit in the
+    /// budget), freeing least recently drawn textures to stay within the
+    /// budget.
     pub(crate) fn upload(
         &mut self,
         ctx: &Context,
         key: TextureKey,
         thumbnail: &Thumbnail,
-    ) -> Result<SizedTexture, UploadRefused> {
+    ) -> Result<(), UploadRefused> {
+        let thumbnail = &match &thumbnail.animation {
+            Some(_) if thumbnail.cost() > self.budget => Thumbnail {
+                animation: None,
+                ..thumbnail.clone()
+            },
+            _ => thumbnail.clone(),
+        };
         let bytes = thumbnail.cost();
         if bytes > self.budget {
             return Err(UploadRefused::Unusable(Error::TooLarge {
@@ -162,13 +186,30 @@ impl TextureCache {
             "thumbpipe:{}@{}x{}",
             key.url, key.target.width, key.target.height
         );
-        let handle = ctx.load_texture(name, image, key.options);
-        let texture = SizedTexture::from_handle(&handle);
+        let mut frames = vec![ctx.load_texture(&name, image, key.options)];
+        if let Some(animation) = &thumbnail.animation {
+            // The same size as the first (the decoder made them so; a
+            // decoder of the app's own is checked).
+            for (index, frame) in animation.frames().iter().enumerate().skip(1) {
+                let frame = Thumbnail {
+                    pixels: Arc::clone(&frame.pixels),
+                    animation: None,
+                    ..thumbnail.clone()
+                };
+                let image = color_image(&frame, max_side).map_err(|reason| {
+                    UploadRefused::Unusable(Error::Decode {
+                        url: key.url.to_string(),
+                        reason: format!("frame {index}: {reason}"),
+                    })
+                })?;
+                frames.push(ctx.load_texture(format!("{name}#{index}"), image, key.options));
+            }
+        }
         self.uploaded_bytes += bytes;
         self.uploaded_count += 1;
-        self.stats.uploads += 1;
+        self.stats.uploads += frames.len() as u64;
         let texture_entry = Texture {
-            handle,
+            frames,
             drawn_in: self.pass,
             thumbnail: thumbnail.clone(),
         };
@@ -191,9 +232,14 @@ impl TextureCache {
             self.stats.bytes -= evicted.thumbnail.cost();
             self.stats.evicted += 1;
         }
-        self.stats.textures = self.entries.len();
+        self.count_textures();
         self.stats.peak_bytes = self.stats.peak_bytes.max(self.stats.bytes);
-        Ok(texture)
+        Ok(())
+    }
+
+    /// Counts the live textures (an animation's frames each).
+    fn count_textures(&mut self) {
+        self.stats.textures = self.entries.iter().map(|(_, t)| t.frames.len()).sum();
     }
 
     /// Frees every texture of `url`.
@@ -218,7 +264,7 @@ impl TextureCache {
                 self.stats.bytes -= texture.thumbnail.cost();
             }
         }
-        self.stats.textures = self.entries.len();
+        self.count_textures();
     }
 
     pub(crate) fn stats(&self) -> TextureStats {
@@ -261,6 +307,7 @@ mod tests {
             height: side,
             pixels: vec![255; (side * side * 4) as usize].into(),
             source_size: (side, side),
+            animation: None,
         }
     }
 
@@ -282,11 +329,14 @@ mod tests {
             assert!(cache.upload(&ctx, key(name), &thumbnail(16)).is_ok());
         }
         cache.begin_pass();
-        assert!(cache.get(&key("a")).is_some());
+        assert!(cache.get(&key("a"), Duration::ZERO).is_some());
         cache.upload(&ctx, key("d"), &thumbnail(16)).unwrap();
-        assert!(cache.get(&key("b")).is_none(), "b was drawn least recently");
+        assert!(
+            cache.get(&key("b"), Duration::ZERO).is_none(),
+            "b was drawn least recently"
+        );
         for name in ["a", "c", "d"] {
-            assert!(cache.get(&key(name)).is_some(), "{name}");
+            assert!(cache.get(&key(name), Duration::ZERO).is_some(), "{name}");
         }
         let stats = cache.stats();
         assert_eq!(
@@ -306,13 +356,16 @@ mod tests {
         cache.upload(&ctx, key("a"), &thumbnail(16)).unwrap();
         cache.upload(&ctx, key("b"), &thumbnail(16)).unwrap();
         cache.begin_pass();
-        assert!(cache.get(&key("a")).is_some() && cache.get(&key("b")).is_some());
+        assert!(
+            cache.get(&key("a"), Duration::ZERO).is_some()
+                && cache.get(&key("b"), Duration::ZERO).is_some()
+        );
         assert_eq!((cache.stats().textures, cache.stats().evicted), (2, 0));
         // Once a pass draws only one, the other goes at the next upload.
         cache.begin_pass();
-        assert!(cache.get(&key("b")).is_some());
+        assert!(cache.get(&key("b"), Duration::ZERO).is_some());
         cache.upload(&ctx, key("c"), &thumbnail(16)).unwrap();
-        assert!(cache.get(&key("a")).is_none());
+        assert!(cache.get(&key("a"), Duration::ZERO).is_none());
         assert_eq!(cache.stats().evicted, 1);
     }
 
@@ -352,6 +405,66 @@ mod tests {
         ));
         assert!(color_image(&thumbnail(4), 2).is_err());
         assert_eq!(cache.stats().textures, 0);
+    }
+
+    /// A 16x16 animation of three frames shown 100, 200 and 300 ms, each
+    /// all grey `frame * 100`.
+    fn animation() -> Thumbnail {
+        let frames = (0..3u8)
+            .map(|frame| crate::AnimationFrame {
+                pixels: vec![frame * 100; 16 * 16 * 4].into(),
+                delay: Duration::from_millis(100 * (u64::from(frame) + 1)),
+            })
+            .collect::<Vec<_>>();
+        Thumbnail {
+            pixels: Arc::clone(&frames[0].pixels),
+            animation: crate::Animation::new(frames).map(Arc::new),
+            ..thumbnail(16)
+        }
+    }
+
+    #[test]
+    fn an_animation_is_a_texture_a_frame_and_shows_the_frame_of_the_moment() {
+        let ctx = Context::default();
+        let mut cache = TextureCache::new(usize::MAX, usize::MAX);
+        cache.upload(&ctx, key("a"), &animation()).unwrap();
+        let stats = cache.stats();
+        assert_eq!(
+            (stats.textures, stats.uploads, stats.bytes),
+            (3, 3, 3 * 1024)
+        );
+        let mut shown = |millis| {
+            let (texture, _, next) = cache.get(&key("a"), Duration::from_millis(millis)).unwrap();
+            (texture.id, next.map(|next| next.as_millis()))
+        };
+        let (first, next) = shown(0);
+        assert_eq!(next, Some(100));
+        let (second, next) = shown(150);
+        assert_eq!(next, Some(150));
+        let (third, next) = shown(599);
+        assert_eq!(next, Some(1));
+        assert!(first != second && second != third && first != third);
+        // It loops.
+        assert_eq!(shown(650), (first, Some(50)));
+        // A still image has no next frame.
+        cache.upload(&ctx, key("b"), &thumbnail(16)).unwrap();
+        assert_eq!(
+            cache.get(&key("b"), Duration::from_secs(5)).unwrap().2,
+            None
+        );
+    }
+
+    #[test]
+    fn an_animation_over_the_budget_is_its_first_frame() {
+        let ctx = Context::default();
+        // Room for two frames, not three.
+        let mut cache = TextureCache::new(2 * 1024, usize::MAX);
+        cache.upload(&ctx, key("a"), &animation()).unwrap();
+        let stats = cache.stats();
+        assert_eq!((stats.textures, stats.bytes), (1, 1024));
+        let (_, thumbnail, next) = cache.get(&key("a"), Duration::from_millis(150)).unwrap();
+        assert_eq!((thumbnail.animation.is_none(), next), (true, None));
+        assert_eq!(thumbnail.pixels[0], 0, "the first frame");
     }
 
     #[test]

@@ -189,7 +189,8 @@ struct Disk {
 /// `fetcher`, behind the disk cache if `config.disk.dir` is set (a config
 /// that sets it without the cargo feature `disk-cache` was refused by its
 /// validation). Thumbnails on disk are what the default decoder makes:
-/// kept only with `default_decoder`.
+/// kept only with `default_decoder`, and not while it plays animations
+/// (a thumbnail on disk holds one frame).
 fn with_disk(
     fetcher: Arc<dyn Fetch>,
     config: &Config,
@@ -200,7 +201,7 @@ fn with_disk(
         let tier = Arc::new(crate::disk::DiskTier::open(fetcher, dir, &config.disk)?);
         return Ok(Disk {
             stats: Some(Box::new(tier.stats())),
-            thumbnails: if default_decoder {
+            thumbnails: if default_decoder && !config.decode.animation {
                 tier.thumbnails()
             } else {
                 None

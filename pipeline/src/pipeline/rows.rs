@@ -249,6 +249,7 @@ mod tests {
                 height: 1,
                 pixels: Arc::from([0u8; 4].as_slice()),
                 source_size: (1, 1),
+                animation: None,
             }),
         }
     }

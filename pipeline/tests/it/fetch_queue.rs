@@ -169,6 +169,7 @@ impl thumbpipe::Decode for HeldUntil {
             height: 1,
             pixels: Arc::from([0u8, 0, 0, 255]),
             source_size: (1, 1),
+            animation: None,
         })
     }
 }

@@ -11,6 +11,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod animation;
 mod cancellation;
 mod coalescing;
 #[cfg(feature = "egui")]

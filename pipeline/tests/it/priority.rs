@@ -71,6 +71,7 @@ impl Decode for Gated {
             height: 1,
             pixels: Arc::from([0u8; 4]),
             source_size: (1, 1),
+            animation: None,
         })
     }
 }

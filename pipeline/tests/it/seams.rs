@@ -32,6 +32,7 @@ impl Decode for Measure {
             height: 1,
             pixels: Arc::from([bytes.len() as u8, 0, 0, 255]),
             source_size: (1, 1),
+            animation: None,
         })
     }
 }

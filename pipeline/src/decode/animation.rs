@@ -1,0 +1,173 @@
+//! Animation: an animated GIF or WebP as every one of its frames at the
+//! thumbnail's size, when the decode stage animates
+//! ([`crate::DecodeConfig::animation`]).
+//!
+//! Runs inside a decode, on its thread, after the route has read the
+//! header and held the image to the limits; keeps nothing. The frames are
+//! counted from the file's structure before any is decoded, so an
+//! animation over the frame or byte limit costs no more than its first
+//! frame. `image`'s decoders compose each frame on the canvas; each is
+//! then fitted as a still image is. A frame the decoder refuses after the
+//! first ends the animation there, as browsers show what they could read.
+
+use std::io::Cursor;
+use std::sync::Arc;
+use std::time::Duration;
+
+use image::codecs::gif::GifDecoder;
+use image::codecs::webp::WebPDecoder;
+use image::{AnimationDecoder, DynamicImage, ImageDecoder as _, ImageFormat, Limits, RgbaImage};
+
+use super::resize::Pixels;
+use super::{AnimationLimits, gif, webp};
+use crate::AnimationFrame;
+
+/// Bytes the frame decoders hold beyond a still decode of the same
+/// image: the canvas the frames are composed on and the composed frame
+/// handed out, each the whole screen in RGBA.
+pub(super) fn canvas_bytes(width: u32, height: u32) -> u64 {
+    u64::from(width) * u64::from(height) * 4 * 2
+}
+
+/// Every frame of the animation in `bytes`, each composed and passed
+/// through `fit` (crop, resize, turn), with its delay. `None` when it is
+/// not to be played: over `limits` (counted before decoding, with
+/// `frame_bytes` the bytes of one fitted frame), fewer than two frames
+/// read, or a decoder that refuses the file; the route then decodes its
+/// first frame as a still image.
+pub(super) fn frames(
+    bytes: &[u8],
+    format: ImageFormat,
+    frame_bytes: u64,
+    limits: AnimationLimits,
+    image_limits: Limits,
+    fit: impl Fn(Pixels) -> Result<RgbaImage, String>,
+) -> Option<Vec<AnimationFrame>> {
+    let max_frames = limits.max_frames as usize;
+    let counted = frame_count(format, bytes, max_frames + 1);
+    if counted < 2
+        || counted > max_frames
+        || (counted as u64).saturating_mul(frame_bytes) > limits.max_bytes
+    {
+        return None;
+    }
+    let decoded = match format {
+        ImageFormat::Gif => {
+            let mut decoder = GifDecoder::new(Cursor::new(bytes)).ok()?;
+            decoder.set_limits(image_limits).ok()?;
+            decoder.into_frames()
+        }
+        ImageFormat::WebP => {
+            let mut decoder = WebPDecoder::new(Cursor::new(bytes)).ok()?;
+            decoder.set_limits(image_limits).ok()?;
+            decoder.into_frames()
+        }
+        _ => return None,
+    };
+    let mut frames = Vec::with_capacity(counted);
+    // `counted` bounds the work even if the decoder finds more frames
+    // than the walk did.
+    for frame in decoded.take(counted) {
+        let Ok(frame) = frame else { break };
+        let delay = Duration::from(frame.delay());
+        let pixels = Pixels::from_image(DynamicImage::ImageRgba8(frame.into_buffer()));
+        let Ok(fitted) = fit(pixels) else { break };
+        frames.push(AnimationFrame {
+            pixels: Arc::from(fitted.into_raw()),
+            delay,
+        });
+    }
+    (frames.len() >= 2).then_some(frames)
+}
+
+/// How many frames the file's structure holds, counting no further than
+/// `up_to`: a GIF's image descriptors, a WebP's `ANMF` chunks.
+fn frame_count(format: ImageFormat, bytes: &[u8], up_to: usize) -> usize {
+    match format {
+        ImageFormat::Gif => gif::frame_count(bytes, up_to),
+        ImageFormat::WebP => webp::frame_count(bytes, up_to),
+        _ => 1,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use image::codecs::gif::GifEncoder;
+    use image::{Delay, Frame, Rgba};
+
+    /// A `frames`-frame GIF of 40x20, frame `i` all grey level `i * 40`,
+    /// each shown `delay_ms`.
+    pub(crate) fn gif(frames: u8, delay_ms: u32) -> Vec<u8> {
+        let mut out = Vec::new();
+        GifEncoder::new(&mut out)
+            .encode_frames((0..frames).map(|i| {
+                let shade = i.wrapping_mul(40);
+                Frame::from_parts(
+                    RgbaImage::from_pixel(40, 20, Rgba([shade, shade, shade, 255])),
+                    0,
+                    0,
+                    Delay::from_numer_denom_ms(delay_ms, 1),
+                )
+            }))
+            .unwrap();
+        out
+    }
+
+    const LIMITS: AnimationLimits = AnimationLimits {
+        max_frames: 10,
+        max_bytes: 1024 * 1024,
+    };
+
+    fn halve(pixels: Pixels) -> Result<RgbaImage, String> {
+        let crop = (0.0, 0.0, f64::from(pixels.width), f64::from(pixels.height));
+        pixels.into_rgba(crop, 20, 10)
+    }
+
+    #[test]
+    fn every_frame_is_fitted_with_its_delay() {
+        let frames = frames(
+            &gif(3, 70),
+            ImageFormat::Gif,
+            800,
+            LIMITS,
+            Limits::default(),
+            halve,
+        )
+        .unwrap();
+        assert_eq!(frames.len(), 3);
+        for (i, frame) in frames.iter().enumerate() {
+            assert_eq!(frame.pixels.len(), 20 * 10 * 4);
+            assert_eq!(frame.pixels[0], (i * 40) as u8, "frame {i}'s own picture");
+            assert_eq!(frame.delay, Duration::from_millis(70));
+        }
+    }
+
+    #[test]
+    fn over_a_limit_or_a_single_frame_is_not_played() {
+        let decode = |bytes: &[u8], frame_bytes, limits| {
+            frames(
+                bytes,
+                ImageFormat::Gif,
+                frame_bytes,
+                limits,
+                Limits::default(),
+                halve,
+            )
+        };
+        let eleven = gif(11, 50);
+        assert_eq!(frame_count(ImageFormat::Gif, &eleven, 100), 11);
+        assert!(
+            decode(&eleven, 800, LIMITS).is_none(),
+            "11 frames, 10 allowed"
+        );
+        let ten = gif(10, 50);
+        assert_eq!(decode(&ten, 800, LIMITS).map(|f| f.len()), Some(10));
+        let bytes = AnimationLimits {
+            max_bytes: 10 * 800 - 1,
+            ..LIMITS
+        };
+        assert!(decode(&ten, 800, bytes).is_none(), "one byte over");
+        assert!(decode(&gif(1, 50), 800, LIMITS).is_none());
+    }
+}
