@@ -30,6 +30,7 @@ impl Decode for NoDecode {
             height: 1,
             pixels: Arc::from([0u8; 4]),
             source_size: (1, 1),
+            animation: None,
         })
     }
 }

@@ -61,6 +61,10 @@ struct Args {
     /// Rebuild input N, run it once and report what happens.
     #[arg(long)]
     replay: Option<u64>,
+    /// Decode animations' frames (`DecodeConfig::animation`), as an app
+    /// that plays them does.
+    #[arg(long)]
+    animation: bool,
 }
 
 const TARGET: TargetSize = TargetSize::square(64);
@@ -100,7 +104,9 @@ fn main() {
 
 fn run(args: Args) -> anyhow::Result<()> {
     let seeds = Arc::new(seeds()?);
-    let config = Arc::new(Config::default());
+    let mut config = Config::default();
+    config.decode.animation = args.animation;
+    let config = Arc::new(config);
     if let Some(index) = args.replay {
         let input = mutate(&seeds, args.seed, index);
         let started = Instant::now();
@@ -375,6 +381,11 @@ fn seeds() -> anyhow::Result<Vec<Vec<u8>>> {
         seeds.push(picture.encode_jpeg(80).context("encoding a seed JPEG")?);
         seeds.push(picture.encode_png().context("encoding a seed PNG")?);
     }
+    seeds.push(
+        fixture_server::picture::render(5, 48, 48)
+            .encode_animated_gif(4, 50)
+            .context("encoding a seed GIF")?,
+    );
     Ok(seeds)
 }
 
