@@ -1,7 +1,8 @@
 //! Photos: every image of the decode corpus (`fixture_server::photo`:
 //! JPEGs of 600x600 to 4000x3000, baseline and progressive, 4:2:0 and
 //! 4:4:4, one tagged with EXIF orientation 6, and a 4000x3000 PNG and WebP)
-//! becomes a thumbnail of the right size and content at every list size; a
+//! becomes a thumbnail of the right size and content (a JPEG at every list
+//! size, the others, decoded in full whatever the size, at one); a
 //! JPEG decoded at a DCT scale matches `image`'s best full-size route; and
 //! the tagged photo comes out upright.
 
@@ -46,11 +47,19 @@ fn psnr(a: &RgbaImage, b: &RgbaImage) -> f64 {
 }
 
 #[test]
-fn every_corpus_image_becomes_a_thumbnail_of_its_picture_at_every_size() {
+fn every_corpus_image_becomes_a_thumbnail_of_its_picture() {
     assert_eq!(corpus().len(), 22);
     for image in corpus() {
         let turned = image.jpeg.and_then(|options| options.orientation) == Some(6);
-        for side in SIDES {
+        // A JPEG's route depends on the size (its DCT scale); the other
+        // formats decode in full for any size, and a 12 MP resize is
+        // seconds in a test build.
+        let sides = if image.jpeg.is_some() {
+            &SIDES[..]
+        } else {
+            &SIDES[1..2]
+        };
+        for &side in sides {
             let thumbnail = thumbnail(image, side);
             let long = side;
             let short = (f64::from(side) * f64::from(image.height.min(image.width))

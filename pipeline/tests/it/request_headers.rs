@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use thumbpipe::http::{HeaderValue, header};
 use thumbpipe::{BuildError, Config, HeaderHook, Pipeline, Proxy};
@@ -117,10 +118,12 @@ fn an_explicit_proxy_carries_every_request_and_a_bad_one_is_refused() {
 }
 
 /// Loads `url` as alice, then, its memory cache forgotten, as bob, through
-/// one pipeline with a disk cache in `dir` (the disk's operations on one
-/// URL run in order, so bob's lookup sees alice's write, if there was
-/// one). Returns the requests the server received.
-fn alice_then_bob(dir: &std::path::Path, cache_control: &'static str) -> Vec<String> {
+/// one pipeline with a disk cache in `dir`. Where the response is `kept`,
+/// bob asks once alice's copy is written, and his lookup may take its
+/// time: on a loaded machine a write can land after a quick second load,
+/// and a read can pass the default timeout, either sending bob to the
+/// network. Returns the requests the server received.
+fn alice_then_bob(dir: &std::path::Path, cache_control: &'static str, kept: bool) -> Vec<String> {
     let (base, heads) = image_server(cache_control);
     let url = format!("{base}/img.png");
     let account = Arc::new(AtomicBool::new(false));
@@ -128,6 +131,7 @@ fn alice_then_bob(dir: &std::path::Path, cache_control: &'static str) -> Vec<Str
     let mut config = Config::default();
     config.disk.dir = Some(dir.to_path_buf());
     config.disk.thumbnails = false;
+    config.disk.read_timeout = Duration::from_secs(10);
     config.fetch.header_hook = Some(HeaderHook::new(move |_, headers| {
         let token = if bob.load(Ordering::SeqCst) {
             "Bearer bob"
@@ -138,6 +142,15 @@ fn alice_then_bob(dir: &std::path::Path, cache_control: &'static str) -> Vec<Str
     }));
     let mut pipeline = Pipeline::new(config).unwrap();
     assert_eq!(load(&mut pipeline, std::slice::from_ref(&url)), [Ok(1)]);
+    // A response is written to disk after it is delivered: where it is
+    // to be kept, bob asks once it has been.
+    if kept {
+        assert!(
+            eventually(|| pipeline.stats().disk.written == 1),
+            "{:?}",
+            pipeline.stats().disk
+        );
+    }
     account.store(true, Ordering::SeqCst);
     pipeline.forget(&url);
     assert_eq!(load(&mut pipeline, std::slice::from_ref(&url)), [Ok(1)]);
@@ -150,7 +163,7 @@ fn a_private_response_to_a_request_with_credentials_is_never_kept() {
     let scratch = Scratch::new("credentials-private");
     // Fresh for an hour, but not said to be shareable: bob's request goes
     // to the server, with bob's token.
-    let heads = alice_then_bob(&scratch.0, "max-age=3600");
+    let heads = alice_then_bob(&scratch.0, "max-age=3600", false);
     assert_eq!(heads.len(), 2, "{heads:?}");
     assert!(
         heads[0].contains("authorization: bearer alice\r\n"),
@@ -167,7 +180,7 @@ fn a_private_response_to_a_request_with_credentials_is_never_kept() {
 #[test]
 fn a_public_response_to_a_request_with_credentials_is_kept_and_served() {
     let scratch = Scratch::new("credentials-public");
-    let heads = alice_then_bob(&scratch.0, "public, max-age=3600");
+    let heads = alice_then_bob(&scratch.0, "public, max-age=3600", true);
     assert_eq!(heads.len(), 1, "bob's copy came from the disk: {heads:?}");
 }
 
