@@ -332,8 +332,11 @@ fn a_jpeg_decode_never_takes_more_than_the_decode_limit() {
     if let Ok(paths) = std::env::var(MEASURE_CHILD) {
         return measure_in_this_process(&paths);
     }
-    // Page granularity, the child's stack and its output: not the decode's.
-    const SLACK: usize = 256 * 1024;
+    // Page and malloc-arena granularity, the child's stack and its output:
+    // not the decode's. (A test build of thumbpipe alone, `cargo test -p
+    // thumbpipe`, measured 448-512 KiB of growth for the 1024x1024
+    // baseline decode that asks 160 KiB; the workspace's build, under 416.)
+    const SLACK: usize = 512 * 1024;
     let dir = std::env::temp_dir().join(format!("thumbpipe-bomb-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     for side in [1024u32, 2048] {
@@ -418,12 +421,16 @@ impl Decode for Instant32 {
 /// without end. Now past `max_pending_requests` requests are refused with a
 /// typed error and start no work; what a refused request costs until the
 /// next drain is a small record.
+///
+/// A million requests grew 324 MiB (339 bytes a request); 200,000 show the
+/// same in a fifth of the time.
 #[test]
-fn a_million_requests_never_drained_stay_within_a_stated_bound() {
-    const REQUESTS: u32 = 1_000_000;
-    /// The bound: the accepted requests' loads and thumbnails, and about
-    /// 300 bytes per refused request (its row, its URL and its error).
-    const BOUND: usize = 400 * 1024 * 1024;
+fn requests_never_drained_stay_within_a_stated_bound() {
+    const REQUESTS: u32 = 200_000;
+    /// The bound: the accepted requests' loads and thumbnails (10,000 of
+    /// them by default, 64 MiB at most), and 350 bytes per refused request
+    /// (its row, its URL and its error).
+    const BOUND: usize = 64 * 1024 * 1024 + 350 * REQUESTS as usize;
     let _one_at_a_time = MEASURING.lock().unwrap_or_else(|e| e.into_inner());
     let config = Config::default();
     let limit = config.max_pending_requests;

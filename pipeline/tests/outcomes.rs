@@ -17,7 +17,7 @@ use thumbpipe::{Completion, Config, Pipeline, Priority, RequestId, TargetSize};
 
 const ROWS: u32 = 200;
 const VISIBLE: u32 = 30;
-const REQUESTS: usize = 1000;
+const REQUESTS: usize = 500;
 
 /// What a row shows: an image id and, for about 30% of them, a fault.
 #[derive(Clone)]
