@@ -99,6 +99,8 @@ pub struct Demo {
     disk_cache: Option<PathBuf>,
     /// And keep decoded thumbnails in it.
     disk_thumbnails: bool,
+    /// Rows show the fixture server's animated GIFs, played by thumbpipe.
+    animated: bool,
     /// thumbpipe's fetch settings for its modes.
     fetch: thumbpipe::FetchConfig,
     /// The list's scroll area, watched for coasts.
@@ -150,6 +152,8 @@ pub struct Setup {
     pub disk_cache: Option<PathBuf>,
     /// Whether that cache keeps decoded thumbnails too.
     pub disk_thumbnails: bool,
+    /// Whether rows show animated GIFs (thumbpipe's modes play them).
+    pub animated: bool,
     /// thumbpipe's fetch settings for its modes: the defaults, with the
     /// command line's limits and, over TLS, the embedded server's
     /// certificate trusted.
@@ -168,6 +172,7 @@ impl Demo {
             coast_prediction,
             disk_cache,
             disk_thumbnails,
+            animated,
             fetch,
         } = setup;
         Self {
@@ -187,6 +192,7 @@ impl Demo {
             coast_prediction,
             disk_cache,
             disk_thumbnails,
+            animated,
             fetch,
             coast_watch: thumbpipe::egui::CoastWatch::new(),
             list_seen: None,
@@ -245,6 +251,7 @@ impl Demo {
         config.coast_prediction = self.coast_prediction;
         config.pipeline.disk.dir = self.disk_cache.clone();
         config.pipeline.disk.thumbnails = self.disk_thumbnails;
+        config.pipeline.decode.animation = self.animated;
         config.pipeline.fetch = self.fetch.clone();
         config
     }

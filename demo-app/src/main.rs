@@ -115,6 +115,10 @@ struct Args {
     /// with --script fling, otherwise after two seconds. Needs a window.
     #[arg(long, value_name = "PATH")]
     screenshot: Option<std::path::PathBuf>,
+    /// Rows show animated GIFs (128x128, 8 frames of 100 ms), which
+    /// thumbpipe's modes play (`decode.animation` on).
+    #[arg(long)]
+    animated: bool,
 }
 
 /// A switch on the command line.
@@ -144,6 +148,9 @@ fn run(args: Args) -> anyhow::Result<()> {
     }
     if args.headless && args.screenshot.is_some() {
         bail!("--screenshot needs a window: leave out --headless");
+    }
+    if args.animated && args.urls.is_some() {
+        bail!("--animated shows the fixture server's GIFs: leave out --urls");
     }
     if args.tls.is_some() && args.server.is_some() {
         bail!("--tls serves the embedded server over TLS: leave out --server");
@@ -212,6 +219,7 @@ fn run(args: Args) -> anyhow::Result<()> {
         coast_prediction: args.coast_prediction == OnOff::On,
         disk_cache: args.disk_cache,
         disk_thumbnails: args.disk_thumbnails == OnOff::On,
+        animated: args.animated,
         fetch,
     };
     let demo = Demo::new(setup, server, urls);

@@ -39,6 +39,7 @@ impl Demo {
         let ids: Vec<u32> = (0..items).map(|item| self.image_id(item, items)).collect();
         let base = self.server.base_url().to_owned();
         let urls = self.urls.clone();
+        let animated = self.animated;
         let (layout, rows) = (self.layout, self.rows);
         let Some(loader) = self.loader.as_mut() else {
             return (Vec::new(), 0.0);
@@ -61,7 +62,7 @@ impl Demo {
             *followed = coast;
             // Items: a list's rows, a grid's cells row by row.
             loader.follow_coast(coast.as_ref(), &|item| {
-                url_of(&base, urls.as_deref(), ids[item])
+                url_of(&base, urls.as_deref(), ids[item], animated)
             });
             let mut visible = 0..0;
             let output = area.show_rows(ui, ROW_HEIGHT, rows, |ui, range| {
@@ -69,7 +70,7 @@ impl Demo {
                 for row in range {
                     let mut show = |ui: &mut egui::Ui, item: usize| {
                         let id = ids[item];
-                        let url = url_of(&base, urls.as_deref(), id);
+                        let url = url_of(&base, urls.as_deref(), id, animated);
                         let checked_id = urls.is_none().then_some(id);
                         let state = loader.show_row(ui, item, checked_id, &url, measurements);
                         (id, url, state)
@@ -101,7 +102,7 @@ impl Demo {
                 output.state.unclamped_offset().y,
             ));
             loader.prefetch(visible, items, &|item| {
-                url_of(&base, urls.as_deref(), ids[item])
+                url_of(&base, urls.as_deref(), ids[item], animated)
             });
         });
         let (seen, scroll) = seen.map_or((None, 0.0), |(seen, scroll)| (Some(seen), scroll));
@@ -140,11 +141,12 @@ fn row_label(
     });
 }
 
-/// The URL of image `id`: the fixture server's numbered image, or one of
-/// the user's, cycled through.
-pub(super) fn url_of(base: &str, urls: Option<&Vec<String>>, id: u32) -> String {
+/// The URL of image `id`: the fixture server's numbered image (`animated`:
+/// its GIF of 8 frames, at 128x128), or one of the user's, cycled through.
+pub(super) fn url_of(base: &str, urls: Option<&Vec<String>>, id: u32, animated: bool) -> String {
     match urls {
         Some(urls) if !urls.is_empty() => urls[id as usize % urls.len()].clone(),
+        _ if animated => format!("{base}/img/{id}.gif?w=128&h=128"),
         _ => format!("{base}/img/{id}.jpg"),
     }
 }
