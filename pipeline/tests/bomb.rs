@@ -788,3 +788,74 @@ fn a_webp_claiming_a_huge_exif_chunk_allocates_nothing_for_it() {
     assert_eq!((thumbnail.width, thumbnail.height), (64, 64));
     assert!(grew < ALLOWED, "the process grew {grew} bytes");
 }
+
+/// An SVG's layers, masks, filter results and pattern tiles are counted
+/// before it is drawn (`decode/svg_cost.rs`): at the limit it asks for,
+/// drawing it takes no more, whichever of them it piles up.
+#[cfg(feature = "svg")]
+#[test]
+fn an_svg_drawing_never_takes_more_than_the_decode_limit() {
+    let _one_at_a_time = MEASURING.lock().unwrap_or_else(|e| e.into_inner());
+    let svg = |body: &str| {
+        format!(r#"<svg xmlns="http://www.w3.org/2000/svg" width="100" height="100">{body}</svg>"#)
+    };
+    let square = r#"<rect width="100" height="100" fill="white"/>"#;
+    let cases = [
+        ("a plain square", svg(square)),
+        (
+            "12 nested layers",
+            svg(&format!(
+                "{}{square}{}",
+                r#"<g opacity="0.9">"#.repeat(12),
+                "</g>".repeat(12)
+            )),
+        ),
+        (
+            "4 chained masks",
+            svg(&format!(
+                r##"<defs><mask id="m0">{square}</mask><mask id="m1" mask="url(#m0)">{square}</mask><mask id="m2" mask="url(#m1)">{square}</mask><mask id="m3" mask="url(#m2)">{square}</mask></defs><rect width="100" height="100" mask="url(#m3)"/>"##
+            )),
+        ),
+        (
+            "a pattern tile",
+            svg(&format!(
+                r#"<pattern id="p" width="100" height="100" patternUnits="userSpaceOnUse"><g opacity="0.5">{square}</g></pattern><rect width="100" height="100" fill="url(#p)"/>"#
+            )),
+        ),
+        (
+            "8 blurs",
+            svg(&format!(
+                r#"<filter id="f">{}</filter><rect width="100" height="100" filter="url(#f)"/>"#,
+                r#"<feGaussianBlur stdDeviation="2"/>"#.repeat(8)
+            )),
+        ),
+    ];
+    let target = TargetSize::square(1024);
+    for (name, svg) in cases {
+        let mut config = Config::default();
+        config.decode.max_alloc_bytes = 1;
+        let error = thumbpipe::thumbnail_from_bytes("svg", svg.as_bytes(), target, &config.decode)
+            .unwrap_err()
+            .to_string();
+        let needed: usize = error
+            .split_once("takes ")
+            .and_then(|(_, rest)| rest.split(' ').next()?.parse().ok())
+            .unwrap_or_else(|| panic!("{name}: {error}"));
+        config.decode.max_alloc_bytes = needed as u64;
+        let before = ALLOCATOR.current_usage();
+        ALLOCATOR.reset_peak_usage();
+        let outcome =
+            thumbpipe::thumbnail_from_bytes("svg", svg.as_bytes(), target, &config.decode);
+        let grew = ALLOCATOR.peak_usage().saturating_sub(before);
+        eprintln!(
+            "{name}: peak {:.1} MB, limit asked {:.1} MB",
+            grew as f64 / 1e6,
+            needed as f64 / 1e6
+        );
+        assert_eq!(outcome.unwrap().width, 1024, "{name}");
+        assert!(
+            grew <= needed,
+            "{name}: {grew} bytes at the peak, {needed} asked"
+        );
+    }
+}

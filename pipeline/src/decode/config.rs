@@ -28,7 +28,9 @@ pub struct DecodeConfig {
     /// MB for a 12 MP 4:2:0 photo, 72 MB at 4:4:4). PNG, GIF, WebP, BMP
     /// and TIFF decode in full: 4 bytes a pixel, and a WebP's YUV planes or
     /// ARGB words, or a TIFF's own copy of the page, on top. An SVG costs
-    /// its drawn size five times over (its layers) and its elements. Default: 256 MiB, a 40-megapixel progressive 4:4:4
+    /// its canvas twice over (drawn, then copied), the layers, clips, masks,
+    /// filter results and pattern tiles it holds at once, and its elements;
+    /// the pixels it fills may be four times this limit. Default: 256 MiB, a 40-megapixel progressive 4:4:4
     /// JPEG or a 60-megapixel PNG.
     pub max_alloc_bytes: u64,
     /// Whether JPEGs are decoded by libjpeg at the smallest DCT scale that

@@ -36,6 +36,8 @@ mod resize;
 mod route;
 #[cfg(feature = "svg")]
 mod svg;
+#[cfg(feature = "svg")]
+mod svg_cost;
 #[cfg(feature = "tiff")]
 mod tiff;
 mod webp;

@@ -12,12 +12,13 @@
 //! no fonts are loaded (`<text>` is not drawn; logos carry their lettering
 //! as paths).
 //!
-//! Not yet bounded, and why the cargo feature is off by default: the
-//! layers resvg draws for groups with opacity, masks, clips and filters
-//! (each up to 25 times the thumbnail's pixels, nested ones at once), the
-//! tile of a pattern (its size in user units, scaled), and patterns or
-//! masks drawn again for every reference. A hostile SVG can take seconds
-//! or more memory than [`DecodeConfig::max_alloc_bytes`](crate::DecodeConfig::max_alloc_bytes).
+//! Then what drawing the converted tree takes is reckoned (`svg_cost.rs`):
+//! the layers resvg draws for groups with opacity, masks, clips and
+//! filters (nested ones held at once), the tiles of patterns, and every
+//! pixel filled, a pattern's tile once for each path it paints. The canvas,
+//! the peak and the elements must fit in
+//! [`DecodeConfig::max_alloc_bytes`](crate::DecodeConfig::max_alloc_bytes),
+//! and the pixels filled in [`MAX_FILL_PER_ALLOC`] times it.
 //!
 //! Runs inside a decode, on the decode thread that called it; keeps
 //! nothing.
@@ -28,7 +29,7 @@ use std::sync::Arc;
 use resvg::tiny_skia::{Pixmap, Transform};
 use resvg::usvg::{self, roxmltree};
 
-use super::DecodeLimits;
+use super::{DecodeLimits, svg_cost};
 use crate::request::{Fit, TargetSize};
 use crate::{Error, Thumbnail};
 
@@ -37,9 +38,10 @@ const MAX_DEPTH: usize = 256;
 /// Bytes an element costs once converted, at most (measured: under 400
 /// for paths of a few dozen segments), for the decode limit.
 const ELEMENT_BYTES: u64 = 1024;
-/// The layers resvg may hold at once beside the thumbnail (a group with
-/// opacity, a mask, a filter each draw into a pixmap of their own).
-const LAYERS: u64 = 4;
+/// Bytes of pixels an SVG may fill in all, as a multiple of the decode
+/// limit: 1 GiB at the default 256 MiB, about a second of tiny-skia's
+/// filling on one core. A logo fills its canvas a few times over.
+pub(super) const MAX_FILL_PER_ALLOC: u64 = 4;
 
 /// Whether `bytes` look like an SVG document: markup (after any byte
 /// order mark and whitespace) with an `<svg` element near its start, and
@@ -132,28 +134,43 @@ pub(super) fn rasterise(
             "decode.max_dimension",
         ));
     }
-    let pixels = u64::from(width) * u64::from(height) * 4;
-    let needed = pixels
-        .saturating_mul(LAYERS + 1)
-        .saturating_add(elements.saturating_mul(ELEMENT_BYTES));
-    if needed > limits.max_alloc {
-        return Err(too_large(
-            format!(
-                "drawing the SVG at {width}x{height} takes {needed} bytes, over the {}-byte \
-                 decode limit",
-                limits.max_alloc
-            ),
-            "decode.max_alloc_bytes",
-        ));
-    }
-    let mut pixmap =
-        Pixmap::new(width, height).ok_or_else(|| refused(format!("no {width}x{height} canvas")))?;
     // Centred: a cover's overflow is cut evenly from both sides.
     let (dx, dy) = (
         (width as f32 - size.width() * scale) / 2.0,
         (height as f32 - size.height() * scale) / 2.0,
     );
     let transform = Transform::from_scale(scale, scale).post_translate(dx, dy);
+    let cost = svg_cost::reckon(tree.root(), transform, width, height);
+    // The canvas, and beside it the layers at their peak, or the canvas's
+    // unpremultiplied copy and then the thumbnail's.
+    let pixels = u64::from(width) * u64::from(height) * 4;
+    let needed = pixels
+        .saturating_add(cost.peak_bytes.max(pixels))
+        .saturating_add(elements.saturating_mul(ELEMENT_BYTES));
+    if needed > limits.max_alloc {
+        return Err(too_large(
+            format!(
+                "drawing the SVG at {width}x{height} takes {needed} bytes ({} of layers, masks, \
+                 filters and pattern tiles at once), over the {}-byte decode limit",
+                cost.peak_bytes, limits.max_alloc
+            ),
+            "decode.max_alloc_bytes",
+        ));
+    }
+    let max_fill = limits.max_alloc.saturating_mul(MAX_FILL_PER_ALLOC);
+    if cost.fill_bytes > max_fill {
+        return Err(too_large(
+            format!(
+                "drawing the SVG at {width}x{height} fills {} bytes of pixels (its layers, \
+                 masks, filters, pattern tiles for every path they paint, and paths), over \
+                 {max_fill}: {MAX_FILL_PER_ALLOC} times the decode limit",
+                cost.fill_bytes
+            ),
+            "decode.max_alloc_bytes",
+        ));
+    }
+    let mut pixmap =
+        Pixmap::new(width, height).ok_or_else(|| refused(format!("no {width}x{height} canvas")))?;
     resvg::render(&tree, transform, &mut pixmap.as_mut());
     // tiny-skia's pixels are premultiplied; a thumbnail's are not.
     let rgba: Vec<u8> = pixmap
@@ -164,6 +181,7 @@ pub(super) fn rasterise(
             [colour.red(), colour.green(), colour.blue(), colour.alpha()]
         })
         .collect();
+    drop(pixmap);
     Ok(Thumbnail {
         url: Arc::clone(url),
         width,
