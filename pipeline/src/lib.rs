@@ -151,7 +151,9 @@
 //!
 //! Whatever a server sends, a load ends within these limits with a typed
 //! [`Error`] that names the setting to raise; nothing else in the app is
-//! held up by it.
+//! held up by it (with animations played, a decode in progress runs to its
+//! end, half a second of one core at most by default, however soon its
+//! row is scrolled away).
 //!
 //! | limit | default | when it is exceeded | setting |
 //! |---|---|---|---|
@@ -164,6 +166,7 @@
 //! | redirects | 5; none from `https` to `http` | [`Error::Network`]; [`Error::InsecureRedirect`] for a downgrade | [`fetch.max_redirects`](FetchConfig::max_redirects), [`fetch.allow_https_to_http_redirects`](FetchConfig::allow_https_to_http_redirects) |
 //! | image width or height | 16384 | [`Error::TooLarge`], from the header, before decoding | [`decode.max_dimension`](DecodeConfig::max_dimension) |
 //! | decoded pixels and decoder allocations | 256 MiB (JPEG and WebP decoder buffers count: a progressive 4:4:4 JPEG takes 13 bytes per pixel, a baseline 4:2:0 one 5.5, a lossy WebP 5.5, a lossless one 8) | [`Error::TooLarge`], from the header, before decoding | [`decode.max_alloc_bytes`](DecodeConfig::max_alloc_bytes) |
+//! | an animation's frames (with [`decode.animation`](DecodeConfig::animation), off by default) | 200 frames, 4 MiB of them at the thumbnail's size, 50,000,000 pixels decoded (frames times the screen); no frame larger than the screen | the first frame alone, as with animation off | [`decode.max_animation_frames`](DecodeConfig::max_animation_frames), [`decode.max_animation_bytes`](DecodeConfig::max_animation_bytes), [`decode.max_animation_pixels`](DecodeConfig::max_animation_pixels) |
 //! | scans in a JPEG | 100 (a photo has about ten) | [`Error::Decode`], from the markers, before decoding | - |
 //! | cache | 64 MiB, 4096 entries, 300 s | least recently used entries are evicted; expired ones are never returned | [`cache.max_bytes`](CacheConfig::max_bytes), [`cache.max_entries`](CacheConfig::max_entries), [`cache.ttl`](CacheConfig::ttl) |
 //! | textures (`egui` feature) | 32 MiB | least recently drawn textures are freed; their thumbnails come back from the cache | `egui::EguiConfig::max_texture_bytes` |

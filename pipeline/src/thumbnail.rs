@@ -71,9 +71,8 @@ impl Thumbnail {
 /// use std::{sync::Arc, time::Duration};
 /// use thumbpipe::{Animation, AnimationFrame};
 ///
-/// let frame = |shade: u8, millis| AnimationFrame {
-///     pixels: Arc::from(vec![shade; 4]),
-///     delay: Duration::from_millis(millis),
+/// let frame = |shade: u8, millis| {
+///     AnimationFrame::new(Arc::from(vec![shade; 4]), Duration::from_millis(millis))
 /// };
 /// let animation = Animation::new(vec![frame(0, 100), frame(255, 300)]).unwrap();
 /// assert_eq!(animation.duration(), Duration::from_millis(400));
@@ -91,6 +90,7 @@ pub struct Animation {
 
 /// One frame of an [`Animation`].
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct AnimationFrame {
     /// The whole picture at this moment (frames already composed), in the
     /// thumbnail's layout: `width * height * 4` bytes of RGBA.
@@ -99,22 +99,37 @@ pub struct AnimationFrame {
     pub delay: Duration,
 }
 
+impl AnimationFrame {
+    /// A frame of `pixels` (the whole picture, in the thumbnail's layout)
+    /// shown for `delay`.
+    pub fn new(pixels: Arc<[u8]>, delay: Duration) -> Self {
+        Self { pixels, delay }
+    }
+}
+
 impl Animation {
     /// Delays of 10 ms or less are shown for this long, as browsers show
     /// them: many GIFs say 0 and mean "as fast as the viewer goes".
     pub const SHORTEST_DELAY_READ_AS: Duration = Duration::from_millis(100);
 
-    /// An animation of `frames`, in order; `None` for fewer than two.
-    /// A delay of 10 ms or less becomes
-    /// [`Animation::SHORTEST_DELAY_READ_AS`].
+    /// Delays longer than this (an hour) are shown for this long.
+    pub const LONGEST_DELAY: Duration = Duration::from_secs(3600);
+
+    /// An animation of `frames`, in order, the first being what
+    /// [`Thumbnail::pixels`] shows; `None` for fewer than two, or for
+    /// frames of different sizes (each must be its thumbnail's `width *
+    /// height * 4` bytes). A delay of 10 ms or less becomes
+    /// [`Animation::SHORTEST_DELAY_READ_AS`], one over an hour an hour.
     pub fn new(mut frames: Vec<AnimationFrame>) -> Option<Self> {
-        if frames.len() < 2 {
+        let first = frames.first()?.pixels.len();
+        if frames.len() < 2 || frames.iter().any(|frame| frame.pixels.len() != first) {
             return None;
         }
         for frame in &mut frames {
             if frame.delay <= Duration::from_millis(10) {
                 frame.delay = Self::SHORTEST_DELAY_READ_AS;
             }
+            frame.delay = frame.delay.min(Self::LONGEST_DELAY);
         }
         let duration = frames.iter().map(|frame| frame.delay).sum();
         Some(Self { frames, duration })

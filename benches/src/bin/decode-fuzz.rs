@@ -492,10 +492,18 @@ fn judge(input: &[u8], config: &Config) -> Verdict {
     match thumbnail_from_bytes("fuzz", input, TARGET, &config.decode) {
         Ok(thumbnail) => {
             let (w, h) = (thumbnail.width, thumbnail.height);
+            let frames = thumbnail.animation.as_ref().map_or(&[][..], |a| a.frames());
+            let wrong_frame = frames
+                .iter()
+                .position(|frame| frame.pixels.len() != (w as usize) * (h as usize) * 4);
             if thumbnail.pixels.len() != (w as usize) * (h as usize) * 4 {
                 Verdict::Crash(format!(
                     "{w}x{h} thumbnail with {} bytes",
                     thumbnail.pixels.len()
+                ))
+            } else if let Some(index) = wrong_frame {
+                Verdict::Crash(format!(
+                    "{w}x{h} thumbnail whose frame {index} is another size"
                 ))
             } else if w == 0 || h == 0 || w > TARGET.width || h > TARGET.height {
                 Verdict::Crash(format!("{w}x{h} thumbnail for a 64x64 target"))

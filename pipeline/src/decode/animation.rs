@@ -29,15 +29,18 @@ pub(super) fn canvas_bytes(width: u32, height: u32) -> u64 {
     u64::from(width) * u64::from(height) * 4 * 2
 }
 
-/// Every frame of the animation in `bytes`, each composed and passed
-/// through `fit` (crop, resize, turn), with its delay. `None` when it is
-/// not to be played: over `limits` (counted before decoding, with
-/// `frame_bytes` the bytes of one fitted frame), fewer than two frames
-/// read, or a decoder that refuses the file; the route then decodes its
-/// first frame as a still image.
+/// Every frame of the animation in `bytes`, a `screen` of width x height
+/// pixels, each composed and passed through `fit` (crop, resize, turn),
+/// with its delay. `None` when it is not to be played: over `limits`
+/// (counted before decoding: the frames, the bytes of the fitted frames
+/// with `frame_bytes` one's, the pixels decoded), a frame that claims more
+/// than the screen (the decoder would allocate for it), fewer than two
+/// frames read, or a decoder that refuses the file; the route then decodes
+/// its first frame as a still image.
 pub(super) fn frames(
     bytes: &[u8],
     format: ImageFormat,
+    screen: (u32, u32),
     frame_bytes: u64,
     limits: AnimationLimits,
     image_limits: Limits,
@@ -45,9 +48,12 @@ pub(super) fn frames(
 ) -> Option<Vec<AnimationFrame>> {
     let max_frames = limits.max_frames as usize;
     let counted = frame_count(format, bytes, max_frames + 1);
+    let screen_pixels = u64::from(screen.0) * u64::from(screen.1);
     if counted < 2
         || counted > max_frames
         || (counted as u64).saturating_mul(frame_bytes) > limits.max_bytes
+        || (counted as u64).saturating_mul(screen_pixels) > limits.max_pixels
+        || !frames_fit(format, bytes, screen, counted)
     {
         return None;
     }
@@ -90,6 +96,35 @@ fn frame_count(format: ImageFormat, bytes: &[u8], up_to: usize) -> usize {
     }
 }
 
+/// Whether each of the first `up_to` frames claims no more than the
+/// screen: a GIF image's size, a WebP frame's and its bitstream's.
+fn frames_fit(format: ImageFormat, bytes: &[u8], screen: (u32, u32), up_to: usize) -> bool {
+    match format {
+        ImageFormat::Gif => gif::frame_sizes(bytes)
+            .take(up_to)
+            .all(|(width, height)| width <= screen.0 && height <= screen.1),
+        ImageFormat::WebP => webp::frames_fit(bytes, screen, up_to),
+        _ => false,
+    }
+}
+
+/// How many frames of `bytes` a decode that plays animations of at most
+/// `max_frames` decodes: 1 for a still image or an animation it will not
+/// play. What the decode pool weighs a job by.
+pub(crate) fn frames_decoded(bytes: &[u8], max_frames: u32) -> u64 {
+    let format = if bytes.starts_with(b"GIF8") {
+        ImageFormat::Gif
+    } else if bytes.get(..4) == Some(b"RIFF") && bytes.get(8..12) == Some(b"WEBP") {
+        ImageFormat::WebP
+    } else {
+        return 1;
+    };
+    match frame_count(format, bytes, max_frames as usize + 1) as u64 {
+        count if count > u64::from(max_frames) => 1,
+        count => count.max(1),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -117,6 +152,7 @@ mod tests {
     const LIMITS: AnimationLimits = AnimationLimits {
         max_frames: 10,
         max_bytes: 1024 * 1024,
+        max_pixels: 1024 * 1024,
     };
 
     fn halve(pixels: Pixels) -> Result<RgbaImage, String> {
@@ -129,6 +165,7 @@ mod tests {
         let frames = frames(
             &gif(3, 70),
             ImageFormat::Gif,
+            (40, 20),
             800,
             LIMITS,
             Limits::default(),
@@ -149,6 +186,7 @@ mod tests {
             frames(
                 bytes,
                 ImageFormat::Gif,
+                (40, 20),
                 frame_bytes,
                 limits,
                 Limits::default(),
@@ -168,6 +206,45 @@ mod tests {
             ..LIMITS
         };
         assert!(decode(&ten, 800, bytes).is_none(), "one byte over");
+        let pixels = AnimationLimits {
+            max_pixels: 10 * 40 * 20 - 1,
+            ..LIMITS
+        };
+        assert!(decode(&ten, 800, pixels).is_none(), "one pixel over");
         assert!(decode(&gif(1, 50), 800, LIMITS).is_none());
+        assert_eq!(frames_decoded(&ten, 10), 10);
+        assert_eq!(frames_decoded(&eleven, 10), 1, "not played");
+        assert_eq!(frames_decoded(b"\x89PNG", 10), 1);
+    }
+
+    #[test]
+    fn a_frame_larger_than_the_screen_is_not_played() {
+        // A 40x20 screen and two images, their pixel data a stub: only
+        // the descriptors are read.
+        let image = |width: u16, height: u16| {
+            let mut descriptor = vec![0x2C, 0, 0, 0, 0];
+            descriptor.extend_from_slice(&width.to_le_bytes());
+            descriptor.extend_from_slice(&height.to_le_bytes());
+            descriptor.extend_from_slice(&[0x00, 0x02, 0x02, 0x4C, 0x01, 0x00]);
+            descriptor
+        };
+        let file = |second: Vec<u8>| {
+            [
+                b"GIF89a".to_vec(),
+                vec![40, 0, 20, 0, 0x00, 0, 0],
+                image(40, 20),
+                second,
+                vec![0x3B],
+            ]
+            .concat()
+        };
+        let fits = file(image(40, 20));
+        assert!(frames_fit(ImageFormat::Gif, &fits, (40, 20), 2));
+        let claims = file(image(4000, 4000));
+        assert_eq!(
+            gif::frame_sizes(&claims).collect::<Vec<_>>(),
+            [(40, 20), (4000, 4000)]
+        );
+        assert!(!frames_fit(ImageFormat::Gif, &claims, (40, 20), 2));
     }
 }

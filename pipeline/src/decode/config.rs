@@ -72,8 +72,12 @@ pub struct DecodeConfig {
     /// thumbnail's size, into [`Thumbnail::animation`](crate::Thumbnail::animation)
     /// (egui's front door then plays it while it is drawn). Off, it is its
     /// first frame, as any still image. An animation that the limits below
-    /// refuse, or whose decode with the canvases the frames are composed on
-    /// would pass `max_alloc_bytes`, is its first frame too. Default:
+    /// refuse, whose frames claim more than its screen, or whose decode
+    /// with the canvases the frames are composed on and its frames would
+    /// pass `max_alloc_bytes`, is its first frame too; so it is always
+    /// with `max_animation_bytes` near `max_alloc_bytes`. It loops for
+    /// ever, whatever loop count a GIF sets. A decode in progress runs to
+    /// its end when its load is cancelled, as any decode. Default:
     /// `false`.
     ///
     /// Thumbnails on disk ([`DiskConfig::thumbnails`](crate::DiskConfig::thumbnails))
@@ -84,8 +88,17 @@ pub struct DecodeConfig {
     pub max_animation_frames: u32,
     /// Most bytes an animation's frames may take together, at the
     /// thumbnail's size (a 128x128 frame is 64 KiB): what it costs in the
-    /// memory cache and as textures. Default: 8 MiB.
+    /// memory cache and as textures. Default: 4 MiB, under the memory
+    /// cache's largest entry (a tenth of [`CacheConfig::max_bytes`](crate::CacheConfig::max_bytes)),
+    /// so that a played animation stays in the cache.
     pub max_animation_bytes: u64,
+    /// Most pixels an animation's frames may have together at their own
+    /// size (frames times the screen): the work of decoding, composing
+    /// and resizing them, on one decode thread. An animation that counts
+    /// more than [`DecodeConfig::large_image_pixels`] this way decodes as a
+    /// large image. Default: 50,000,000 (200 frames of 500x500), about
+    /// half a second of one core.
+    pub max_animation_pixels: u64,
 }
 
 impl Default for DecodeConfig {
@@ -99,7 +112,8 @@ impl Default for DecodeConfig {
             svg_max_elements: 20_000,
             animation: false,
             max_animation_frames: 200,
-            max_animation_bytes: 8 * 1024 * 1024,
+            max_animation_bytes: 4 * 1024 * 1024,
+            max_animation_pixels: 50_000_000,
         }
     }
 }
@@ -115,6 +129,7 @@ impl DecodeConfig {
                 u64::from(self.max_animation_frames),
             ),
             ("decode.max_animation_bytes", self.max_animation_bytes),
+            ("decode.max_animation_pixels", self.max_animation_pixels),
         ])
     }
 }

@@ -73,7 +73,7 @@ fn first_frame_size(bytes: &[u8]) -> Option<(u32, u32)> {
 /// The sizes its image descriptors declare, in order, read past colour
 /// tables, extensions and each image's data; it stops at the trailer or
 /// at anything it cannot read.
-fn frame_sizes(bytes: &[u8]) -> impl Iterator<Item = (u32, u32)> + '_ {
+pub(super) fn frame_sizes(bytes: &[u8]) -> impl Iterator<Item = (u32, u32)> + '_ {
     let mut at = match bytes.get(SCREEN_FLAGS) {
         Some(&flags) => TABLE_AT + table_bytes(flags),
         None => usize::MAX,

@@ -90,7 +90,7 @@ pub trait Decode: Send + Sync + 'static {
 /// [`DecodeConfig`]'s limits.
 ///
 /// It decodes the [`SUPPORTED_FORMATS`]; of an animated GIF or WebP, the
-/// first frame. A photo whose EXIF orientation says it was taken turned
+/// first frame, or every frame with [`DecodeConfig::animation`]. A photo whose EXIF orientation says it was taken turned
 /// (JPEG, and WebP and PNG where they carry EXIF) comes out upright, its
 /// width and height swapped for a quarter turn, and fitted to the target
 /// as it is seen. Anything else is [`Error::Decode`], which says what the
@@ -144,6 +144,7 @@ pub(crate) struct DecodeLimits {
 pub(crate) struct AnimationLimits {
     pub(crate) max_frames: u32,
     pub(crate) max_bytes: u64,
+    pub(crate) max_pixels: u64,
 }
 
 impl From<&DecodeConfig> for DecodeLimits {
@@ -156,6 +157,7 @@ impl From<&DecodeConfig> for DecodeLimits {
             animation: config.animation.then_some(AnimationLimits {
                 max_frames: config.max_animation_frames,
                 max_bytes: config.max_animation_bytes,
+                max_pixels: config.max_animation_pixels,
             }),
         }
     }

@@ -76,6 +76,8 @@ struct Shared {
     exited: Condvar,
     codec: Arc<dyn Decode>,
     large_pixels: u64,
+    /// The most frames an animation played has, if animations are played.
+    animated_frames: Option<u32>,
     /// Most large decodes running at once.
     large_limit: usize,
 }
@@ -104,9 +106,13 @@ impl Shared {
 }
 
 impl DecodePool {
+    /// `threads` decode threads; an image of more than `large_pixels`
+    /// (an animation's frames counted, when animations of at most
+    /// `animated_frames` frames are played) decodes as a large one.
     pub(crate) fn start(
         threads: usize,
         large_pixels: u64,
+        animated_frames: Option<u32>,
         codec: Arc<dyn Decode>,
     ) -> std::io::Result<Self> {
         let shared = Arc::new(Shared {
@@ -118,6 +124,7 @@ impl DecodePool {
             exited: Condvar::new(),
             codec,
             large_pixels,
+            animated_frames,
             large_limit: threads.saturating_sub(1).max(1),
         });
         let threads = (0..threads)
@@ -140,7 +147,11 @@ impl DecodePool {
     /// Queues a job; if the pool has shut down, the job reports
     /// [`DecodeOutcome::PoolClosed`] at once.
     pub(crate) fn submit(&self, job: DecodeJob) {
-        let large = is_large(&job.bytes, self.shared.large_pixels);
+        let large = is_large(
+            &job.bytes,
+            self.shared.large_pixels,
+            self.shared.animated_frames,
+        );
         let mut state = self.shared.lock();
         if state.closed {
             drop(state);
@@ -223,13 +234,21 @@ impl Drop for ExitGuard<'_> {
 /// How long dropping the pool waits for a decode still running.
 pub(crate) const SHUTDOWN_PATIENCE: Duration = Duration::from_millis(500);
 
-/// Whether `bytes`' header declares more than `limit` pixels. Unreadable
-/// headers count as small: the decoder refuses them quickly.
-fn is_large(bytes: &[u8], limit: u64) -> bool {
+/// Whether `bytes`' header declares more than `limit` pixels, every frame
+/// of an animation counted when animations of at most `animated_frames`
+/// frames are played. Unreadable headers count as small: the decoder
+/// refuses them quickly.
+fn is_large(bytes: &[u8], limit: u64, animated_frames: Option<u32>) -> bool {
+    let frames = animated_frames.map_or(1, |max| super::animation::frames_decoded(bytes, max));
     std::panic::catch_unwind(|| imagesize::blob_size(bytes))
         .ok()
         .and_then(Result::ok)
-        .is_some_and(|size| (size.width as u64).saturating_mul(size.height as u64) > limit)
+        .is_some_and(|size| {
+            (size.width as u64)
+                .saturating_mul(size.height as u64)
+                .saturating_mul(frames)
+                > limit
+        })
 }
 
 /// What a worker takes from the queue.
@@ -425,7 +444,7 @@ mod tests {
         let gate = Arc::new(Gated::default());
         // 400 pixels is large here, 25 is not.
         let (large, small) = (png(20, 20), png(5, 5));
-        let pool = DecodePool::start(3, 100, Arc::clone(&gate) as Arc<dyn Decode>).unwrap();
+        let pool = DecodePool::start(3, 100, None, Arc::clone(&gate) as Arc<dyn Decode>).unwrap();
         let outcomes = Outcomes::default();
         for n in 0..4 {
             pool.submit(job(
@@ -475,7 +494,8 @@ mod tests {
     fn queued_jobs_run_visible_first_then_newest_first() {
         let gate = Arc::new(Gated::default());
         let small = png(5, 5);
-        let pool = DecodePool::start(1, u64::MAX, Arc::clone(&gate) as Arc<dyn Decode>).unwrap();
+        let pool =
+            DecodePool::start(1, u64::MAX, None, Arc::clone(&gate) as Arc<dyn Decode>).unwrap();
         let outcomes = Outcomes::default();
         pool.submit(job(0, "hold", Priority::Visible, &small, &outcomes));
         gate.wait_started(1);
@@ -511,7 +531,7 @@ mod tests {
     fn cancelled_and_shut_down_jobs_report_once_without_decoding() {
         let gate = Arc::new(Gated::default());
         let large = png(20, 20);
-        let pool = DecodePool::start(2, 100, Arc::clone(&gate) as Arc<dyn Decode>).unwrap();
+        let pool = DecodePool::start(2, 100, None, Arc::clone(&gate) as Arc<dyn Decode>).unwrap();
         let outcomes = Outcomes::default();
         pool.submit(job(0, "hold-running", Priority::Visible, &large, &outcomes));
         gate.wait_started(1);
@@ -573,8 +593,13 @@ mod tests {
     /// task 0).
     fn holding_one_decode(threads: usize) -> (Arc<Gated>, DecodePool, Outcomes) {
         let gate = Arc::new(Gated::default());
-        let pool =
-            DecodePool::start(threads, u64::MAX, Arc::clone(&gate) as Arc<dyn Decode>).unwrap();
+        let pool = DecodePool::start(
+            threads,
+            u64::MAX,
+            None,
+            Arc::clone(&gate) as Arc<dyn Decode>,
+        )
+        .unwrap();
         let outcomes = Outcomes::default();
         pool.submit(job(0, "hold", Priority::Visible, &[], &outcomes));
         gate.wait_started(1);

@@ -246,9 +246,15 @@ pub(crate) fn decode_thumbnail(
         && let Some(frames) = animation::frames(
             bytes,
             format,
+            (width, height),
             u64::from(thumb_width) * u64::from(thumb_height) * 4,
             animation,
-            image_limits.clone(),
+            // The frames kept are outside the decoder's count.
+            {
+                let mut frame_limits = image_limits.clone();
+                frame_limits.max_alloc = Some(limits.max_alloc.saturating_sub(animation.max_bytes));
+                frame_limits
+            },
             fit_frame,
         )
     {

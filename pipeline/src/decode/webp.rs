@@ -34,24 +34,55 @@ pub(super) fn decoder_bytes(bytes: &[u8], width: u32, height: u32) -> u64 {
 /// further than `up_to`; 0 for a file without them, or whose header does
 /// not set the animation flag.
 pub(super) fn frame_count(bytes: &[u8], up_to: usize) -> usize {
-    if bytes.get(12..16) != Some(b"VP8X") || bytes.get(20).is_none_or(|flags| flags & 0x02 == 0) {
-        return 0;
-    }
-    let mut at = 12usize;
-    let mut frames = 0;
-    while frames < up_to
-        && let Some(header) = bytes.get(at..at + 8)
-    {
-        if &header[..4] == b"ANMF" {
-            frames += 1;
-        }
-        let size = u32::from_le_bytes([header[4], header[5], header[6], header[7]]) as usize;
-        let Some(next) = at.checked_add(8 + size + (size & 1)) else {
-            break;
+    animation_frames(bytes).take(up_to).count()
+}
+
+/// Whether each of the first `up_to` frames, and the bitstream inside it
+/// (whose size the decoder allocates for before comparing it with the
+/// frame's), claims no more than the `screen`.
+pub(super) fn frames_fit(bytes: &[u8], screen: (u32, u32), up_to: usize) -> bool {
+    animation_frames(bytes).take(up_to).all(|(at, size)| {
+        // X, Y, width - 1 and height - 1 in 24 bits each, then the
+        // duration and flags; the frame's chunks follow.
+        let side = |at: usize| -> Option<u32> {
+            let b = bytes.get(at..at + 3)?;
+            Some(u32::from_le_bytes([b[0], b[1], b[2], 0]) + 1)
         };
-        at = next;
-    }
-    frames
+        let end = at.saturating_add(8).saturating_add(size).min(bytes.len());
+        let inner = bytes
+            .get(..end)
+            .and_then(|frame| frame_from(frame, at.checked_add(24)?));
+        let within = |(width, height): (u32, u32)| width <= screen.0 && height <= screen.1;
+        match (side(at + 14), side(at + 17), inner) {
+            (Some(width), Some(height), Some(Frame::Lossy(w, h) | Frame::Lossless(w, h))) => {
+                within((width, height)) && within((w, h))
+            }
+            _ => false,
+        }
+    })
+}
+
+/// Where each top-level `ANMF` chunk starts and its size, in a file whose
+/// `VP8X` header sets the animation flag.
+fn animation_frames(bytes: &[u8]) -> impl Iterator<Item = (usize, usize)> + '_ {
+    let animated =
+        bytes.get(12..16) == Some(b"VP8X") && bytes.get(20).is_some_and(|flags| flags & 0x02 != 0);
+    let mut at = if animated { 12usize } else { usize::MAX };
+    std::iter::from_fn(move || {
+        loop {
+            let header = bytes.get(at..at.checked_add(8)?)?;
+            let size = u32::from_le_bytes([header[4], header[5], header[6], header[7]]) as usize;
+            let chunk = at;
+            at = size
+                .checked_add(size & 1)
+                .and_then(|padded| padded.checked_add(8))
+                .and_then(|step| at.checked_add(step))
+                .unwrap_or(usize::MAX);
+            if &header[..4] == b"ANMF" {
+                return Some((chunk, size));
+            }
+        }
+    })
 }
 
 /// A WebP frame's size as its own header declares it.
@@ -64,9 +95,13 @@ enum Frame {
 /// The first top-level `VP8 ` or `VP8L` chunk's frame size (an animation's
 /// frames are inside `ANMF` chunks, not read here).
 fn first_frame(bytes: &[u8]) -> Option<Frame> {
-    let mut at = 12usize;
+    frame_from(bytes, 12)
+}
+
+/// The size the first `VP8 ` or `VP8L` chunk from `at` on declares.
+fn frame_from(bytes: &[u8], mut at: usize) -> Option<Frame> {
     loop {
-        let header = bytes.get(at..at + 8)?;
+        let header = bytes.get(at..at.checked_add(8)?)?;
         let size = u32::from_le_bytes([header[4], header[5], header[6], header[7]]) as usize;
         let body = bytes.get(at + 8..)?;
         match &header[..4] {
@@ -139,6 +174,28 @@ mod tests {
         // Image data cut short is the decoder's to judge.
         let cut = [riff, canvas, chunk(b"VP8 ", 5000, &[1, 2, 3])].concat();
         assert!(chunks_fit(&cut));
+    }
+
+    #[test]
+    fn an_animations_frames_are_counted_and_held_to_the_screen() {
+        // Pillow's `iss634.webp`: 42 frames on a 245x245 canvas (HPND
+        // licence, `tests/it/corpus/pillow/README.md`).
+        let animation = include_bytes!("../../tests/it/corpus/pillow/iss634.webp");
+        assert_eq!(frame_count(animation, 100), 42);
+        assert_eq!(frame_count(animation, 5), 5);
+        assert!(frames_fit(animation, (245, 245), 42));
+        assert!(!frames_fit(animation, (100, 100), 42));
+        // Its bitstreams are what is read: one claiming more than its
+        // frame is refused.
+        let still = [
+            b"RIFF\0\0\0\0WEBP".to_vec(),
+            chunk(b"VP8 ", 4, &[1, 2, 3, 4]),
+        ]
+        .concat();
+        assert_eq!(frame_count(&still, 100), 0);
+        for len in 0..200 {
+            let _ = frames_fit(&animation[..len], (245, 245), 42);
+        }
     }
 
     #[test]

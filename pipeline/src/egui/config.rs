@@ -38,7 +38,9 @@ pub struct EguiConfig {
     /// Bytes of new textures the UI side uploads in one pass at most, so that a
     /// burst of finished loads never stalls a frame; the rest wait for the next
     /// pass, which is requested at once. One texture is always allowed per
-    /// pass, however large. Default: 1 MiB (16 thumbnails of 128x128, more than
+    /// pass, however large, and so is one animation, all its frames
+    /// together (4 MiB at most by default: `decode.max_animation_bytes`).
+    /// Default: 1 MiB (16 thumbnails of 128x128, more than
     /// a screenful of rows).
     pub upload_bytes_per_pass: usize,
     /// Whether the UI side uses a coasting list's

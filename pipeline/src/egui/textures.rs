@@ -152,14 +152,13 @@ impl TextureCache {
         key: TextureKey,
         thumbnail: &Thumbnail,
     ) -> Result<(), UploadRefused> {
-        let thumbnail = &match &thumbnail.animation {
-            Some(_) if thumbnail.cost() > self.budget => Thumbnail {
-                animation: None,
-                ..thumbnail.clone()
-            },
-            _ => thumbnail.clone(),
+        // An animation over the budget is its first frame.
+        let animated = thumbnail.animation.is_some() && thumbnail.cost() <= self.budget;
+        let bytes = if animated {
+            thumbnail.cost()
+        } else {
+            thumbnail.pixels.len()
         };
-        let bytes = thumbnail.cost();
         if bytes > self.budget {
             return Err(UploadRefused::Unusable(Error::TooLarge {
                 url: key.url.to_string(),
@@ -171,11 +170,42 @@ impl TextureCache {
                 setting: "max_texture_bytes",
             }));
         }
+        // An animation goes in one pass, as one texture would, however
+        // large: its frames are drawn together.
         if self.uploaded_count > 0 && self.uploaded_bytes + bytes > self.upload_bytes_per_pass {
             self.stats.deferred += 1;
             return Err(UploadRefused::BudgetSpent);
         }
         let max_side = ctx.input(|input| input.max_texture_side);
+        // Its later frames, if they are all images of the thumbnail's size
+        // (the decoder made them so; a decoder of the app's own is
+        // checked): if not, the first frame alone.
+        let later_frames =
+            thumbnail
+                .animation
+                .as_ref()
+                .filter(|_| animated)
+                .and_then(|animation| {
+                    animation.frames()[1..]
+                        .iter()
+                        .map(|frame| {
+                            let frame = Thumbnail {
+                                pixels: Arc::clone(&frame.pixels),
+                                animation: None,
+                                ..thumbnail.clone()
+                            };
+                            color_image(&frame, max_side).ok()
+                        })
+                        .collect::<Option<Vec<ColorImage>>>()
+                });
+        let thumbnail = &match (&thumbnail.animation, &later_frames) {
+            (Some(_), None) => Thumbnail {
+                animation: None,
+                ..thumbnail.clone()
+            },
+            _ => thumbnail.clone(),
+        };
+        let bytes = thumbnail.cost();
         let image = color_image(thumbnail, max_side).map_err(|reason| {
             UploadRefused::Unusable(Error::Decode {
                 url: key.url.to_string(),
@@ -187,23 +217,8 @@ impl TextureCache {
             key.url, key.target.width, key.target.height
         );
         let mut frames = vec![ctx.load_texture(&name, image, key.options)];
-        if let Some(animation) = &thumbnail.animation {
-            // The same size as the first (the decoder made them so; a
-            // decoder of the app's own is checked).
-            for (index, frame) in animation.frames().iter().enumerate().skip(1) {
-                let frame = Thumbnail {
-                    pixels: Arc::clone(&frame.pixels),
-                    animation: None,
-                    ..thumbnail.clone()
-                };
-                let image = color_image(&frame, max_side).map_err(|reason| {
-                    UploadRefused::Unusable(Error::Decode {
-                        url: key.url.to_string(),
-                        reason: format!("frame {index}: {reason}"),
-                    })
-                })?;
-                frames.push(ctx.load_texture(format!("{name}#{index}"), image, key.options));
-            }
+        for (index, image) in later_frames.into_iter().flatten().enumerate() {
+            frames.push(ctx.load_texture(format!("{name}#{}", index + 1), image, key.options));
         }
         self.uploaded_bytes += bytes;
         self.uploaded_count += 1;

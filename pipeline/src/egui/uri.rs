@@ -182,8 +182,9 @@ impl ImageLoader for UriLoader {
 }
 
 /// The URI without its `#fragment`: egui asks for frame N of a `.gif` or
-/// `.webp` as `uri#N`, and thumbpipe loads the first frame of the URL
-/// itself, so that forgetting, prefetching and drawing the URL all meet.
+/// `.webp` as `uri#N`, and thumbpipe loads the URL itself (and picks the
+/// frame of an animation it plays by the time), so that forgetting,
+/// prefetching and drawing the URL all meet.
 fn without_fragment(uri: &str) -> &str {
     uri.split('#').next().unwrap_or(uri)
 }
@@ -214,7 +215,10 @@ fn without_fragment(uri: &str) -> &str {
 ///   budget holds (2896 pixels at the default 32 MiB). Every texture tells
 ///   egui the image's own size ([`Thumbnail::source_size`](crate::Thumbnail::source_size)),
 ///   as egui's loaders do.
-/// - GIFs and animated WebPs are drawn as their first frame. SVGs are drawn
+/// - GIFs and animated WebPs are drawn as their first frame, or played
+///   with [`DecodeConfig::animation`](crate::DecodeConfig::animation): a
+///   texture a frame, the frame of the moment drawn, and a repaint asked
+///   for when the next is due while the image is laid out. SVGs are drawn
 ///   at the size of their box, sharp at every `pixels_per_point` (cargo
 ///   feature `svg`, off by default; without it, `.svg` URIs are left to
 ///   egui's SVG loader).

@@ -126,6 +126,10 @@ impl<K> PipelineBuilder<K> {
         let decode_pool = Arc::new(DecodePool::start(
             config.decode.threads,
             config.decode.large_image_pixels,
+            config
+                .decode
+                .animation
+                .then_some(config.decode.max_animation_frames),
             decode,
         )?);
         let (outbox, deliveries) = std::sync::mpsc::channel();
