@@ -38,6 +38,10 @@ const MAX_DEPTH: usize = 256;
 /// Bytes an element costs once converted, at most (measured: under 400
 /// for paths of a few dozen segments), for the decode limit.
 const ELEMENT_BYTES: u64 = 1024;
+/// Bytes the parsed document, the converted tree's frame and the
+/// renderer's scratch take whatever the SVG (measured: a square drawn at
+/// 1024 px took 2 KB beyond its canvas and copy).
+const FIXED_BYTES: u64 = 64 * 1024;
 /// Bytes of pixels an SVG may fill in all, as a multiple of the decode
 /// limit: 1 GiB at the default 256 MiB, about a second of tiny-skia's
 /// filling on one core. A logo fills its canvas a few times over.
@@ -146,7 +150,8 @@ pub(super) fn rasterise(
     let pixels = u64::from(width) * u64::from(height) * 4;
     let needed = pixels
         .saturating_add(cost.peak_bytes.max(pixels))
-        .saturating_add(elements.saturating_mul(ELEMENT_BYTES));
+        .saturating_add(elements.saturating_mul(ELEMENT_BYTES))
+        .saturating_add(FIXED_BYTES);
     if needed > limits.max_alloc {
         return Err(too_large(
             format!(
