@@ -62,9 +62,11 @@ pub struct DiskConfig {
     /// // In an app: the platform's cache directory, as above.
     /// let dir = std::env::temp_dir().join(format!("my-app-thumbnails-{}", std::process::id()));
     /// let mut config = thumbpipe::Config::default();
-    /// config.disk.dir = Some(dir);
+    /// config.disk.dir = Some(dir.clone());
     /// config.disk.max_bytes = 100 * 1024 * 1024;
     /// let pipeline = thumbpipe::Pipeline::<usize>::new(config)?;
+    /// # drop(pipeline);
+    /// # std::fs::remove_dir_all(&dir).ok();
     /// # Ok::<(), thumbpipe::BuildError>(())
     /// ```
     pub dir: Option<PathBuf>,
