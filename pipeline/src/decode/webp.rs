@@ -20,7 +20,7 @@ pub(super) fn decoder_bytes(bytes: &[u8], width: u32, height: u32) -> u64 {
     match bytes.get(12..16) {
         Some(b"VP8 ") => planes(width, height),
         _ => {
-            let frame = match first_frame(bytes) {
+            let frame = match first_frame(bytes).or_else(|| first_animation_frame(bytes)) {
                 Some(Frame::Lossy(w, h)) => planes(w.into(), h.into()),
                 Some(Frame::Lossless(w, h)) => u64::from(w) * u64::from(h) * 4,
                 None => 0,
@@ -42,24 +42,74 @@ pub(super) fn frame_count(bytes: &[u8], up_to: usize) -> usize {
 /// frame's), claims no more than the `screen`.
 pub(super) fn frames_fit(bytes: &[u8], screen: (u32, u32), up_to: usize) -> bool {
     animation_frames(bytes).take(up_to).all(|(at, size)| {
-        // X, Y, width - 1 and height - 1 in 24 bits each, then the
-        // duration and flags; the frame's chunks follow.
-        let side = |at: usize| -> Option<u32> {
-            let b = bytes.get(at..at + 3)?;
-            Some(u32::from_le_bytes([b[0], b[1], b[2], 0]) + 1)
-        };
-        let end = at.saturating_add(8).saturating_add(size).min(bytes.len());
-        let inner = bytes
-            .get(..end)
-            .and_then(|frame| frame_from(frame, at.checked_add(24)?));
-        let within = |(width, height): (u32, u32)| width <= screen.0 && height <= screen.1;
-        match (side(at + 14), side(at + 17), inner) {
-            (Some(width), Some(height), Some(Frame::Lossy(w, h) | Frame::Lossless(w, h))) => {
-                within((width, height)) && within((w, h))
-            }
-            _ => false,
-        }
+        // The decoder steps to the next frame without the padding byte of
+        // an odd chunk: it would read other bytes than these.
+        size % 2 == 0
+            && anmf_frame(bytes, at, size)
+                .is_some_and(|(width, height)| width <= screen.0 && height <= screen.1)
     })
+}
+
+/// The size an `ANMF` chunk at `at` (of `size` bytes) declares, if its
+/// bitstream declares the same: X, Y, width - 1 and height - 1 in 24 bits
+/// each, the duration and flags, then the bitstream.
+fn anmf_frame(bytes: &[u8], at: usize, size: usize) -> Option<(u32, u32)> {
+    let side = |at: usize| -> Option<u32> {
+        let b = bytes.get(at..at + 3)?;
+        Some(u32::from_le_bytes([b[0], b[1], b[2], 0]) + 1)
+    };
+    let (width, height) = (side(at + 14)?, side(at + 17)?);
+    let (Frame::Lossy(w, h) | Frame::Lossless(w, h)) = anmf_bitstream(bytes, at, size)?;
+    ((w, h) == (width, height)).then_some((w, h))
+}
+
+/// The size the bitstream of the `ANMF` chunk at `at` claims, read as the
+/// decoder reads it: an `ALPH` chunk or none, then the bitstream, taken as
+/// `VP8 ` after an `ALPH` chunk whatever its tag.
+fn anmf_bitstream(bytes: &[u8], at: usize, size: usize) -> Option<Frame> {
+    let frame = bytes.get(..at.checked_add(8)?.checked_add(size)?.min(bytes.len()))?;
+    let mut chunk = at.checked_add(24)?;
+    let mut tag = frame.get(chunk..chunk.checked_add(4)?)?;
+    if tag == b"ALPH" {
+        let alpha = u32::from_le_bytes(frame.get(chunk + 4..chunk + 8)?.try_into().ok()?) as usize;
+        chunk = chunk
+            .checked_add(8)?
+            .checked_add(alpha)?
+            .checked_add(alpha & 1)?;
+        tag = b"VP8 ";
+    }
+    let body = frame.get(chunk.checked_add(8)?..)?;
+    match tag {
+        b"VP8 " => lossy_size(body).map(|(w, h)| Frame::Lossy(w, h)),
+        b"VP8L" => lossless_size(body).map(|(w, h)| Frame::Lossless(w, h)),
+        _ => None,
+    }
+}
+
+/// A `VP8 ` key frame's 14-bit width and height: a 3-byte tag, the start
+/// code, then the sizes.
+fn lossy_size(body: &[u8]) -> Option<(u32, u32)> {
+    if body.get(3..6) != Some(&[0x9d, 0x01, 0x2a][..]) {
+        return None;
+    }
+    let side = |at: usize| -> Option<u32> {
+        Some(u32::from(u16::from_le_bytes(body.get(at..at + 2)?.try_into().ok()?)) & 0x3fff)
+    };
+    Some((side(6)?, side(8)?))
+}
+
+/// A `VP8L` bitstream's width and height: the signature byte, then 14-bit
+/// width - 1 and height - 1.
+fn lossless_size(body: &[u8]) -> Option<(u32, u32)> {
+    let bits = u32::from_le_bytes(body.get(1..5)?.try_into().ok()?);
+    Some(((bits & 0x3fff) + 1, ((bits >> 14) & 0x3fff) + 1))
+}
+
+/// The first frame of an animation, as the decoder reads it for a still
+/// image: the size its bitstream claims, whatever its frame says.
+fn first_animation_frame(bytes: &[u8]) -> Option<Frame> {
+    let (at, size) = animation_frames(bytes).next()?;
+    anmf_bitstream(bytes, at, size)
 }
 
 /// Where each top-level `ANMF` chunk starts and its size, in a file whose
@@ -196,6 +246,28 @@ mod tests {
         for len in 0..200 {
             let _ = frames_fit(&animation[..len], (245, 245), 42);
         }
+        // A frame of 128x128 whose bitstream, after an ALPH chunk, is a
+        // chunk of another tag that the decoder reads as VP8 anyway,
+        // claiming 16383x16383; and the same as the first frame of a
+        // file decoded as a still.
+        let canvas = chunk(b"VP8X", 10, &[0x02, 0, 0, 0, 127, 0, 0, 127, 0, 0]);
+        let key = [0, 0, 0, 0x9d, 0x01, 0x2a, 0xff, 0x3f, 0xff, 0x3f];
+        let header = [0, 0, 0, 0, 0, 0, 127, 0, 0, 127, 0, 0, 100, 0, 0, 0];
+        let body = [
+            header.to_vec(),
+            chunk(b"ALPH", 2, &[0, 0]),
+            chunk(b"JUNK", 10, &key),
+        ]
+        .concat();
+        let hostile = [
+            b"RIFF\0\0\0\0WEBP".to_vec(),
+            canvas,
+            chunk(b"ANMF", body.len() as u32, &body),
+        ]
+        .concat();
+        assert_eq!(frame_count(&hostile, 10), 1);
+        assert!(!frames_fit(&hostile, (128, 128), 10));
+        assert_eq!(decoder_bytes(&hostile, 128, 128), 16384 * 16384 * 3 / 2);
     }
 
     #[test]
