@@ -61,12 +61,16 @@ pub struct DecodeConfig {
     /// 1600x1200 one is not). `u64::MAX` lets large images use every
     /// thread.
     pub large_image_pixels: u64,
-    /// Most elements an SVG may draw, counted with every `<use>` expanded
-    /// (so a small file that refers to itself a thousandfold is counted at
-    /// its real size), and 256 levels of nesting at most; over either, the
-    /// SVG is refused with [`crate::Error::TooLarge`] before it is drawn.
-    /// Logos and icons hold tens to a few thousand. Default: 20,000. It has
-    /// no effect without the cargo feature `svg`.
+    /// Most elements an SVG may draw, counted with every reference
+    /// expanded as the converter expands it (a `<use>`'s target, a pattern,
+    /// mask, clip path or filter for each element it applies to, a marker
+    /// for each vertex), so a small file that refers to itself a
+    /// thousandfold is counted at its real size; and 256 levels of nesting
+    /// at most, references followed. Over either, the SVG is refused with
+    /// [`crate::Error::TooLarge`] before it is converted; references that
+    /// loop are an [`crate::Error::Decode`]. Logos and icons hold tens to a
+    /// few thousand. Default: 20,000. It has no effect without the cargo
+    /// feature `svg`.
     pub svg_max_elements: u32,
     /// Whether an animated GIF or WebP decodes every frame, at the
     /// thumbnail's size, into [`Thumbnail::animation`](crate::Thumbnail::animation)

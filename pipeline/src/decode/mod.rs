@@ -38,6 +38,8 @@ mod route;
 mod svg;
 #[cfg(feature = "svg")]
 mod svg_cost;
+#[cfg(feature = "svg")]
+mod svg_refs;
 #[cfg(feature = "tiff")]
 mod tiff;
 mod webp;

@@ -5,12 +5,23 @@
 //!
 //! The reckoning follows resvg 0.49's renderer: a group with opacity, a
 //! clip, a mask, a filter or a blend mode is drawn into a layer of its own
-//! (its bounding box in pixels, at most five times the canvas each way), a
+//! (its bounding box in pixels, counted as at most five times the canvas
+//! each way, resvg's clamp for a layer drawn without rotation or skew), a
 //! clip adds a pixmap of the layer's size, a mask one and an alpha mask,
 //! a filter a result per primitive, and a pattern a tile of its size at
 //! the drawing's scale, drawn again for every path it paints. Layers drawn
 //! inside layers are held at once, so the peak is the deepest chain of
 //! them; the fill work is every layer, tile and path box filled.
+//!
+//! The tree walked is bounded beforehand: its elements, with every
+//! reference expanded, and the depth of references (`svg_refs.rs`). Not
+//! reckoned here: the contents of a clip path (each of its children is
+//! filled into the clip's pixmap; bounded by the element count alone);
+//! filters' working buffers beside their results (copies of the source,
+//! a blur's wider buffer: up to about twice what is counted); layers under
+//! rotation or skew, which resvg clamps after transforming. Paths are
+//! counted generously (their box, capped at the largest layer), which can
+//! refuse a large drawing that would fit.
 //!
 //! Runs on the decode thread, between the conversion and the drawing; a
 //! walk of the tree, keeping nothing.
