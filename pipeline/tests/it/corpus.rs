@@ -4,7 +4,8 @@
 //!
 //! The files in `tests/it/corpus` were made with ImageMagick from a 96x72
 //! plasma (`icon.ico`: the plasma squeezed to 64, 48, 32 and 16 px); the
-//! `huge-dims` ones are valid files with their size fields rewritten.
+//! `huge-dims` ones are valid files with their size fields rewritten; the
+//! SVGs were written by hand.
 
 use thumbpipe::thumbnail_from_bytes;
 use thumbpipe::{Config, Error, TargetSize};
@@ -55,7 +56,12 @@ fn corpus() -> Vec<(&'static str, &'static [u8], Expect)> {
     });
     // Drawn at the box's size: 32x16.
     #[cfg(feature = "svg")]
-    files.extend(corpus! { "logo.svg" => Thumbnail(32, 16) });
+    files.extend(corpus! {
+        "logo.svg" => Thumbnail(32, 16),
+        // Patterns, a mask, a clip, a filter's image and markers, each a
+        // bit flip away from a loop: the fuzzer's seed for references.
+        "references.svg" => Thumbnail(32, 16),
+    });
     // The entry of 32 px, not the 64 scaled down.
     #[cfg(feature = "ico")]
     files.extend(corpus! { "icon.ico" => Thumbnail(32, 32) });
