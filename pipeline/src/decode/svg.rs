@@ -101,32 +101,24 @@ pub(super) fn rasterise(
         ),
         other => refused(other.to_string()),
     })?;
-    let elements = svg_refs::count_drawn(&document).map_err(|over| {
+    let elements = svg_refs::count_drawn(&document, u64::from(max_elements)).map_err(|over| {
         let what = match over {
             Over::Depth => {
                 format!("the SVG nests deeper than {MAX_DEPTH} levels, its references followed")
             }
             Over::Elements(count) => format!(
                 "the SVG draws {count} elements or more with its references expanded, \
-                 over the limit of {max_elements}"
+                     over the limit of {max_elements}"
             ),
             Over::StyleMatches(matches) => format!(
-                "the SVG's style sheet takes {matches} selector matches (its rules naming \
-                 something times its elements)"
+                "the SVG's style sheet takes {matches} selector matches (its rules times \
+                     its elements), over {}",
+                svg_refs::MAX_STYLE_MATCHES
             ),
             Over::Loop(name) => return refused(format!("its references loop back to {name}")),
         };
         too_large(what, "decode.svg_max_elements")
     })?;
-    if elements > u64::from(max_elements) {
-        return Err(too_large(
-            format!(
-                "the SVG draws {elements} elements with its references expanded, over the \
-                 limit of {max_elements}"
-            ),
-            "decode.svg_max_elements",
-        ));
-    }
     let options = usvg::Options {
         // Nothing outside the file: no paths on this machine, no nested
         // documents, whose elements were not counted.

@@ -78,7 +78,11 @@ fn anmf_bitstream(bytes: &[u8], at: usize, size: usize) -> Option<Frame> {
             .checked_add(alpha & 1)?;
         tag = b"VP8 ";
     }
-    let body = frame.get(chunk.checked_add(8)?..)?;
+    bitstream(tag, frame.get(chunk.checked_add(8)?..)?)
+}
+
+/// The size a bitstream of this chunk `tag` claims: `VP8 ` or `VP8L`.
+fn bitstream(tag: &[u8], body: &[u8]) -> Option<Frame> {
     match tag {
         b"VP8 " => lossy_size(body).map(|(w, h)| Frame::Lossy(w, h)),
         b"VP8L" => lossless_size(body).map(|(w, h)| Frame::Lossless(w, h)),
@@ -154,29 +158,10 @@ fn frame_from(bytes: &[u8], mut at: usize) -> Option<Frame> {
         let header = bytes.get(at..at.checked_add(8)?)?;
         let size = u32::from_le_bytes([header[4], header[5], header[6], header[7]]) as usize;
         let body = bytes.get(at + 8..)?;
-        match &header[..4] {
-            // A key frame: a 3-byte tag, the start code, then 14-bit
-            // width and height.
-            b"VP8 " if body.get(3..6) == Some(&[0x9d, 0x01, 0x2a][..]) => {
-                let side = |at: usize| -> Option<u32> {
-                    Some(
-                        u32::from(u16::from_le_bytes(body.get(at..at + 2)?.try_into().ok()?))
-                            & 0x3fff,
-                    )
-                };
-                return Some(Frame::Lossy(side(6)?, side(8)?));
-            }
-            // The signature byte, then 14-bit width - 1 and height - 1.
-            b"VP8L" => {
-                let bits = u32::from_le_bytes(body.get(1..5)?.try_into().ok()?);
-                return Some(Frame::Lossless(
-                    (bits & 0x3fff) + 1,
-                    ((bits >> 14) & 0x3fff) + 1,
-                ));
-            }
-            b"VP8 " => return None,
-            _ => at = at.checked_add(size)?.checked_add(8 + (size & 1))?,
+        if matches!(&header[..4], b"VP8 " | b"VP8L") {
+            return bitstream(&header[..4], body);
         }
+        at = at.checked_add(size)?.checked_add(8 + (size & 1))?;
     }
 }
 
