@@ -67,6 +67,7 @@ pub mod blocking_client;
 mod caching;
 mod census;
 pub mod config;
+pub mod exif;
 mod faults;
 mod images;
 mod measure;

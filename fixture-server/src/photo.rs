@@ -12,6 +12,7 @@
 
 use std::io::Cursor;
 
+use crate::exif::{Exif, with_exif};
 use crate::picture::{EncodeError, Rgb, render};
 use crate::random::splitmix64;
 
@@ -36,6 +37,10 @@ pub struct JpegOptions {
     /// The EXIF orientation tag (1-8) to write, if any: 6 is a phone held
     /// upright, whose picture must be turned 90 degrees clockwise.
     pub orientation: Option<u16>,
+    /// The size of an EXIF thumbnail to embed, as cameras and phones do
+    /// ([`crate::exif::camera_thumbnail`]): 160x120 is the common size,
+    /// 320x240 and larger are seen too.
+    pub thumbnail: Option<(u32, u32)>,
 }
 
 impl Default for JpegOptions {
@@ -46,6 +51,7 @@ impl Default for JpegOptions {
             progressive: false,
             chroma: Chroma::Subsampled,
             orientation: None,
+            thumbnail: None,
         }
     }
 }
@@ -130,10 +136,19 @@ impl Rgb {
         encoder
             .encode(&self.pixels, width, height, jpeg_encoder::ColorType::Rgb)
             .map_err(|e| EncodeError(e.to_string()))?;
-        Ok(match options.orientation {
-            Some(tag) => with_exif_orientation(&out, tag),
-            None => out,
-        })
+        if options.orientation.is_none() && options.thumbnail.is_none() {
+            return Ok(out);
+        }
+        let thumbnail = match options.thumbnail {
+            Some((width, height)) => Some(crate::exif::camera_thumbnail(self, width, height)?),
+            None => None,
+        };
+        let exif = Exif {
+            orientation: options.orientation,
+            thumbnail: thumbnail.as_deref(),
+            big_endian: false,
+        };
+        with_exif(&out, &exif)
     }
 
     /// Encodes the bitmap as a 24-bit BMP.
@@ -174,21 +189,13 @@ impl Rgb {
 /// # Ok::<(), fixture_server::picture::EncodeError>(())
 /// ```
 pub fn with_exif_orientation(jpeg: &[u8], tag: u16) -> Vec<u8> {
-    // A big-endian TIFF header and one IFD entry: tag 0x0112
-    // (orientation), type SHORT, count 1, the value, no next IFD.
-    let mut tiff = b"MM\0*\0\0\0\x08\0\x01\x01\x12\0\x03\0\0\0\x01".to_vec();
-    tiff.extend_from_slice(&tag.to_be_bytes());
-    tiff.extend_from_slice(&[0, 0, 0, 0, 0, 0]);
-    let mut app1 = b"Exif\0\0".to_vec();
-    app1.extend_from_slice(&tiff);
-    let length = (app1.len() + 2) as u16;
-    let split = jpeg.len().min(2);
-    let mut tagged = jpeg[..split].to_vec();
-    tagged.extend_from_slice(&[0xFF, 0xE1]);
-    tagged.extend_from_slice(&length.to_be_bytes());
-    tagged.extend_from_slice(&app1);
-    tagged.extend_from_slice(&jpeg[split..]);
-    tagged
+    let exif = Exif {
+        orientation: Some(tag),
+        thumbnail: None,
+        big_endian: true,
+    };
+    // A segment without a thumbnail is 32 bytes: it always fits.
+    with_exif(jpeg, &exif).unwrap_or_else(|_| jpeg.to_vec())
 }
 
 /// One image of the [`corpus`].
@@ -240,26 +247,7 @@ pub fn corpus() -> Result<Vec<CorpusImage>, EncodeError> {
                     chroma,
                     ..JpegOptions::default()
                 };
-                images.push(CorpusImage {
-                    name: format!(
-                        "{width}x{height}-{}-{}",
-                        if progressive {
-                            "progressive"
-                        } else {
-                            "baseline"
-                        },
-                        match chroma {
-                            Chroma::Subsampled => "420",
-                            Chroma::Full => "444",
-                        }
-                    ),
-                    id,
-                    width,
-                    height,
-                    format: "JPEG",
-                    jpeg: Some(options),
-                    bytes: photo.encode_jpeg_with(&options)?,
-                });
+                images.push(corpus_jpeg(id, &photo, options, "")?);
             }
         }
         if (width, height) == (4000, 3000) {
@@ -276,14 +264,7 @@ pub fn corpus() -> Result<Vec<CorpusImage>, EncodeError> {
                 jpeg: None,
                 bytes,
             };
-            images.push(CorpusImage {
-                jpeg: Some(options),
-                ..plain(
-                    "-baseline-420-exif6",
-                    "JPEG",
-                    photo.encode_jpeg_with(&options)?,
-                )
-            });
+            images.push(corpus_jpeg(id, &photo, options, "-exif6")?);
             images.push(plain(".png", "PNG", photo.encode_png()?));
             images.push(plain(".webp", "WebP", photo.encode_webp()?));
             images.push(plain(".bmp", "BMP", photo.encode_bmp()?));
@@ -301,6 +282,75 @@ pub fn corpus() -> Result<Vec<CorpusImage>, EncodeError> {
         bytes: icon(1100, &sides)?,
     });
     Ok(images)
+}
+
+/// Photos as cameras and phones write them, each with an EXIF thumbnail
+/// ([`JpegOptions::thumbnail`]), baseline and progressive 4:2:0 at quality
+/// 90: 12 MP (4000x3000, 4:3) with a 160x120 and with a 320x240 thumbnail;
+/// 24 MP (6000x4000, 3:2) with a 320x213 one, and with the 160x120 one
+/// many cameras write for a 3:2 photo, letterboxed (so not the same
+/// picture). Named `4000x3000-baseline-420-exif160` and so on, the
+/// letterboxed one `...-exif160lb`. About three seconds of one core when
+/// optimised.
+pub fn camera_corpus() -> Result<Vec<CorpusImage>, EncodeError> {
+    let mut images = Vec::new();
+    // Each camera's id, photo size and thumbnail sizes.
+    let cameras = [
+        (1201, 4000, 3000, [(160, 120), (320, 240)]),
+        (1202, 6000, 4000, [(160, 120), (320, 213)]),
+    ];
+    for (id, width, height, thumbnails) in cameras {
+        let photo = render_photo(id, width, height);
+        for progressive in [false, true] {
+            for thumbnail in thumbnails {
+                let letterboxed = crate::exif::letterboxed((width, height), thumbnail);
+                // The 24 MP photo's letterboxed thumbnail: baseline only.
+                if letterboxed && progressive {
+                    continue;
+                }
+                let options = JpegOptions {
+                    progressive,
+                    thumbnail: Some(thumbnail),
+                    ..JpegOptions::default()
+                };
+                let suffix = format!(
+                    "-exif{}{}",
+                    thumbnail.0,
+                    if letterboxed { "lb" } else { "" }
+                );
+                images.push(corpus_jpeg(id, &photo, options, &suffix)?);
+            }
+        }
+    }
+    Ok(images)
+}
+
+/// `photo` (of picture `id`) as a JPEG written as `options` say, named
+/// `{width}x{height}-{baseline|progressive}-{420|444}{suffix}`.
+fn corpus_jpeg(
+    id: u32,
+    photo: &Rgb,
+    options: JpegOptions,
+    suffix: &str,
+) -> Result<CorpusImage, EncodeError> {
+    let scans = if options.progressive {
+        "progressive"
+    } else {
+        "baseline"
+    };
+    let chroma = match options.chroma {
+        Chroma::Subsampled => "420",
+        Chroma::Full => "444",
+    };
+    Ok(CorpusImage {
+        name: format!("{}x{}-{scans}-{chroma}{suffix}", photo.width, photo.height),
+        id,
+        width: photo.width,
+        height: photo.height,
+        format: "JPEG",
+        jpeg: Some(options),
+        bytes: photo.encode_jpeg_with(&options)?,
+    })
 }
 
 /// An icon: the photo `id` drawn at each of `sides` (square, at most 256),

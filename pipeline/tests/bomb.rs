@@ -356,7 +356,7 @@ fn a_jpeg_decode_never_takes_more_than_the_decode_limit() {
                 quality: 85,
                 progressive,
                 chroma,
-                orientation: None,
+                ..JpegOptions::default()
             };
             let layout = format!("{side}x{side} {chroma:?} progressive={progressive}");
             let path = dir.join("image.jpg");
