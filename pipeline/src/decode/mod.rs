@@ -23,6 +23,7 @@
 
 mod animation;
 mod config;
+mod exif;
 mod formats;
 mod gif;
 #[cfg(feature = "ico")]
@@ -135,6 +136,8 @@ pub(crate) struct DecodeLimits {
     /// with the `libjpeg` feature, and unwinding: a libjpeg error is an
     /// unwind, which `panic = "abort"` cannot catch).
     pub(crate) jpeg_dct_scaling: bool,
+    /// A JPEG's EXIF thumbnail decoded instead of it where it serves.
+    pub(crate) embedded_thumbnails: bool,
     #[cfg_attr(not(feature = "svg"), allow(dead_code))]
     pub(crate) svg_max_elements: u32,
     /// How animations are played, if they are.
@@ -155,6 +158,7 @@ impl From<&DecodeConfig> for DecodeLimits {
             max_dimension: config.max_dimension,
             max_alloc: config.max_alloc_bytes,
             jpeg_dct_scaling: config.jpeg_dct_scaling && UNWINDS && cfg!(feature = "libjpeg"),
+            embedded_thumbnails: config.embedded_thumbnails,
             svg_max_elements: config.svg_max_elements,
             animation: config.animation.then_some(AnimationLimits {
                 max_frames: config.max_animation_frames,

@@ -1,7 +1,8 @@
 //! Route: one image, from its bytes to its thumbnail. The header is read
 //! (size, EXIF orientation), the format checked against this build's,
-//! what the decode would allocate counted against the limits, then the
-//! route taken: libjpeg at a DCT scale (`jpeg.rs`, `libjpeg.rs`) or
+//! a JPEG's embedded thumbnail taken in its place where it serves
+//! (`exif.rs`), what the decode would allocate counted against the
+//! limits, then the route taken: libjpeg at a DCT scale (`jpeg.rs`, `libjpeg.rs`) or
 //! `image`'s full decode with each format's fixes (`gif.rs`, `png.rs`,
 //! `ico.rs`, `tiff.rs`), the resize to the target (`resize.rs`; a cover
 //! crop is part of it) and the EXIF turn.
@@ -23,7 +24,9 @@ use super::libjpeg;
 use super::svg;
 #[cfg(feature = "tiff")]
 use super::tiff;
-use super::{DecodeLimits, SUPPORTED_FORMATS, animation, formats, gif, jpeg, png, resize, webp};
+use super::{
+    DecodeLimits, SUPPORTED_FORMATS, animation, exif, formats, gif, jpeg, png, resize, webp,
+};
 use crate::request::TargetSize;
 use crate::thumbnail::Fitting;
 use crate::{Animation, Error, Thumbnail};
@@ -40,6 +43,27 @@ pub(crate) fn decode_thumbnail(
     target: TargetSize,
     limits: DecodeLimits,
 ) -> Result<Thumbnail, Error> {
+    decode(url, bytes, target, limits, None)
+}
+
+/// What a photo says of the thumbnail embedded in it, which is decoded in
+/// its place: how to turn it, and the photo's size.
+struct Photo {
+    orientation: Orientation,
+    /// The photo's size, upright.
+    size: (u32, u32),
+}
+
+/// [`decode_thumbnail`] of `bytes`, or of the thumbnail embedded in
+/// `photo` when `bytes` are it.
+fn decode(
+    url: &Arc<str>,
+    bytes: &[u8],
+    target: TargetSize,
+    limits: DecodeLimits,
+    photo: Option<&Photo>,
+) -> Result<Thumbnail, Error> {
+    let asked = target;
     let decode_error = |reason: String| Error::Decode {
         url: url.to_string(),
         reason,
@@ -92,7 +116,9 @@ pub(crate) fn decode_thumbnail(
             // it); an unreadable tag is no reason to refuse the image, and
             // a WebP whose chunks claim more than the file holds is not
             // asked (its decoder would allocate what the EXIF chunk claims).
-            let orientation = if format == ImageFormat::WebP && !webp::chunks_fit(bytes) {
+            let orientation = if let Some(photo) = photo {
+                photo.orientation
+            } else if format == ImageFormat::WebP && !webp::chunks_fit(bytes) {
                 Orientation::NoTransforms
             } else {
                 orientation_of(&mut header, format)
@@ -153,6 +179,27 @@ pub(crate) fn decode_thumbnail(
             ),
             setting: "decode.max_dimension",
         });
+    }
+    let upright = if quarter_turn {
+        (height, width)
+    } else {
+        (width, height)
+    };
+    // A camera's own small rendering of the photo (EXIF), when the
+    // thumbnail comes out the same from it: a fraction of the work. One
+    // that does not decode is no reason to fail the photo.
+    if format == ImageFormat::Jpeg
+        && limits.embedded_thumbnails
+        && photo.is_none()
+        && let Some(embedded) = exif::covering(bytes, (width, height), target)
+    {
+        let photo = Photo {
+            orientation,
+            size: upright,
+        };
+        if let Ok(thumbnail) = decode(url, embedded.jpeg, asked, limits, Some(&photo)) {
+            return Ok(thumbnail);
+        }
     }
     // The size comes from the original dimensions: a DCT-scaled image is
     // only a step on the way.
@@ -226,10 +273,10 @@ pub(crate) fn decode_thumbnail(
             setting: "decode.max_alloc_bytes",
         });
     }
-    let source_size = match icon_size {
-        Some(size) => size,
-        None if quarter_turn => (height, width),
-        None => (width, height),
+    let source_size = match (photo, icon_size) {
+        (Some(photo), _) => photo.size,
+        (None, Some(size)) => size,
+        (None, None) => upright,
     };
     let mut image_limits = Limits::default();
     image_limits.max_image_width = Some(limits.max_dimension);
@@ -407,6 +454,7 @@ pub(super) mod tests {
         max_dimension: 16_384,
         max_alloc: 256 * 1024 * 1024,
         jpeg_dct_scaling: true,
+        embedded_thumbnails: true,
         svg_max_elements: 20_000,
         animation: None,
     };

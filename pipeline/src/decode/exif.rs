@@ -1,0 +1,280 @@
+//! EXIF's embedded thumbnail: the small JPEG a camera or phone writes into
+//! its photo's APP1 segment (IFD1's `JPEGInterchangeFormat`), typically
+//! 160x120 and sometimes larger, in the first few KB of the file. When it
+//! is the same picture as the photo (the same aspect ratio, within a pixel
+//! of rounding: some cameras letterbox it) and large enough that the
+//! thumbnail asked for comes out the same size from it as from the photo,
+//! the route decodes it instead of the photo.
+//!
+//! Runs inside a decode, on the decode thread that called it; reads only
+//! the segments before the first scan, allocates nothing and keeps nothing.
+
+use crate::request::TargetSize;
+use crate::thumbnail::Fitting;
+
+/// An embedded thumbnail: its JPEG bytes and the size its frame header
+/// gives.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) struct Embedded<'a> {
+    pub(super) jpeg: &'a [u8],
+    pub(super) width: u32,
+    pub(super) height: u32,
+}
+
+/// The embedded thumbnail of the `photo_size` JPEG `photo`, if it has one
+/// that shows the same picture and from which `target` (already turned as
+/// the photo's orientation turns it) comes out the size it would from the
+/// photo: never scaled up, never cropped differently.
+pub(super) fn covering(
+    photo: &[u8],
+    photo_size: (u32, u32),
+    target: TargetSize,
+) -> Option<Embedded<'_>> {
+    let embedded = embedded(photo)?;
+    let (width, height) = (u64::from(photo_size.0), u64::from(photo_size.1));
+    let (thumb_width, thumb_height) = (u64::from(embedded.width), u64::from(embedded.height));
+    // Same aspect ratio: one side is the other scaled, give or take the
+    // pixel its rounding may cost.
+    let difference = (thumb_width * height).abs_diff(thumb_height * width);
+    if difference > width.max(height) {
+        return None;
+    }
+    let from_photo = Fitting::new(photo_size.0, photo_size.1, target).size;
+    let from_embedded = Fitting::new(embedded.width, embedded.height, target).size;
+    (from_photo == from_embedded).then_some(embedded)
+}
+
+/// The JPEG thumbnail of the first EXIF segment of `jpeg`, if it has one
+/// whose frame header reads.
+pub(super) fn embedded(jpeg: &[u8]) -> Option<Embedded<'_>> {
+    let tiff = exif_segment(jpeg)?;
+    let thumbnail = ifd1_jpeg(tiff)?;
+    let (width, height, _) = super::jpeg::frame_size(thumbnail)?;
+    Some(Embedded {
+        jpeg: thumbnail,
+        width,
+        height,
+    })
+}
+
+/// The TIFF structure of the first APP1 segment that holds EXIF, among the
+/// segments before the first scan.
+fn exif_segment(jpeg: &[u8]) -> Option<&[u8]> {
+    if !jpeg.starts_with(&[0xFF, 0xD8]) {
+        return None;
+    }
+    let mut at = 2;
+    loop {
+        // Segments follow each other; a marker may be preceded by fill bytes.
+        while jpeg.get(at) == Some(&0xFF) && jpeg.get(at + 1) == Some(&0xFF) {
+            at += 1;
+        }
+        if jpeg.get(at) != Some(&0xFF) {
+            return None;
+        }
+        let marker = *jpeg.get(at + 1)?;
+        // Start of scan or end of image: no EXIF before the picture.
+        if matches!(marker, 0xDA | 0xD9) {
+            return None;
+        }
+        let length = usize::from(u16::from_be_bytes([*jpeg.get(at + 2)?, *jpeg.get(at + 3)?]));
+        let segment = jpeg.get(at + 4..(at + 2).checked_add(length)?)?;
+        if marker == 0xE1
+            && let Some(tiff) = segment.strip_prefix(b"Exif\0\0")
+        {
+            return Some(tiff);
+        }
+        at += 2 + length;
+    }
+}
+
+/// The bytes IFD1's `JPEGInterchangeFormat` (0x0201) and
+/// `JPEGInterchangeFormatLength` (0x0202) point at, inside `tiff`, if they
+/// start a JPEG.
+fn ifd1_jpeg(tiff: &[u8]) -> Option<&[u8]> {
+    let reader = Tiff::new(tiff)?;
+    let ifd0 = reader.u32_at(4)? as usize;
+    let ifd0_entries = usize::from(reader.u16_at(ifd0)?);
+    let ifd1 = reader.u32_at(ifd0.checked_add(2 + ifd0_entries * 12)?)? as usize;
+    if ifd1 == 0 {
+        return None;
+    }
+    let (mut offset, mut length) = (None, None);
+    for entry in 0..usize::from(reader.u16_at(ifd1)?) {
+        let at = ifd1.checked_add(2 + entry * 12)?;
+        let value = match reader.u16_at(at + 2)? {
+            3 => u32::from(reader.u16_at(at + 8)?), // SHORT
+            4 => reader.u32_at(at + 8)?,            // LONG
+            _ => continue,
+        };
+        match reader.u16_at(at)? {
+            0x0201 => offset = Some(value as usize),
+            0x0202 => length = Some(value as usize),
+            _ => {}
+        }
+    }
+    let (offset, length) = (offset?, length?);
+    let thumbnail = tiff.get(offset..offset.checked_add(length)?)?;
+    thumbnail.starts_with(&[0xFF, 0xD8]).then_some(thumbnail)
+}
+
+/// Numbers read from a TIFF structure in its byte order.
+struct Tiff<'a> {
+    bytes: &'a [u8],
+    big_endian: bool,
+}
+
+impl<'a> Tiff<'a> {
+    fn new(bytes: &'a [u8]) -> Option<Self> {
+        let big_endian = match bytes.get(..2)? {
+            b"II" => false,
+            b"MM" => true,
+            _ => return None,
+        };
+        let tiff = Self { bytes, big_endian };
+        (tiff.u16_at(2)? == 42).then_some(tiff)
+    }
+
+    fn u16_at(&self, at: usize) -> Option<u16> {
+        let bytes: [u8; 2] = self.bytes.get(at..at.checked_add(2)?)?.try_into().ok()?;
+        Some(if self.big_endian {
+            u16::from_be_bytes(bytes)
+        } else {
+            u16::from_le_bytes(bytes)
+        })
+    }
+
+    fn u32_at(&self, at: usize) -> Option<u32> {
+        let bytes: [u8; 4] = self.bytes.get(at..at.checked_add(4)?)?.try_into().ok()?;
+        Some(if self.big_endian {
+            u32::from_be_bytes(bytes)
+        } else {
+            u32::from_le_bytes(bytes)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use fixture_server::exif::{Exif, with_exif};
+
+    use super::*;
+    use crate::decode::route::{decode_thumbnail, tests::LIMITS};
+
+    /// A `width` x `height` baseline JPEG of one colour.
+    fn plain_jpeg(width: u32, height: u32, rgb: [u8; 3]) -> Vec<u8> {
+        let image = image::RgbImage::from_pixel(width, height, image::Rgb(rgb));
+        let mut out = std::io::Cursor::new(Vec::new());
+        image.write_to(&mut out, image::ImageFormat::Jpeg).unwrap();
+        out.into_inner()
+    }
+
+    const RED: [u8; 3] = [230, 20, 20];
+    const BLUE: [u8; 3] = [20, 20, 230];
+
+    /// A red `photo` JPEG whose EXIF embeds a blue `thumbnail`-sized one,
+    /// so a thumbnail's colour says which it was made from.
+    fn camera(photo: (u32, u32), thumbnail: (u32, u32), orientation: Option<u16>) -> Vec<u8> {
+        camera_with(
+            photo,
+            &plain_jpeg(thumbnail.0, thumbnail.1, BLUE),
+            orientation,
+        )
+    }
+
+    fn camera_with(photo: (u32, u32), thumbnail: &[u8], orientation: Option<u16>) -> Vec<u8> {
+        let exif = Exif {
+            orientation,
+            thumbnail: Some(thumbnail),
+            big_endian: false,
+        };
+        with_exif(&plain_jpeg(photo.0, photo.1, RED), &exif).unwrap()
+    }
+
+    fn blue(thumbnail: &crate::Thumbnail) -> bool {
+        thumbnail.pixels[2] > thumbnail.pixels[0]
+    }
+
+    #[test]
+    fn the_embedded_thumbnail_is_found_in_either_byte_order() {
+        let small = plain_jpeg(16, 12, BLUE);
+        for big_endian in [false, true] {
+            let exif = Exif {
+                orientation: Some(3),
+                thumbnail: Some(&small),
+                big_endian,
+            };
+            let photo = with_exif(&plain_jpeg(64, 48, RED), &exif).unwrap();
+            let found = embedded(&photo).unwrap();
+            assert_eq!(found.jpeg, &small[..], "big endian: {big_endian}");
+            assert_eq!((found.width, found.height), (16, 12));
+        }
+        // No EXIF, EXIF without IFD1, and not a JPEG: none.
+        assert_eq!(embedded(&plain_jpeg(64, 48, RED)), None);
+        let orientation_only = fixture_server::photo::with_exif_orientation(&small, 6);
+        assert_eq!(embedded(&orientation_only), None);
+        assert_eq!(embedded(b"GIF89a"), None);
+    }
+
+    #[test]
+    fn a_thumbnail_serves_only_when_it_is_the_same_picture_and_covers_the_target() {
+        let jpeg = camera((64, 48), (160, 120), None);
+        let serves =
+            |photo: (u32, u32), target: TargetSize| covering(&jpeg, photo, target).is_some();
+        // A 12 MP photo's 160x120: at 64 and 128 px, not at 256 (it would
+        // come out 160 wide).
+        assert!(serves((4000, 3000), TargetSize::square(64)));
+        assert!(serves((4000, 3000), TargetSize::square(128)));
+        assert!(serves((4000, 3000), TargetSize::new(160, 160)));
+        assert!(!serves((4000, 3000), TargetSize::square(256)));
+        // A cover crops the short side: 120 px tall covers 96, not 128.
+        assert!(serves((4000, 3000), TargetSize::cover(96, 96)));
+        assert!(!serves((4000, 3000), TargetSize::cover(128, 128)));
+        // A 3:2 photo's 4:3 thumbnail is letterboxed: another picture.
+        assert!(!serves((6000, 4000), TargetSize::square(64)));
+        // A pixel of rounding is the same picture: 6000x4000 as 320x213.
+        let rounded = camera((64, 48), (320, 213), None);
+        assert!(covering(&rounded, (6000, 4000), TargetSize::square(128)).is_some());
+        // A photo smaller than its thumbnail comes out at its own size.
+        assert!(!serves((100, 75), TargetSize::square(128)));
+    }
+
+    #[test]
+    fn a_covering_thumbnail_is_decoded_in_the_photos_place_and_turned_as_it() {
+        let url: Arc<str> = "camera.jpg".into();
+        // Orientation 6: the 4:3 photo is shown upright as 3:4.
+        let jpeg = camera((1600, 1200), (160, 120), Some(6));
+        let thumbnail = decode_thumbnail(&url, &jpeg, TargetSize::square(64), LIMITS).unwrap();
+        assert!(blue(&thumbnail), "made from the embedded thumbnail");
+        assert_eq!((thumbnail.width, thumbnail.height), (48, 64));
+        assert_eq!(thumbnail.source_size, (1200, 1600));
+        // Larger than the thumbnail: the photo.
+        let thumbnail = decode_thumbnail(&url, &jpeg, TargetSize::square(256), LIMITS).unwrap();
+        assert!(!blue(&thumbnail), "made from the photo");
+        assert_eq!((thumbnail.width, thumbnail.height), (192, 256));
+        // Switched off: the photo.
+        let off = crate::decode::DecodeLimits {
+            embedded_thumbnails: false,
+            ..LIMITS
+        };
+        let thumbnail = decode_thumbnail(&url, &jpeg, TargetSize::square(64), off).unwrap();
+        assert!(!blue(&thumbnail));
+        assert_eq!((thumbnail.width, thumbnail.height), (48, 64));
+    }
+
+    #[test]
+    fn a_thumbnail_that_does_not_decode_leaves_the_photo_to_be_decoded() {
+        // Huffman table counts of 255 each: a table no decoder takes.
+        let mut broken = plain_jpeg(160, 120, BLUE);
+        let dht = broken.windows(2).position(|w| w == [0xFF, 0xC4]).unwrap();
+        broken[dht + 5..dht + 21].fill(0xFF);
+        let jpeg = camera_with((1600, 1200), &broken, None);
+        assert!(covering(&jpeg, (1600, 1200), TargetSize::square(64)).is_some());
+        let url: Arc<str> = "camera.jpg".into();
+        let thumbnail = decode_thumbnail(&url, &jpeg, TargetSize::square(64), LIMITS).unwrap();
+        assert!(!blue(&thumbnail), "made from the photo");
+        assert_eq!((thumbnail.width, thumbnail.height), (64, 48));
+    }
+}
