@@ -62,6 +62,14 @@ pub struct DecodeConfig {
     /// is the photo's. The pixels are the camera's own rendering (its
     /// resize, its JPEG quality); off, every thumbnail is made from the
     /// photo itself. Default: `true`.
+    ///
+    /// In a pipeline with the default decoder, the fetch then stops
+    /// reading a JPEG once its first bytes hold the photo's headers and
+    /// an embedded thumbnail that serves the load (tens of KB of a file
+    /// of megabytes): the connection is closed (HTTP/1.1) or the stream
+    /// reset (HTTP/2). If that thumbnail does not decode, the photo is
+    /// fetched again and read whole. With the disk cache on, bodies are
+    /// read whole and kept, so that any size can be made from them later.
     pub embedded_thumbnails: bool,
     /// Decode threads, named `thumbpipe-decode-N`. Default: one per core.
     pub threads: usize,

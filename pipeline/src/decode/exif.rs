@@ -9,6 +9,9 @@
 //! Runs inside a decode, on the decode thread that called it; reads only
 //! the segments before the first scan, allocates nothing and keeps nothing.
 
+use image::metadata::Orientation;
+
+use super::route;
 use crate::request::TargetSize;
 use crate::thumbnail::Fitting;
 
@@ -44,6 +47,69 @@ pub(super) fn covering(
     (from_photo == from_embedded).then_some(embedded)
 }
 
+/// What the first bytes of a body say about a thumbnail of `target` from
+/// the photo's embedded one: [`Prefix::Enough`] once they hold the photo's
+/// headers (every segment up to its first scan's) and an embedded
+/// thumbnail that [`covering`] takes, [`Prefix::Never`] once they show it
+/// has none that serves (or is no JPEG), [`Prefix::More`] before.
+pub(crate) fn prefix_serves(prefix: &[u8], target: TargetSize) -> Prefix {
+    if prefix.len() >= 2 && !prefix.starts_with(&[0xFF, 0xD8]) {
+        return Prefix::Never;
+    }
+    let (mut exif, mut size) = (None, None);
+    for segment in segments(prefix) {
+        let (marker, body) = match segment {
+            Segment::Whole(marker, body) => (marker, body),
+            Segment::Cut => return Prefix::More,
+            Segment::Broken => return Prefix::Never,
+        };
+        match marker {
+            0xE1 if exif.is_none() => exif = body.strip_prefix(b"Exif\0\0"),
+            // Start of frame; not DHT (C4), JPG (C8) or DAC (CC).
+            0xC0..=0xCF if !matches!(marker, 0xC4 | 0xC8 | 0xCC) => {
+                let [_, h1, h0, w1, w0, ..] = body else {
+                    return Prefix::Never;
+                };
+                size = Some((
+                    u32::from(u16::from_be_bytes([*w1, *w0])),
+                    u32::from(u16::from_be_bytes([*h1, *h0])),
+                ));
+            }
+            0xDA => {
+                let (Some(tiff), Some((width, height))) = (exif, size) else {
+                    return Prefix::Never;
+                };
+                if width == 0 || height == 0 {
+                    return Prefix::Never;
+                }
+                let turned = Orientation::from_exif_chunk(tiff).is_some_and(route::quarter_turn);
+                let target = if turned {
+                    route::swapped(target)
+                } else {
+                    target
+                };
+                return match covering(prefix, (width, height), target) {
+                    Some(_) => Prefix::Enough,
+                    None => Prefix::Never,
+                };
+            }
+            _ => {}
+        }
+    }
+    Prefix::More
+}
+
+/// See [`prefix_serves`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Prefix {
+    /// The bytes so far make the thumbnail: the rest need not be read.
+    Enough,
+    /// Not known yet.
+    More,
+    /// The whole body is needed.
+    Never,
+}
+
 /// The JPEG thumbnail of the first EXIF segment of `jpeg`, if it has one
 /// whose frame header reads.
 pub(super) fn embedded(jpeg: &[u8]) -> Option<Embedded<'_>> {
@@ -63,29 +129,59 @@ fn exif_segment(jpeg: &[u8]) -> Option<&[u8]> {
     if !jpeg.starts_with(&[0xFF, 0xD8]) {
         return None;
     }
+    segments(jpeg).find_map(|segment| match segment {
+        Segment::Whole(0xE1, body) => body.strip_prefix(b"Exif\0\0"),
+        _ => None,
+    })
+}
+
+/// A JPEG's marker segment, as [`segments`] reads it.
+enum Segment<'a> {
+    /// Its marker and its body (after the length).
+    Whole(u8, &'a [u8]),
+    /// The bytes end inside it.
+    Cut,
+    /// Not a marker where one must be.
+    Broken,
+}
+
+/// The segments of `jpeg` after its start marker, up to and including the
+/// first scan's header (SOS): the headers; none after end of image. Ends
+/// after a `Cut` or `Broken` one.
+fn segments(jpeg: &[u8]) -> impl Iterator<Item = Segment<'_>> {
     let mut at = 2;
-    loop {
-        // Segments follow each other; a marker may be preceded by fill bytes.
+    let mut done = false;
+    std::iter::from_fn(move || {
+        if done {
+            return None;
+        }
+        // A marker may be preceded by fill bytes.
         while jpeg.get(at) == Some(&0xFF) && jpeg.get(at + 1) == Some(&0xFF) {
             at += 1;
         }
-        if jpeg.get(at) != Some(&0xFF) {
-            return None;
-        }
-        let marker = *jpeg.get(at + 1)?;
-        // Start of scan or end of image: no EXIF before the picture.
-        if matches!(marker, 0xDA | 0xD9) {
-            return None;
-        }
-        let length = usize::from(u16::from_be_bytes([*jpeg.get(at + 2)?, *jpeg.get(at + 3)?]));
-        let segment = jpeg.get(at + 4..(at + 2).checked_add(length)?)?;
-        if marker == 0xE1
-            && let Some(tiff) = segment.strip_prefix(b"Exif\0\0")
-        {
-            return Some(tiff);
-        }
-        at += 2 + length;
-    }
+        let segment = match (jpeg.get(at), jpeg.get(at + 1)) {
+            (None, _) | (Some(0xFF), None) => Segment::Cut,
+            (Some(0xFF), Some(0xD9)) => return None,
+            (Some(0xFF), Some(&marker)) => match (jpeg.get(at + 2), jpeg.get(at + 3)) {
+                (Some(&high), Some(&low)) => {
+                    let length = usize::from(u16::from_be_bytes([high, low]));
+                    match (length >= 2, jpeg.get(at + 4..at + 2 + length)) {
+                        (false, _) => Segment::Broken,
+                        (true, None) => Segment::Cut,
+                        (true, Some(body)) => {
+                            at += 2 + length;
+                            done = marker == 0xDA;
+                            return Some(Segment::Whole(marker, body));
+                        }
+                    }
+                }
+                _ => Segment::Cut,
+            },
+            _ => Segment::Broken,
+        };
+        done = true;
+        Some(segment)
+    })
 }
 
 /// The bytes IFD1's `JPEGInterchangeFormat` (0x0201) and
@@ -276,5 +372,59 @@ mod tests {
         let thumbnail = decode_thumbnail(&url, &jpeg, TargetSize::square(64), LIMITS).unwrap();
         assert!(!blue(&thumbnail), "made from the photo");
         assert_eq!((thumbnail.width, thumbnail.height), (64, 48));
+    }
+
+    #[test]
+    fn a_prefix_is_enough_once_it_holds_the_headers_and_a_thumbnail_that_serves() {
+        let jpeg = camera((320, 240), (160, 120), None);
+        let target = TargetSize::square(64);
+        let verdicts: Vec<Prefix> = (0..=jpeg.len())
+            .map(|end| prefix_serves(&jpeg[..end], target))
+            .collect();
+        // More, then Enough from the end of the first scan's header on.
+        let enough = verdicts.iter().position(|v| *v == Prefix::Enough).unwrap();
+        assert!(verdicts[..enough].iter().all(|v| *v == Prefix::More));
+        assert!(verdicts[enough..].iter().all(|v| *v == Prefix::Enough));
+        assert_eq!(
+            jpeg[enough - 14..enough - 12],
+            [0xFF, 0xDA],
+            "SOS with 3 components"
+        );
+        // What it is enough for: the thumbnail the whole file gives.
+        let url: Arc<str> = "camera.jpg".into();
+        let from_prefix = super::super::route::decode_thumbnail_from_prefix(
+            &url,
+            &jpeg[..enough],
+            target,
+            LIMITS,
+        )
+        .unwrap();
+        let whole = decode_thumbnail(&url, &jpeg, target, LIMITS).unwrap();
+        assert_eq!(from_prefix.pixels, whole.pixels);
+        assert!(blue(&from_prefix));
+        // Never: a size the thumbnail does not serve, a letterboxed one,
+        // no EXIF, not a JPEG.
+        let never = |bytes: &[u8], target| prefix_serves(bytes, target) == Prefix::Never;
+        assert!(never(&jpeg, TargetSize::square(256)));
+        assert!(never(&camera((300, 200), (160, 120), None), target));
+        assert!(never(&plain_jpeg(320, 240, RED), target));
+        assert!(never(b"\x89PNG\r\n", target));
+    }
+
+    #[test]
+    fn a_prefix_turns_the_target_as_the_photo_is_turned() {
+        // Upright, the photo is 1200x1600 and its thumbnail 120x160: in a
+        // 200x150 box both come out 113x150. Not turned, the photo would
+        // fill the box and the thumbnail not.
+        let jpeg = camera((1600, 1200), (160, 120), Some(6));
+        assert_eq!(
+            prefix_serves(&jpeg, TargetSize::new(200, 150)),
+            Prefix::Enough
+        );
+        let unturned = camera((1600, 1200), (160, 120), None);
+        assert_eq!(
+            prefix_serves(&unturned, TargetSize::new(200, 150)),
+            Prefix::Never
+        );
     }
 }

@@ -49,6 +49,7 @@ use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
 pub use config::DecodeConfig;
+pub(crate) use exif::{Prefix, prefix_serves};
 pub use formats::SUPPORTED_FORMATS;
 pub(crate) use formats::accept_header;
 pub(crate) use pool::{DecodeJob, DecodeOutcome, DecodePool, SHUTDOWN_PATIENCE};

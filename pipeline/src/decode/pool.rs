@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use tokio_util::sync::CancellationToken;
 
-use super::{Decode, catch_panic};
+use super::{Decode, DecodeLimits, catch_panic, route};
 use crate::queue::TaskQueue;
 use crate::request::TaskId;
 use crate::request::{Priority, TargetSize};
@@ -32,6 +32,11 @@ pub(crate) struct DecodeJob {
     pub(crate) url: Arc<str>,
     pub(crate) bytes: Bytes,
     pub(crate) target: TargetSize,
+    /// For a body cut short at a JPEG's embedded thumbnail: the default
+    /// decoder's limits, under which that thumbnail is decoded
+    /// ([`route::decode_thumbnail_from_prefix`]) rather than by the pool's
+    /// decoder.
+    pub(crate) cut_short: Option<DecodeLimits>,
     pub(crate) cancel: CancellationToken,
     /// Called once with the outcome, on a decode thread (or on the caller's
     /// thread when the pool has shut down).
@@ -310,8 +315,11 @@ fn decode_worker(shared: &Shared) {
             }
             Next::Exit => return,
         };
-        let result = catch_panic(&job.url, || {
-            shared.codec.decode(&job.url, &job.bytes, job.target)
+        let result = catch_panic(&job.url, || match job.cut_short {
+            Some(limits) => {
+                route::decode_thumbnail_from_prefix(&job.url, &job.bytes, job.target, limits)
+            }
+            None => shared.codec.decode(&job.url, &job.bytes, job.target),
         });
         if large {
             shared.lock().large_running -= 1;
@@ -411,6 +419,7 @@ mod tests {
             url: url.into(),
             bytes: Bytes::copy_from_slice(bytes),
             target: TargetSize::square(8),
+            cut_short: None,
             cancel: CancellationToken::new(),
             done: Box::new(move |outcome| {
                 let outcome = match outcome {

@@ -43,7 +43,29 @@ pub(crate) fn decode_thumbnail(
     target: TargetSize,
     limits: DecodeLimits,
 ) -> Result<Thumbnail, Error> {
-    decode(url, bytes, target, limits, None)
+    decode(url, bytes, target, limits, None, Body::Whole)
+}
+
+/// [`decode_thumbnail`] of the first bytes of a JPEG, which hold its
+/// headers and an embedded thumbnail that serves `target` (the fetch read
+/// up to there: [`super::exif::prefix_serves`]). If that thumbnail does not
+/// decode, the error says the photo was cut short; the rest of the photo
+/// is never decoded as if it were all there.
+pub(crate) fn decode_thumbnail_from_prefix(
+    url: &Arc<str>,
+    bytes: &[u8],
+    target: TargetSize,
+    limits: DecodeLimits,
+) -> Result<Thumbnail, Error> {
+    decode(url, bytes, target, limits, None, Body::Prefix)
+}
+
+/// Whether a body is all of its file.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Body {
+    Whole,
+    /// Its start, up to a JPEG's embedded thumbnail.
+    Prefix,
 }
 
 /// What a photo says of the thumbnail embedded in it, which is decoded in
@@ -62,6 +84,7 @@ fn decode(
     target: TargetSize,
     limits: DecodeLimits,
     photo: Option<&Photo>,
+    body: Body,
 ) -> Result<Thumbnail, Error> {
     let asked = target;
     let decode_error = |reason: String| Error::Decode {
@@ -154,19 +177,9 @@ fn decode(
     // The upright image fits the target, so a photo turned a quarter is
     // fitted (and scaled) with the target's sides swapped, then turned:
     // the thumbnail is turned, never the full image.
-    let quarter_turn = matches!(
-        orientation,
-        Orientation::Rotate90
-            | Orientation::Rotate270
-            | Orientation::Rotate90FlipH
-            | Orientation::Rotate270FlipH
-    );
+    let quarter_turn = quarter_turn(orientation);
     let target = if quarter_turn {
-        TargetSize {
-            width: target.height,
-            height: target.width,
-            fit: target.fit,
-        }
+        swapped(target)
     } else {
         target
     };
@@ -188,18 +201,32 @@ fn decode(
     // A camera's own small rendering of the photo (EXIF), when the
     // thumbnail comes out the same from it: a fraction of the work. One
     // that does not decode is no reason to fail the photo.
-    if format == ImageFormat::Jpeg
-        && limits.embedded_thumbnails
-        && photo.is_none()
-        && let Some(embedded) = exif::covering(bytes, (width, height), target)
-    {
-        let photo = Photo {
-            orientation,
-            size: upright,
-        };
-        if let Ok(thumbnail) = decode(url, embedded.jpeg, asked, limits, Some(&photo)) {
-            return Ok(thumbnail);
+    let embedded = (format == ImageFormat::Jpeg && limits.embedded_thumbnails && photo.is_none())
+        .then(|| exif::covering(bytes, (width, height), target))
+        .flatten();
+    let failed = match embedded {
+        Some(embedded) => {
+            let photo = Photo {
+                orientation,
+                size: upright,
+            };
+            match decode(url, embedded.jpeg, asked, limits, Some(&photo), Body::Whole) {
+                Ok(thumbnail) => return Ok(thumbnail),
+                Err(error) => Some(error),
+            }
         }
+        None => None,
+    };
+    if body == Body::Prefix {
+        return Err(decode_error(match failed {
+            Some(error) => format!(
+                "only the photo's start was read, up to its embedded thumbnail, which did \
+                 not decode: {error}"
+            ),
+            None => "only the photo's start was read, and it has no embedded thumbnail of \
+                     this size"
+                .into(),
+        }));
     }
     // The size comes from the original dimensions: a DCT-scaled image is
     // only a step on the way.
@@ -360,6 +387,26 @@ fn decode(
         source_size,
         animation: None,
     })
+}
+
+/// Whether `orientation` turns the picture a quarter, swapping its sides.
+pub(super) fn quarter_turn(orientation: Orientation) -> bool {
+    matches!(
+        orientation,
+        Orientation::Rotate90
+            | Orientation::Rotate270
+            | Orientation::Rotate90FlipH
+            | Orientation::Rotate270FlipH
+    )
+}
+
+/// `target` with its width and height swapped.
+pub(super) fn swapped(target: TargetSize) -> TargetSize {
+    TargetSize {
+        width: target.height,
+        height: target.width,
+        fit: target.fit,
+    }
 }
 
 /// The thumbnail of `pixels`, decoded from an image of `size` (fewer

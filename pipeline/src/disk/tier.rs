@@ -141,9 +141,12 @@ fn is_http(url: &Url) -> bool {
 async fn load(
     inner: Arc<dyn Fetch>,
     disk: Arc<DiskCache>,
-    request: FetchRequest,
+    mut request: FetchRequest,
     parts: http::request::Parts,
 ) -> Result<FetchResponse, Error> {
+    // Bodies are kept whole, to serve any size later: none is cut short
+    // at an embedded thumbnail.
+    request.thumbnail_only = None;
     let url = request.url.clone();
     let kept = Kept {
         disk: &disk,
@@ -224,7 +227,8 @@ impl Kept<'_> {
     /// `response`, after storing it as its headers allow (or, for
     /// `no-store`, removing any older copy). A `304` to a request without
     /// conditions is an error, as any other status outside `2xx`. A
-    /// response reached through a redirect is not stored: its freshness is
+    /// response cut short ([`FetchResponse::partial`]) is not stored, nor is a
+    /// response reached through a redirect: its freshness is
     /// the target's, not the URL's, which may point elsewhere next time.
     /// Nor is a response to a request with credentials that does not say
     /// it may be shared: entries are keyed by URL alone.
@@ -237,7 +241,10 @@ impl Kept<'_> {
             });
         }
         disk.count_miss();
-        if response.url != *url || (self.credentials && !may_be_shared(&response.headers)) {
+        if response.partial
+            || response.url != *url
+            || (self.credentials && !may_be_shared(&response.headers))
+        {
             disk.remove(url);
             return Ok(response);
         }

@@ -12,6 +12,7 @@ use bytes::Bytes;
 use url::Url;
 
 use super::budget::{BodyBudget, Reservation};
+use crate::request::TargetSize;
 
 /// What a [`Fetch`](crate::Fetch) is asked for: a URL, the largest body
 /// it may return, and any headers a layer in front of it adds (the disk
@@ -41,6 +42,12 @@ pub struct FetchRequest {
     /// ([`FetchConfig::body_budget_bytes`](crate::FetchConfig::body_budget_bytes));
     /// `None` outside a pipeline.
     budget: Option<Arc<BodyBudget>>,
+    /// The thumbnail a load wants, when its decoder makes it from a JPEG's
+    /// embedded thumbnail
+    /// ([`DecodeConfig::embedded_thumbnails`](crate::DecodeConfig::embedded_thumbnails)):
+    /// the fetcher may stop reading once the bytes read hold that
+    /// thumbnail, and answer them as [`FetchResponse::partial`].
+    pub(crate) thumbnail_only: Option<TargetSize>,
 }
 
 impl FetchRequest {
@@ -52,6 +59,7 @@ impl FetchRequest {
             max_bytes,
             headers: http::HeaderMap::new(),
             budget: None,
+            thumbnail_only: None,
         }
     }
 
@@ -108,6 +116,13 @@ pub struct FetchResponse {
     pub url: Url,
     /// The body; empty for a `304`.
     pub body: Bytes,
+    /// Whether the body is only the start of the resource: the default
+    /// fetcher stops reading a JPEG once it holds an embedded thumbnail
+    /// that serves the load
+    /// ([`DecodeConfig::embedded_thumbnails`](crate::DecodeConfig::embedded_thumbnails)).
+    /// A layer that keeps bodies must not keep a partial one as the
+    /// resource; thumbpipe's disk cache asks its fetcher for whole bodies.
+    pub partial: bool,
     /// When its headers arrived: what HTTP's caching rules count a stored
     /// copy's age from (RFC 9111's `response_time`), so that reading the
     /// body, or waiting for the body budget, does not make it younger.
@@ -123,6 +138,7 @@ impl FetchResponse {
             headers: http::HeaderMap::new(),
             url,
             body,
+            partial: false,
             received_at: SystemTime::now(),
         }
     }

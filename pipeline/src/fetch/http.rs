@@ -12,6 +12,7 @@ use bytes::Bytes;
 use super::errors::classify;
 use super::{FetchLimits, FetchRequest, FetchResponse, HttpFetcher};
 use crate::Error;
+use crate::decode::Prefix;
 
 /// The response at an `http` or `https` URL: a success with its body, or,
 /// for a conditional request, a `304 Not Modified` with none.
@@ -121,6 +122,10 @@ impl Network<'_> {
             .unwrap_or(64 * 1024)
             .min(max_bytes)
             .min(1024 * 1024);
+        // A JPEG whose start holds an embedded thumbnail that serves the
+        // load is read no further: dropping the response closes its
+        // connection (HTTP/1.1) or resets its stream (HTTP/2).
+        let mut watching = self.request.thumbnail_only;
         let read = async {
             let mut body = Vec::with_capacity(capacity as usize);
             while let Some(chunk) = response
@@ -132,15 +137,28 @@ impl Network<'_> {
                     return Err(too_large("larger".into()));
                 }
                 body.extend_from_slice(&chunk);
+                if let Some(target) = watching {
+                    match crate::decode::prefix_serves(&body, target) {
+                        Prefix::Enough => return Ok((body, true)),
+                        Prefix::More if body.len() < MAX_WATCHED_BYTES => {}
+                        Prefix::More | Prefix::Never => watching = None,
+                    }
+                }
             }
-            Ok(body)
+            Ok((body, false))
         };
-        let body = tokio::time::timeout_at(deadline, read)
+        let (body, partial) = tokio::time::timeout_at(deadline, read)
             .await
             .map_err(|_| self.timed_out())??;
-        Ok(answered(reservation.hold(body)))
+        let mut response = answered(reservation.hold(body));
+        response.partial = partial;
+        Ok(response)
     }
 }
+
+/// How far into a body an embedded thumbnail is looked for: EXIF's
+/// segment holds at most 64 KiB, and the frame and scan headers follow it.
+const MAX_WATCHED_BYTES: usize = 256 * 1024;
 
 /// `instant` plus `wait`; for a wait too long to add (a timeout of
 /// `Duration::MAX`, meaning none), about thirty years on.

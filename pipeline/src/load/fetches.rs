@@ -63,11 +63,14 @@ impl LoadActor {
             self.scheduler.remove(task_id);
             return;
         };
-        let request = FetchRequest::within(
+        let mut request = FetchRequest::within(
             task.url.clone(),
             self.parts.max_body_bytes,
             Arc::clone(&self.parts.body_budget),
         );
+        if self.parts.embedded_thumbnails.is_some() && !task.read_whole {
+            request.thumbnail_only = Some(task.key.target);
+        }
         let cancel = task.cancel.clone();
         let fetch = guarded_fetch(&*self.parts.fetcher, &self.parts.request_headers, request);
         self.spawn(
@@ -122,7 +125,7 @@ impl LoadActor {
             Ok(response) => {
                 Metrics::add(&metrics.fetches_completed, 1);
                 Metrics::add(&metrics.bytes_fetched, response.body.len() as u64);
-                self.decode(task_id, response.body);
+                self.decode(task_id, response.body, response.partial);
             }
             Err(error) => {
                 Metrics::add(&metrics.fetches_failed, 1);

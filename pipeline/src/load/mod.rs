@@ -63,7 +63,7 @@ use schedule::{FetchScheduler, Removed};
 use times::LoadTimes;
 
 use crate::cache::{CacheKey, CacheLimits, CacheView, ThumbnailCache};
-use crate::decode::{DecodeJob, DecodeOutcome, DecodePool};
+use crate::decode::{DecodeJob, DecodeLimits, DecodeOutcome, DecodePool};
 use crate::deliver::{Delivery, Outbox};
 use crate::fetch::{BodyBudget, Fetch, FetchResponse, RequestHeaders, host_key};
 use crate::metrics::Metrics;
@@ -107,6 +107,10 @@ pub(crate) struct Parts {
     pub(crate) root: CancellationToken,
     /// The headers of every request: the app's, and its hook's.
     pub(crate) request_headers: RequestHeaders,
+    /// The default decoder's limits, when it makes thumbnails from a
+    /// JPEG's embedded one: a fetch may then stop reading there, and the
+    /// body cut short is decoded under them.
+    pub(crate) embedded_thumbnails: Option<DecodeLimits>,
 }
 
 /// Starts the actor on `runtime`; it runs until the returned handle is
@@ -301,6 +305,16 @@ impl LoadActor {
                     Metrics::add(&metrics.decodes_discarded, 1);
                     return;
                 }
+                // A body cut short at an embedded thumbnail that did not
+                // decode: read it whole, once.
+                if result.is_err()
+                    && let Some(task) = self.registry.read_again_whole(task_id)
+                {
+                    let host = host_key(&task.url);
+                    let priority = task.priority();
+                    self.scheduler.push(task_id, host, priority);
+                    return;
+                }
                 self.finish(task_id, result);
             }
             Event::Decoded(task_id, _, DecodeOutcome::Cancelled | DecodeOutcome::PoolClosed) => {
@@ -315,7 +329,10 @@ impl LoadActor {
         }
     }
 
-    fn decode(&mut self, task_id: TaskId, bytes: Bytes) {
+    /// Sends `task_id`'s body to the decode pool; `cut_short` if it is
+    /// only the start of its file, up to an embedded thumbnail.
+    fn decode(&mut self, task_id: TaskId, bytes: Bytes, cut_short: bool) {
+        self.registry.set_cut_short(task_id, cut_short);
         let Some(task) = self.registry.advance(task_id, Stage::Decoding) else {
             return;
         };
@@ -331,7 +348,7 @@ impl LoadActor {
             .parts
             .thumbnails
             .clone()
-            .filter(|tier| tier.keeps(&task.url, target))
+            .filter(|tier| !cut_short && tier.keeps(&task.url, target))
             .map(|tier| (tier, task.url.clone(), bytes.clone()));
         self.parts.decode_pool.submit(DecodeJob {
             task: task_id,
@@ -339,6 +356,7 @@ impl LoadActor {
             url: Arc::clone(&task.key.url),
             bytes,
             target,
+            cut_short: self.parts.embedded_thumbnails.filter(|_| cut_short),
             cancel: task.cancel.clone(),
             done: Box::new(move |outcome| {
                 if let (Some((tier, url, body)), DecodeOutcome::Done(Ok(thumbnail))) =

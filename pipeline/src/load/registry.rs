@@ -43,6 +43,10 @@ pub(crate) struct Task {
     /// without its wait in the queue, which a request at a higher
     /// priority would not share.
     pub(crate) fetch_started: Instant,
+    /// Its body was read only up to a JPEG's embedded thumbnail.
+    pub(crate) cut_short: bool,
+    /// Its body is read whole: one cut short did not decode.
+    pub(crate) read_whole: bool,
 }
 
 impl Task {
@@ -121,6 +125,8 @@ impl TaskRegistry {
                 stage: Stage::Queued,
                 ttl,
                 fetch_started: Instant::now(),
+                cut_short: false,
+                read_whole: false,
             },
         );
         Joined::New(task_id)
@@ -172,6 +178,27 @@ impl TaskRegistry {
         }
         task.stage = stage;
         Some(task)
+    }
+
+    /// Records whether `task_id`'s body was cut short at an embedded
+    /// thumbnail.
+    pub(crate) fn set_cut_short(&mut self, task_id: TaskId, cut_short: bool) {
+        if let Some(task) = self.tasks.get_mut(&task_id) {
+            task.cut_short = cut_short;
+        }
+    }
+
+    /// Sends a task whose cut-short body did not decode back to the queue,
+    /// to be read whole; returns it, or `None` if it is gone or was read
+    /// whole.
+    pub(crate) fn read_again_whole(&mut self, task_id: TaskId) -> Option<&Task> {
+        let task = self.tasks.get_mut(&task_id)?;
+        if !task.cut_short {
+            return None;
+        }
+        task.cut_short = false;
+        task.read_whole = true;
+        self.advance(task_id, Stage::Queued)
     }
 
     /// Takes a finished task out, with its requests, to deliver its

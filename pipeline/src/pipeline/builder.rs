@@ -10,7 +10,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::{DiskStatsFn, Pipeline};
 use crate::cache::{CacheLimits, CacheView};
-use crate::decode::DecodePool;
+use crate::decode::{DecodeLimits, DecodePool};
 use crate::deliver::Outbox;
 use crate::fetch::{BodyBudget, RequestHeaders};
 use crate::load::{self, Parts};
@@ -119,6 +119,10 @@ impl<K> PipelineBuilder<K> {
             stats: disk_stats,
             thumbnails,
         } = with_disk(fetcher, &config, self.decoder.is_none())?;
+        // Only the default decoder is given a body cut short at a JPEG's
+        // embedded thumbnail.
+        let embedded_thumbnails = (self.decoder.is_none() && config.decode.embedded_thumbnails)
+            .then(|| DecodeLimits::from(&config.decode));
         let decode: Arc<dyn Decode> = match self.decoder {
             Some(decoder) => decoder,
             None => Arc::new(ImageDecoder::new(&config.decode)),
@@ -160,6 +164,7 @@ impl<K> PipelineBuilder<K> {
                 config.fetch.headers.clone(),
                 config.fetch.header_hook.clone(),
             ),
+            embedded_thumbnails,
         };
         let loads = load::start(parts, &handle);
         Ok(Pipeline {

@@ -22,6 +22,7 @@ mod disk_layer;
 mod disk_untrusted;
 #[cfg(feature = "egui")]
 mod egui_image;
+mod embedded;
 mod faults;
 mod fetch_queue;
 mod files;
