@@ -179,16 +179,8 @@ pub(super) fn rasterise(
     let mut pixmap =
         Pixmap::new(width, height).ok_or_else(|| refused(format!("no {width}x{height} canvas")))?;
     resvg::render(&tree, transform, &mut pixmap.as_mut());
-    // tiny-skia's pixels are premultiplied; a thumbnail's are not.
-    let rgba: Vec<u8> = pixmap
-        .pixels()
-        .iter()
-        .flat_map(|pixel| {
-            let colour = pixel.demultiply();
-            [colour.red(), colour.green(), colour.blue(), colour.alpha()]
-        })
-        .collect();
-    drop(pixmap);
+    let mut rgba = pixmap.take();
+    demultiply(&mut rgba);
     Ok(Thumbnail {
         url: Arc::clone(url),
         width,
@@ -197,6 +189,22 @@ pub(super) fn rasterise(
         source_size: (units(size.width()), units(size.height())),
         animation: None,
     })
+}
+
+/// tiny-skia's pixels are premultiplied; a thumbnail's are not. In place,
+/// rounded as tiny-skia's `demultiply` rounds; an opaque or transparent
+/// pixel (most of a drawing) is the same either way.
+fn demultiply(rgba: &mut [u8]) {
+    for pixel in rgba.chunks_exact_mut(4) {
+        let alpha = u32::from(pixel[3]);
+        if alpha == 0 || alpha == 255 {
+            continue;
+        }
+        for channel in &mut pixel[..3] {
+            let straight = (2 * 255 * u32::from(*channel) + alpha) / (2 * alpha);
+            *channel = straight.min(255) as u8;
+        }
+    }
 }
 
 /// A size in user units as whole pixels at scale 1, at least 1.
@@ -234,6 +242,35 @@ fn drawn_size(width: f32, height: f32, target: TargetSize) -> (f32, u32, u32) {
 mod tests {
     use super::*;
     use crate::decode::route::tests::LIMITS;
+
+    /// Rounded exactly: premultiplied again, every value comes back, and
+    /// tiny-skia's own (in `f64`, where 11 at alpha 66, 42.5, can land
+    /// below the half) is at most one away.
+    #[test]
+    fn pixels_are_demultiplied_to_the_nearest_value() {
+        for alpha in 1..=255u8 {
+            for value in 0..=alpha {
+                let mut ours = [value, value, value, alpha];
+                demultiply(&mut ours);
+                assert_eq!(ours[3], alpha);
+                assert_eq!(
+                    resvg::tiny_skia::ColorU8::from_rgba(ours[0], 0, 0, alpha)
+                        .premultiply()
+                        .red(),
+                    value,
+                    "{value} at alpha {alpha}: {ours:?}"
+                );
+                let theirs =
+                    resvg::tiny_skia::PremultipliedColorU8::from_rgba(value, value, value, alpha)
+                        .unwrap()
+                        .demultiply();
+                assert!(ours[0].abs_diff(theirs.red()) <= 1, "{value} at {alpha}");
+            }
+        }
+        let mut transparent = [0, 0, 0, 0];
+        demultiply(&mut transparent);
+        assert_eq!(transparent, [0, 0, 0, 0]);
+    }
 
     /// A 100x50 drawing: red on its left half, blue on its right.
     const HALVES: &str = r##"<?xml version="1.0"?>
