@@ -46,6 +46,7 @@ impl Caching {
         let extension = key.format.extension();
         let quality = match key.format {
             Format::Jpeg => format!("-q{jpeg_quality}"),
+            Format::Camera { thumbnail_width } => format!("-q{jpeg_quality}-exif{thumbnail_width}"),
             Format::Png | Format::Gif => String::new(),
         };
         let cache_control = if asked.no_store {

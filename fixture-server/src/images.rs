@@ -22,6 +22,12 @@ pub(crate) enum Format {
     Png,
     /// An animation: [`ANIMATION_FRAMES`] frames of the picture.
     Gif,
+    /// A JPEG as a camera writes it (`?exif=W`): the picture with a photo's
+    /// texture ([`crate::photo::render_photo`]), its EXIF embedding a
+    /// thumbnail `W` pixels wide of the photo's aspect ratio.
+    Camera {
+        thumbnail_width: u32,
+    },
 }
 
 /// Frames of an animated GIF, and how long each is shown: a bar sweeps
@@ -43,7 +49,7 @@ impl Format {
 
     pub(crate) fn content_type(self) -> &'static str {
         match self {
-            Format::Jpeg => "image/jpeg",
+            Format::Jpeg | Format::Camera { .. } => "image/jpeg",
             Format::Png => "image/png",
             Format::Gif => "image/gif",
         }
@@ -51,7 +57,7 @@ impl Format {
 
     pub(crate) fn extension(self) -> &'static str {
         match self {
-            Format::Jpeg => "jpg",
+            Format::Jpeg | Format::Camera { .. } => "jpg",
             Format::Png => "png",
             Format::Gif => "gif",
         }
@@ -116,7 +122,11 @@ impl ImageStore {
                     reason: join.to_string(),
                 })?
         };
-        if u64::from(key.width) * u64::from(key.height) > MAX_CACHED_PIXELS {
+        // Camera photos are kept whatever their size: a report lists the
+        // same few hundred photos again and again, and drawing one takes
+        // longer than decoding it.
+        let camera = matches!(key.format, Format::Camera { .. });
+        if !camera && u64::from(key.width) * u64::from(key.height) > MAX_CACHED_PIXELS {
             return draw().await;
         }
         let slot = {
@@ -129,11 +139,28 @@ impl ImageStore {
 
 /// Draws and encodes one picture. CPU work: call it off the async workers.
 pub(crate) fn encode(key: ImageKey, jpeg_quality: u8) -> Result<Bytes, DrawError> {
-    let picture = picture::render(key.id, key.width, key.height);
     let encoded = match key.format {
-        Format::Jpeg => picture.encode_jpeg(jpeg_quality),
-        Format::Png => picture.encode_png(),
-        Format::Gif => picture.encode_animated_gif(ANIMATION_FRAMES, ANIMATION_FRAME_MILLIS),
+        Format::Camera { thumbnail_width } => {
+            let height = (u64::from(thumbnail_width) * u64::from(key.height))
+                .div_ceil(u64::from(key.width).max(1))
+                .clamp(1, 65_535) as u32;
+            let options = crate::photo::JpegOptions {
+                quality: jpeg_quality,
+                thumbnail: Some((thumbnail_width, height)),
+                ..Default::default()
+            };
+            crate::photo::render_photo(key.id, key.width, key.height).encode_jpeg_with(&options)
+        }
+        format => {
+            let picture = picture::render(key.id, key.width, key.height);
+            match format {
+                Format::Png => picture.encode_png(),
+                Format::Gif => {
+                    picture.encode_animated_gif(ANIMATION_FRAMES, ANIMATION_FRAME_MILLIS)
+                }
+                _ => picture.encode_jpeg(jpeg_quality),
+            }
+        }
     };
     encoded.map(Bytes::from).map_err(|e| DrawError {
         id: key.id,
@@ -241,6 +268,31 @@ mod tests {
             assert_eq!(crate::decode_id(frame.buffer(), 64, 48), Some(12));
         }
         assert_ne!(frames[0].buffer(), frames[1].buffer(), "the bar moves");
+    }
+
+    #[test]
+    fn a_camera_jpeg_carries_its_thumbnail_and_its_id() {
+        let key = ImageKey {
+            id: 21,
+            width: 400,
+            height: 300,
+            format: Format::Camera {
+                thumbnail_width: 160,
+            },
+        };
+        let jpeg = encode(key, 85).unwrap();
+        assert_eq!(jpeg[2..4], [0xFF, 0xE1], "EXIF first");
+        // The thumbnail: the second start of image, 160x120 by its frame.
+        let at = jpeg
+            .windows(2)
+            .skip(2)
+            .position(|w| w == [0xFF, 0xD8])
+            .unwrap()
+            + 2;
+        let thumbnail = image::load_from_memory(&jpeg[at..]).unwrap();
+        assert_eq!((thumbnail.width(), thumbnail.height()), (160, 120));
+        let photo = image::load_from_memory(&jpeg).unwrap().to_rgba8();
+        assert_eq!(crate::decode_id(photo.as_raw(), 400, 300), Some(21));
     }
 
     #[tokio::test]

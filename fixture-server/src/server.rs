@@ -461,6 +461,8 @@ GET  /img/{id}.gif   the same, animated: 8 frames of 100 ms, a bar sweeping
                        wrong-type, slow, hang, bomb, huge, redirect-loop
        ?max_age=N      Cache-Control: max-age=N (default: the server's)
        ?no_store=1     Cache-Control: no-store
+       ?exif=W         (.jpg) a camera photo: a photo's texture, and an EXIF
+                       thumbnail W pixels wide (1..=640) of its aspect ratio
      every image has a strong ETag and Last-Modified; a matching
      If-None-Match (or If-Modified-Since) gets 304 Not Modified
 GET  /stats          counters as JSON
@@ -562,6 +564,18 @@ impl ImageRequest {
                         return bad(format!("max_age='{value}' is not a number of seconds"));
                     }
                 },
+                "exif" if format == Format::Jpeg => match value.parse::<u32>() {
+                    Ok(width @ 1..=640) => {
+                        request.key.format = Format::Camera {
+                            thumbnail_width: width,
+                        };
+                    }
+                    _ => {
+                        return bad(format!(
+                            "exif='{value}' is not a thumbnail width from 1 to 640"
+                        ));
+                    }
+                },
                 "no_store" => match value.as_str() {
                     "1" | "true" => request.caching.no_store = true,
                     "0" | "false" => request.caching.no_store = false,
@@ -570,7 +584,7 @@ impl ImageRequest {
                 _ => {
                     return bad(format!(
                         "unknown parameter '{name}' (known: w, h, latency_ms, fault, hop, \
-                         max_age, no_store)"
+                         max_age, no_store, exif for a .jpg)"
                     ));
                 }
             }
