@@ -309,7 +309,7 @@ fn decode(
     image_limits.max_image_width = Some(limits.max_dimension);
     image_limits.max_image_height = Some(limits.max_dimension);
     image_limits.max_alloc = Some(limits.max_alloc);
-    let fit_frame = |pixels| fit(pixels, &fitting, (width, height), orientation);
+    let fit_frame = |pixels| fit(pixels, &fitting, (width, height), jpeg_eighths, orientation);
     // Every frame of an animation, when animations are played and its
     // canvases and frames fit in the decode limit too.
     if let Some(animation) = limits.animation
@@ -410,12 +410,13 @@ pub(super) fn swapped(target: TargetSize) -> TargetSize {
 }
 
 /// The thumbnail of `pixels`, decoded from an image of `size` (fewer
-/// pixels for a DCT-scaled JPEG): the kept part resized as `fitting` says,
-/// then turned upright.
+/// pixels for a JPEG decoded at `eighths`/8): the kept part resized as
+/// `fitting` says, then turned upright.
 fn fit(
     pixels: resize::Pixels,
     fitting: &Fitting,
     size: (u32, u32),
+    eighths: Option<u32>,
     orientation: Orientation,
 ) -> Result<image::RgbaImage, String> {
     // The kept part, in the decoded image's pixels. Edges are clamped to
@@ -424,10 +425,20 @@ fn fit(
     let (left, top, crop_width, crop_height) = fitting.crop;
     let (thumb_width, thumb_height) = fitting.size;
     let (decoded_width, decoded_height) = (f64::from(pixels.width), f64::from(pixels.height));
-    let (x_scale, y_scale) = (
-        decoded_width / f64::from(size.0),
-        decoded_height / f64::from(size.1),
-    );
+    let scaled_size = eighths.map(|e| (jpeg::scaled_side(size.0, e), jpeg::scaled_side(size.1, e)));
+    let (x_scale, y_scale) = match eighths {
+        // libjpeg's output at M/8: each pixel is 8/M of the image's, and
+        // a side that ends inside a block ends inside the last pixel, which
+        // holds the block's padding too (213 rows at 1/4 are 53.25 pixels,
+        // given as 54).
+        Some(eighths) if scaled_size == Some((pixels.width, pixels.height)) => {
+            (f64::from(eighths) / 8.0, f64::from(eighths) / 8.0)
+        }
+        _ => (
+            decoded_width / f64::from(size.0),
+            decoded_height / f64::from(size.1),
+        ),
+    };
     let (left, top) = (
         (left * x_scale).min(decoded_width),
         (top * y_scale).min(decoded_height),
@@ -645,6 +656,42 @@ pub(super) mod tests {
         let turned = fixture_server::photo::with_exif_orientation(jpeg.get_ref(), 6);
         let cover = decode_thumbnail(&url, &turned, TargetSize::cover(128, 128), LIMITS).unwrap();
         assert_eq!((cover.width, cover.height), (128, 128));
+    }
+
+    /// A JPEG whose side is not a whole number of the DCT scale's blocks:
+    /// libjpeg's last row at 1/4 holds the image's last rows and the
+    /// block's padding. Placed as the first rows are, the scaled route
+    /// draws the picture where the full decode does.
+    #[test]
+    fn a_scaled_decode_of_a_side_between_blocks_keeps_the_picture_in_place() {
+        // 320x213, horizontal bands 16 rows high.
+        let image = image::RgbImage::from_fn(320, 213, |_, y| {
+            if (y / 16) % 2 == 0 {
+                image::Rgb([240, 240, 240])
+            } else {
+                image::Rgb([15, 15, 15])
+            }
+        });
+        let mut out = Cursor::new(Vec::new());
+        image.write_to(&mut out, image::ImageFormat::Jpeg).unwrap();
+        let jpeg = out.into_inner();
+        let url: Arc<str> = "bands.jpg".into();
+        let scaled = decode_thumbnail(&url, &jpeg, TargetSize::square(64), LIMITS).unwrap();
+        let full_limits = DecodeLimits {
+            jpeg_dct_scaling: false,
+            ..LIMITS
+        };
+        let full = decode_thumbnail(&url, &jpeg, TargetSize::square(64), full_limits).unwrap();
+        assert_eq!((scaled.width, scaled.height), (64, 43));
+        assert_eq!((full.width, full.height), (64, 43));
+        let mean_difference = scaled
+            .pixels
+            .iter()
+            .zip(full.pixels.iter())
+            .map(|(a, b)| f64::from(a.abs_diff(*b)))
+            .sum::<f64>()
+            / scaled.pixels.len() as f64;
+        assert!(mean_difference < 6.0, "{mean_difference:.1}");
     }
 
     #[test]
