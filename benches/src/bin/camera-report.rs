@@ -138,7 +138,7 @@ fn report(args: &Args, photo_bytes: u64, runs: &[Vec<Run>; 2]) -> String {
         ("bytes read by the pipeline, MB", &|r: &Run| {
             r.bytes_read as f64 / 1e6
         }),
-        ("bytes written by the server, MB", &|r: &Run| {
+        ("bytes the server's HTTP stack was given, MB", &|r: &Run| {
             r.bytes_sent as f64 / 1e6
         }),
     ];
@@ -173,6 +173,13 @@ fn report(args: &Args, photo_bytes: u64, runs: &[Vec<Run>; 2]) -> String {
             cell(1, figure)
         );
     }
+    let _ = writeln!(
+        out,
+        "\nThe server's figure counts a body whole once hyper takes it (one frame), also \
+         when the client closed the connection after reading its start: on loopback the \
+         kernel's buffers take it at once. What crosses a real network after the close \
+         is what was in flight."
+    );
     out
 }
 
