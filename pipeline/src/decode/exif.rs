@@ -198,9 +198,11 @@ fn ifd1_jpeg(tiff: &[u8]) -> Option<&[u8]> {
     let (mut offset, mut length) = (None, None);
     for entry in 0..usize::from(reader.u16_at(ifd1)?) {
         let at = ifd1.checked_add(2 + entry * 12)?;
-        let value = match reader.u16_at(at + 2)? {
-            3 => u32::from(reader.u16_at(at + 8)?), // SHORT
-            4 => reader.u32_at(at + 8)?,            // LONG
+        // Offsets from the file may be near the end of `usize` (32-bit
+        // targets): saturated, they are past the segment and read `None`.
+        let value = match reader.u16_at(at.saturating_add(2))? {
+            3 => u32::from(reader.u16_at(at.saturating_add(8))?), // SHORT
+            4 => reader.u32_at(at.saturating_add(8))?,            // LONG
             _ => continue,
         };
         match reader.u16_at(at)? {
@@ -426,5 +428,25 @@ mod tests {
             prefix_serves(&unturned, TargetSize::new(200, 150)),
             Prefix::Never
         );
+    }
+
+    /// Every byte of the EXIF segment and the thumbnail's headers set to
+    /// values that break lengths, offsets and markers: an answer, never a
+    /// panic.
+    #[test]
+    fn damaged_exif_never_panics() {
+        let jpeg = camera((64, 48), (16, 12), Some(6));
+        let mut answered = 0;
+        for at in 2..jpeg.len().min(600) {
+            for value in [0x00, 0x01, 0x7F, 0xD8, 0xDA, 0xFF] {
+                let mut damaged = jpeg.clone();
+                damaged[at] = value;
+                let _ = embedded(&damaged);
+                let _ = covering(&damaged, (64, 48), TargetSize::square(8));
+                let _ = prefix_serves(&damaged, TargetSize::square(8));
+                answered += 1;
+            }
+        }
+        assert!(answered > 1000);
     }
 }
