@@ -11,7 +11,7 @@
 
 use image::metadata::Orientation;
 
-use super::route;
+use super::upright;
 use crate::request::TargetSize;
 use crate::thumbnail::Fitting;
 
@@ -82,9 +82,9 @@ pub(crate) fn prefix_serves(prefix: &[u8], target: TargetSize) -> Prefix {
                 if width == 0 || height == 0 {
                     return Prefix::Never;
                 }
-                let turned = Orientation::from_exif_chunk(tiff).is_some_and(route::quarter_turn);
+                let turned = Orientation::from_exif_chunk(tiff).is_some_and(upright::quarter_turn);
                 let target = if turned {
-                    route::swapped(target)
+                    upright::swapped(target)
                 } else {
                     target
                 };

@@ -43,6 +43,7 @@ mod svg_cost;
 mod svg_refs;
 #[cfg(feature = "tiff")]
 mod tiff;
+mod upright;
 mod webp;
 
 use std::panic::AssertUnwindSafe;
