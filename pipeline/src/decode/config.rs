@@ -25,29 +25,31 @@ pub struct DecodeConfig {
     /// thumbnail, so a baseline one costs little at any size (a 12 MP
     /// photo to 256 px: under 1 MB), but a progressive one keeps every DCT
     /// coefficient at full size until its last scan (2 bytes a sample: 36
-    /// MB for a 12 MP 4:2:0 photo, 72 MB at 4:4:4). PNG, GIF, WebP, BMP
+    /// MB for a 12 MP 4:2:0 photo, 72 MB at 4:4:4) unless the thumbnail is
+    /// at most 1/8 of it (then its DC scans alone are read: under 2 MB). PNG, GIF, WebP, BMP
     /// and TIFF decode in full: 4 bytes a pixel, and a WebP's YUV planes or
     /// ARGB words, or a TIFF's own copy of the page, on top. An SVG costs
     /// its canvas twice over (drawn, then copied), the layers, clips, masks,
     /// filter results and pattern tiles it holds at once, and its elements;
-    /// the pixels it fills may be four times this limit. Default: 256 MiB, a 40-megapixel progressive 4:4:4
-    /// JPEG or a 60-megapixel PNG.
+    /// the pixels it fills may be four times this limit. Default: 256 MiB,
+    /// a 40-megapixel progressive 4:4:4 JPEG or a 60-megapixel PNG.
     pub max_alloc_bytes: u64,
     /// Whether JPEGs are decoded by libjpeg at the smallest DCT scale that
     /// covers the thumbnail (a 12 MP photo to 256 px: 31.7 ms and 3.3 MB),
     /// rather than in full by `image`'s pure-Rust decoder (112 ms and 132
     /// MB). Default: `true`.
     ///
-    /// It has no effect without the cargo feature `libjpeg` (on by
-    /// default; it builds libjpeg-turbo from source, with a C compiler):
-    /// every JPEG then takes the pure-Rust decoder.
+    /// Without the cargo feature `libjpeg` (on by default; it builds
+    /// libjpeg-turbo from source, with a C compiler), every JPEG takes the
+    /// pure-Rust full decode (but see
+    /// [`progressive_dc_scans`](Self::progressive_dc_scans)).
     ///
-    /// In a binary built with `panic = "abort"` it has no effect: libjpeg
-    /// reports a broken file by unwinding out of its error callback (that
-    /// is how the `mozjpeg` crate turns it into an error), and without
-    /// unwinding that would end the process. There, every JPEG takes the
-    /// pure-Rust decoder, which returns its errors, so a broken JPEG is an
-    /// [`crate::Error::Decode`] as it is elsewhere. What else changes under
+    /// In a binary built with `panic = "abort"`, libjpeg is not used:
+    /// libjpeg reports a broken file by unwinding out of its error callback
+    /// (that is how the `mozjpeg` crate turns it into an error), and
+    /// without unwinding that would end the process. There, every other
+    /// JPEG takes the pure-Rust full decode, which returns its errors, so
+    /// a broken JPEG is an [`crate::Error::Decode`] as it is elsewhere. What else changes under
     /// `panic = "abort"`: a panic inside a decoder or a disk job (none is
     /// known; `decode-fuzz` and `disk-fuzz` look for them) ends the process
     /// instead of failing one load.
@@ -71,6 +73,22 @@ pub struct DecodeConfig {
     /// fetched again and read whole. With the disk cache on, bodies are
     /// read whole and kept, so that any size can be made from them later.
     pub embedded_thumbnails: bool,
+    /// Whether a progressive JPEG bound for 1/8 of its size or less (a 12
+    /// MP photo to 256 px and under) is decoded from its DC scans alone,
+    /// by thumbpipe's own decoder in pure Rust: each 8x8 block's mean,
+    /// which is what libjpeg's 1/8 scale computes too, without the buffer
+    /// of every coefficient libjpeg keeps for a progressive file (36 MB for
+    /// 12 MP at 4:2:0). The difference from libjpeg's pixels: 4:2:0 colour
+    /// is one value per 16x16 pixels (libjpeg adds the next three
+    /// frequencies). It needs neither the `libjpeg` feature nor unwinding;
+    /// a file whose first scans do not hold every block's DC (or is
+    /// arithmetic-coded, 12-bit or CMYK) takes the other route. Default:
+    /// `true`.
+    ///
+    /// In a pipeline with the default decoder, the fetch then stops
+    /// reading such a JPEG at the end of its DC scans, as it does at an
+    /// [embedded thumbnail](Self::embedded_thumbnails).
+    pub progressive_dc_scans: bool,
     /// Decode threads, named `thumbpipe-decode-N`. Default: one per core.
     pub threads: usize,
     /// Images whose header declares more pixels than this are large: they
@@ -131,6 +149,7 @@ impl Default for DecodeConfig {
             max_alloc_bytes: 256 * 1024 * 1024,
             jpeg_dct_scaling: true,
             embedded_thumbnails: true,
+            progressive_dc_scans: true,
             threads: std::thread::available_parallelism().map_or(2, |n| n.get()),
             large_image_pixels: 2_000_000,
             svg_max_elements: 20_000,

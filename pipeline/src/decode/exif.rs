@@ -11,6 +11,7 @@
 
 use image::metadata::Orientation;
 
+use super::prefix::Prefix;
 use super::upright;
 use crate::request::TargetSize;
 use crate::thumbnail::Fitting;
@@ -52,7 +53,7 @@ pub(super) fn covering(
 /// headers (every segment up to its first scan's) and an embedded
 /// thumbnail that [`covering`] takes, [`Prefix::Never`] once they show it
 /// has none that serves (or is no JPEG), [`Prefix::More`] before.
-pub(crate) fn prefix_serves(prefix: &[u8], target: TargetSize) -> Prefix {
+pub(super) fn prefix_serves(prefix: &[u8], target: TargetSize) -> Prefix {
     if prefix.len() >= 2 && !prefix.starts_with(&[0xFF, 0xD8]) {
         return Prefix::Never;
     }
@@ -97,17 +98,6 @@ pub(crate) fn prefix_serves(prefix: &[u8], target: TargetSize) -> Prefix {
         }
     }
     Prefix::More
-}
-
-/// See [`prefix_serves`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Prefix {
-    /// The bytes so far make the thumbnail: the rest need not be read.
-    Enough,
-    /// Not known yet.
-    More,
-    /// The whole body is needed.
-    Never,
 }
 
 /// The JPEG thumbnail of the first EXIF segment of `jpeg`, if it has one

@@ -162,7 +162,7 @@ pub(super) fn frame_size(bytes: &[u8]) -> Option<(u32, u32, Orientation)> {
 
 /// Where the next marker starts at or after `from`: an 0xFF followed by a
 /// byte other than 0x00 (a stuffed 0xFF) or 0xFF (fill).
-fn next_marker(bytes: &[u8], from: usize) -> Option<usize> {
+pub(super) fn next_marker(bytes: &[u8], from: usize) -> Option<usize> {
     let mut at = from;
     loop {
         at += memchr_ff(bytes.get(at..)?)?;
@@ -175,7 +175,7 @@ fn next_marker(bytes: &[u8], from: usize) -> Option<usize> {
 
 /// Where the entropy-coded data starting at `from` ends: the next marker
 /// that is not a restart marker (those sit inside the data).
-fn skip_entropy_coded(bytes: &[u8], from: usize) -> usize {
+pub(super) fn skip_entropy_coded(bytes: &[u8], from: usize) -> usize {
     let mut at = from;
     while let Some(marker_at) = next_marker(bytes, at) {
         if matches!(bytes[marker_at + 1], 0xD0..=0xD7) {
@@ -222,6 +222,13 @@ impl JpegLayout {
             0
         };
         planes.saturating_add(coefficients)
+    }
+
+    /// Bytes the DC-scan decoder (`dc_scans.rs`) allocates for this image,
+    /// besides the output the caller counts: each block's DC (two bytes)
+    /// and each component's plane at 1/8.
+    pub(super) fn dc_decoder_bytes(&self) -> u64 {
+        self.samples().div_ceil(64).saturating_mul(3)
     }
 }
 

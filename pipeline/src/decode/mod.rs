@@ -4,7 +4,9 @@
 //! DCT scale (1/8 to 8/8) that still covers the thumbnail (`jpeg.rs`), unless
 //! [`DecodeConfig::jpeg_dct_scaling`](crate::DecodeConfig::jpeg_dct_scaling) is
 //! off or the binary is built with `panic = "abort"` (libjpeg's errors unwind);
-//! everything else is decoded in full by `image`. Either way, fast_image_resize
+//! a progressive JPEG bound for 1/8 of its size or less is decoded from its
+//! DC scans alone (`dc_scans.rs`); everything else is decoded in full by
+//! `image`. Either way, fast_image_resize
 //! takes it the rest of the way (`resize.rs`), and the EXIF orientation turns
 //! the thumbnail.
 //!
@@ -23,9 +25,12 @@
 
 mod animation;
 mod config;
+mod dc_pixels;
+mod dc_scans;
 mod exif;
 mod formats;
 mod gif;
+mod huffman;
 #[cfg(feature = "ico")]
 mod ico;
 mod jpeg;
@@ -33,6 +38,7 @@ mod jpeg;
 mod libjpeg;
 mod png;
 mod pool;
+mod prefix;
 mod resize;
 mod route;
 #[cfg(feature = "svg")]
@@ -50,10 +56,10 @@ use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
 pub use config::DecodeConfig;
-pub(crate) use exif::{Prefix, prefix_serves};
 pub use formats::SUPPORTED_FORMATS;
 pub(crate) use formats::accept_header;
 pub(crate) use pool::{DecodeJob, DecodeOutcome, DecodePool, SHUTDOWN_PATIENCE};
+pub(crate) use prefix::{Prefix, PrefixWatch};
 pub(crate) use route::decode_thumbnail;
 
 use crate::request::TargetSize;
@@ -140,6 +146,10 @@ pub(crate) struct DecodeLimits {
     pub(crate) jpeg_dct_scaling: bool,
     /// A JPEG's EXIF thumbnail decoded instead of it where it serves.
     pub(crate) embedded_thumbnails: bool,
+    /// A progressive JPEG bound for 1/8 of its size or less decoded from
+    /// its DC scans alone (`dc_scans.rs`, pure Rust: with or without
+    /// libjpeg).
+    pub(crate) progressive_dc: bool,
     #[cfg_attr(not(feature = "svg"), allow(dead_code))]
     pub(crate) svg_max_elements: u32,
     /// How animations are played, if they are.
@@ -161,6 +171,7 @@ impl From<&DecodeConfig> for DecodeLimits {
             max_alloc: config.max_alloc_bytes,
             jpeg_dct_scaling: config.jpeg_dct_scaling && UNWINDS && cfg!(feature = "libjpeg"),
             embedded_thumbnails: config.embedded_thumbnails,
+            progressive_dc: config.progressive_dc_scans,
             svg_max_elements: config.svg_max_elements,
             animation: config.animation.then_some(AnimationLimits {
                 max_frames: config.max_animation_frames,

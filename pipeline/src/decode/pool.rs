@@ -32,8 +32,8 @@ pub(crate) struct DecodeJob {
     pub(crate) url: Arc<str>,
     pub(crate) bytes: Bytes,
     pub(crate) target: TargetSize,
-    /// For a body cut short at a JPEG's embedded thumbnail: the default
-    /// decoder's limits, under which that thumbnail is decoded
+    /// For a body cut short at a JPEG's embedded thumbnail or DC scans: the
+    /// default decoder's limits, under which it is decoded
     /// ([`route::decode_thumbnail_from_prefix`]) rather than by the pool's
     /// decoder.
     pub(crate) cut_short: Option<DecodeLimits>,

@@ -26,7 +26,8 @@ use super::svg;
 use super::tiff;
 use super::upright::{fit, orientation_of, quarter_turn, swapped};
 use super::{
-    DecodeLimits, SUPPORTED_FORMATS, animation, exif, formats, gif, jpeg, png, resize, webp,
+    DecodeLimits, SUPPORTED_FORMATS, animation, dc_scans, exif, formats, gif, jpeg, png, resize,
+    webp,
 };
 use crate::request::TargetSize;
 use crate::thumbnail::Fitting;
@@ -218,21 +219,34 @@ fn decode(
         }
         None => None,
     };
-    if body == Body::Prefix {
-        return Err(decode_error(match failed {
-            Some(error) => format!(
-                "only the photo's start was read, up to its embedded thumbnail, which did \
-                 not decode: {error}"
-            ),
-            None => "only the photo's start was read, and it has no embedded thumbnail of \
-                     this size"
-                .into(),
-        }));
-    }
     // The size comes from the original dimensions: a DCT-scaled image is
     // only a step on the way.
     let fitting = Fitting::new(width, height, target);
     let (thumb_width, thumb_height) = fitting.size;
+    // The resize's pass between its two (thumbnail width x decoded
+    // height), its output, the RGBA and its copy in the Thumbnail, and its
+    // filter weights: small beside a full decode, most of a scaled one.
+    let resize_bytes = |decoded_width: u32, decoded_height: u32| {
+        u64::from(thumb_width) * u64::from(decoded_height) * 4
+            + u64::from(thumb_width) * u64::from(thumb_height) * 4 * 3
+            + (u64::from(decoded_width) + u64::from(decoded_height)) * 32
+    };
+    let source_size = match (photo, icon_size) {
+        (Some(photo), _) => photo.size,
+        (None, Some(size)) => size,
+        (None, None) => upright,
+    };
+    let finished = |rgba: image::RgbaImage| {
+        let (width, height) = rgba.dimensions();
+        Thumbnail {
+            url: Arc::clone(url),
+            width,
+            height,
+            pixels: Arc::from(rgba.into_raw()),
+            source_size,
+            animation: None,
+        }
+    };
     // What the route allocates: the decoded pixels and the decoder's own
     // buffers, which for a progressive JPEG outweigh the pixels. A JPEG is
     // decoded at the smallest DCT scale that covers the thumbnail (4:4:4
@@ -243,6 +257,36 @@ fn decode(
     };
     if let Some(layout) = &jpeg_layout {
         layout.check(width, height).map_err(decode_error)?;
+    }
+    // A progressive JPEG bound for 1/8 of its size or less: its DC scans
+    // alone, when they hold every block's DC.
+    if let Some(layout) = &jpeg_layout
+        && limits.progressive_dc
+        && layout.progressive
+        && dc_scans::covers(width, height, target)
+    {
+        let (dc_width, dc_height) = (jpeg::scaled_side(width, 1), jpeg::scaled_side(height, 1));
+        let needed = (u64::from(dc_width) * u64::from(dc_height) * 3)
+            .saturating_add(resize_bytes(dc_width, dc_height))
+            .saturating_add(layout.dc_decoder_bytes());
+        if needed <= limits.max_alloc
+            && let Some(pixels) = dc_scans::decode_dc(bytes)
+        {
+            let rgba = fit(pixels, &fitting, (width, height), Some(1), orientation)
+                .map_err(decode_error)?;
+            return Ok(finished(rgba));
+        }
+    }
+    if body == Body::Prefix {
+        return Err(decode_error(match failed {
+            Some(error) => format!(
+                "only the photo's start was read, up to its embedded thumbnail, which did \
+                 not decode: {error}"
+            ),
+            None => "only the photo's start was read, and neither an embedded thumbnail nor \
+                     its DC scans make this size"
+                .into(),
+        }));
     }
     // CMYK and YCCK (four components) take the full decode.
     let jpeg_eighths = jpeg_layout
@@ -282,13 +326,7 @@ fn decode(
             }
             (None, _) => (width, height, full_decode_bytes, 0),
         };
-    // The resize's pass between its two (thumbnail width x decoded
-    // height), its output, the RGBA and its copy in the Thumbnail, and its
-    // filter weights: small beside a full decode, most of a scaled one.
-    let resize_bytes = u64::from(thumb_width) * u64::from(decoded_height) * 4
-        + u64::from(thumb_width) * u64::from(thumb_height) * 4 * 3
-        + (u64::from(decoded_width) + u64::from(decoded_height)) * 32;
-    let decoded_bytes = decoded_bytes.saturating_add(resize_bytes);
+    let decoded_bytes = decoded_bytes.saturating_add(resize_bytes(decoded_width, decoded_height));
     let needed = decoded_bytes.saturating_add(decoder_bytes);
     if needed > limits.max_alloc {
         return Err(Error::TooLarge {
@@ -301,11 +339,6 @@ fn decode(
             setting: "decode.max_alloc_bytes",
         });
     }
-    let source_size = match (photo, icon_size) {
-        (Some(photo), _) => photo.size,
-        (None, Some(size)) => size,
-        (None, None) => upright,
-    };
     let mut image_limits = Limits::default();
     image_limits.max_image_width = Some(limits.max_dimension);
     image_limits.max_image_height = Some(limits.max_dimension);
@@ -379,15 +412,7 @@ fn decode(
         }
     };
     let rgba = fit_frame(pixels).map_err(decode_error)?;
-    let (width, height) = rgba.dimensions();
-    Ok(Thumbnail {
-        url: Arc::clone(url),
-        width,
-        height,
-        pixels: Arc::from(rgba.into_raw()),
-        source_size,
-        animation: None,
-    })
+    Ok(finished(rgba))
 }
 
 /// Bytes of a `width` x `height` RGBA image.
@@ -422,6 +447,7 @@ pub(super) mod tests {
         max_alloc: 256 * 1024 * 1024,
         jpeg_dct_scaling: true,
         embedded_thumbnails: true,
+        progressive_dc: true,
         svg_max_elements: 20_000,
         animation: None,
     };

@@ -145,7 +145,7 @@ async fn load(
     parts: http::request::Parts,
 ) -> Result<FetchResponse, Error> {
     // Bodies are kept whole, to serve any size later: none is cut short
-    // at an embedded thumbnail.
+    // at an embedded thumbnail or the DC scans.
     request.thumbnail_only = None;
     let url = request.url.clone();
     let kept = Kept {

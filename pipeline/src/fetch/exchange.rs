@@ -12,7 +12,7 @@ use bytes::Bytes;
 use url::Url;
 
 use super::budget::{BodyBudget, Reservation};
-use crate::request::TargetSize;
+use crate::decode::PrefixWatch;
 
 /// What a [`Fetch`](crate::Fetch) is asked for: a URL, the largest body
 /// it may return, and any headers a layer in front of it adds (the disk
@@ -42,12 +42,14 @@ pub struct FetchRequest {
     /// ([`FetchConfig::body_budget_bytes`](crate::FetchConfig::body_budget_bytes));
     /// `None` outside a pipeline.
     budget: Option<Arc<BodyBudget>>,
-    /// The thumbnail a load wants, when its decoder makes it from a JPEG's
-    /// embedded thumbnail
-    /// ([`DecodeConfig::embedded_thumbnails`](crate::DecodeConfig::embedded_thumbnails)):
-    /// the fetcher may stop reading once the bytes read hold that
+    /// The thumbnail a load wants, when its decoder may make it from a
+    /// JPEG's first bytes (its embedded thumbnail,
+    /// [`DecodeConfig::embedded_thumbnails`](crate::DecodeConfig::embedded_thumbnails),
+    /// or a progressive JPEG's DC scans,
+    /// [`DecodeConfig::progressive_dc_scans`](crate::DecodeConfig::progressive_dc_scans)):
+    /// the fetcher may stop reading once the bytes read make that
     /// thumbnail, and answer them as [`FetchResponse::partial`].
-    pub(crate) thumbnail_only: Option<TargetSize>,
+    pub(crate) thumbnail_only: Option<PrefixWatch>,
 }
 
 impl FetchRequest {
@@ -119,7 +121,10 @@ pub struct FetchResponse {
     /// Whether the body is only the start of the resource: the default
     /// fetcher stops reading a JPEG once it holds an embedded thumbnail
     /// that serves the load
-    /// ([`DecodeConfig::embedded_thumbnails`](crate::DecodeConfig::embedded_thumbnails)).
+    /// ([`DecodeConfig::embedded_thumbnails`](crate::DecodeConfig::embedded_thumbnails))
+    /// or, for a progressive JPEG bound for 1/8 of its size or less, its
+    /// DC scans
+    /// ([`DecodeConfig::progressive_dc_scans`](crate::DecodeConfig::progressive_dc_scans)).
     /// A layer that keeps bodies must not keep a partial one as the
     /// resource; thumbpipe's disk cache asks its fetcher for whole bodies.
     pub partial: bool,

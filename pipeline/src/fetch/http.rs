@@ -122,10 +122,11 @@ impl Network<'_> {
             .unwrap_or(64 * 1024)
             .min(max_bytes)
             .min(1024 * 1024);
-        // A JPEG whose start holds an embedded thumbnail that serves the
-        // load is read no further: dropping the response closes its
-        // connection (HTTP/1.1) or resets its stream (HTTP/2).
-        let mut watching = self.request.thumbnail_only;
+        // A JPEG whose start makes the thumbnail (an embedded one that
+        // serves the load, or a progressive JPEG's DC scans) is read no
+        // further: dropping the response closes its connection (HTTP/1.1)
+        // or resets its stream (HTTP/2).
+        let mut watching = self.request.thumbnail_only.clone();
         let read = async {
             let mut body = Vec::with_capacity(capacity as usize);
             while let Some(chunk) = response
@@ -137,11 +138,11 @@ impl Network<'_> {
                     return Err(too_large("larger".into()));
                 }
                 body.extend_from_slice(&chunk);
-                if let Some(target) = watching {
-                    match crate::decode::prefix_serves(&body, target) {
+                if let Some(watch) = &mut watching {
+                    match watch.check(&body) {
                         Prefix::Enough => return Ok((body, true)),
-                        Prefix::More if body.len() < MAX_WATCHED_BYTES => {}
-                        Prefix::More | Prefix::Never => watching = None,
+                        Prefix::More => {}
+                        Prefix::Never => watching = None,
                     }
                 }
             }
@@ -155,10 +156,6 @@ impl Network<'_> {
         Ok(response)
     }
 }
-
-/// How far into a body an embedded thumbnail is looked for: EXIF's
-/// segment holds at most 64 KiB, and the frame and scan headers follow it.
-const MAX_WATCHED_BYTES: usize = 256 * 1024;
 
 /// `instant` plus `wait`; for a wait too long to add (a timeout of
 /// `Duration::MAX`, meaning none), about thirty years on.

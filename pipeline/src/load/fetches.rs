@@ -17,6 +17,7 @@ use tokio_util::sync::CancellationToken;
 use super::registry::Stage;
 use super::{Event, LoadActor};
 
+use crate::decode::PrefixWatch;
 use crate::error::panic_message;
 use crate::fetch::{Fetch, FetchRequest, FetchResponse, RequestHeaders};
 use crate::metrics::Metrics;
@@ -68,8 +69,10 @@ impl LoadActor {
             self.parts.max_body_bytes,
             Arc::clone(&self.parts.body_budget),
         );
-        if self.parts.embedded_thumbnails.is_some() && !task.read_whole {
-            request.thumbnail_only = Some(task.key.target);
+        if let Some(limits) = &self.parts.cut_short_limits
+            && !task.read_whole
+        {
+            request.thumbnail_only = PrefixWatch::new(task.key.target, limits);
         }
         let cancel = task.cancel.clone();
         let fetch = guarded_fetch(&*self.parts.fetcher, &self.parts.request_headers, request);

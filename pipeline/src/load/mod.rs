@@ -107,10 +107,11 @@ pub(crate) struct Parts {
     pub(crate) root: CancellationToken,
     /// The headers of every request: the app's, and its hook's.
     pub(crate) request_headers: RequestHeaders,
-    /// The default decoder's limits, when it makes thumbnails from a
-    /// JPEG's embedded one: a fetch may then stop reading there, and the
-    /// body cut short is decoded under them.
-    pub(crate) embedded_thumbnails: Option<DecodeLimits>,
+    /// The default decoder's limits, when it may make a thumbnail from a
+    /// JPEG's first bytes (its embedded thumbnail, a progressive JPEG's DC
+    /// scans): a fetch may then stop reading there, and the body cut short
+    /// is decoded under them.
+    pub(crate) cut_short_limits: Option<DecodeLimits>,
 }
 
 /// Starts the actor on `runtime`; it runs until the returned handle is
@@ -305,8 +306,8 @@ impl LoadActor {
                     Metrics::add(&metrics.decodes_discarded, 1);
                     return;
                 }
-                // A body cut short at an embedded thumbnail that did not
-                // decode: read it whole, once.
+                // A body cut short (at an embedded thumbnail or the DC
+                // scans) that did not decode: read it whole, once.
                 if result.is_err()
                     && let Some(task) = self.registry.read_again_whole(task_id)
                 {
@@ -330,7 +331,8 @@ impl LoadActor {
     }
 
     /// Sends `task_id`'s body to the decode pool; `cut_short` if it is
-    /// only the start of its file, up to an embedded thumbnail.
+    /// only the start of its file, up to an embedded thumbnail or the
+    /// DC scans.
     fn decode(&mut self, task_id: TaskId, bytes: Bytes, cut_short: bool) {
         self.registry.set_cut_short(task_id, cut_short);
         let Some(task) = self.registry.advance(task_id, Stage::Decoding) else {
@@ -356,7 +358,7 @@ impl LoadActor {
             url: Arc::clone(&task.key.url),
             bytes,
             target,
-            cut_short: self.parts.embedded_thumbnails.filter(|_| cut_short),
+            cut_short: self.parts.cut_short_limits.filter(|_| cut_short),
             cancel: task.cancel.clone(),
             done: Box::new(move |outcome| {
                 if let (Some((tier, url, body)), DecodeOutcome::Done(Ok(thumbnail))) =

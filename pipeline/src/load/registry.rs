@@ -43,7 +43,7 @@ pub(crate) struct Task {
     /// without its wait in the queue, which a request at a higher
     /// priority would not share.
     pub(crate) fetch_started: Instant,
-    /// Its body was read only up to a JPEG's embedded thumbnail.
+    /// Its body was read only up to a JPEG's embedded thumbnail or DC scans.
     pub(crate) cut_short: bool,
     /// Its body is read whole: one cut short did not decode.
     pub(crate) read_whole: bool,

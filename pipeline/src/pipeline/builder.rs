@@ -120,9 +120,12 @@ impl<K> PipelineBuilder<K> {
             thumbnails,
         } = with_disk(fetcher, &config, self.decoder.is_none())?;
         // Only the default decoder is given a body cut short at a JPEG's
-        // embedded thumbnail.
-        let embedded_thumbnails = (self.decoder.is_none() && config.decode.embedded_thumbnails)
-            .then(|| DecodeLimits::from(&config.decode));
+        // embedded thumbnail or its DC scans.
+        let cut_short_limits = self
+            .decoder
+            .is_none()
+            .then(|| DecodeLimits::from(&config.decode))
+            .filter(|limits| limits.embedded_thumbnails || limits.progressive_dc);
         let decode: Arc<dyn Decode> = match self.decoder {
             Some(decoder) => decoder,
             None => Arc::new(ImageDecoder::new(&config.decode)),
@@ -164,7 +167,7 @@ impl<K> PipelineBuilder<K> {
                 config.fetch.headers.clone(),
                 config.fetch.header_hook.clone(),
             ),
-            embedded_thumbnails,
+            cut_short_limits,
         };
         let loads = load::start(parts, &handle);
         Ok(Pipeline {

@@ -1,7 +1,8 @@
-//! Embedded thumbnails over HTTP: a camera photo is read only as far as the
-//! EXIF thumbnail that serves the load; one whose thumbnail does not decode
-//! is read again whole; with the disk cache on, bodies are read and kept
-//! whole, so a larger size later is made from the photo.
+//! Photos read in part over HTTP: a camera photo only as far as the EXIF
+//! thumbnail that serves the load, a progressive photo only as far as its
+//! DC scans when the thumbnail is at most 1/8 of it; one whose thumbnail
+//! does not decode is read again whole; with the disk cache on, bodies are
+//! read and kept whole, so a larger size later is made from the photo.
 
 use thumbpipe::{Config, Pipeline, Priority, TargetSize, Thumbnail, thumbnail_from_bytes};
 
@@ -48,27 +49,46 @@ fn expected(photo: &[u8], side: u32, embedded: bool) -> Thumbnail {
     thumbnail_from_bytes("photo.jpg", photo, TargetSize::square(side), &config.decode).unwrap()
 }
 
-#[test]
-fn a_camera_photo_is_read_only_as_far_as_its_embedded_thumbnail() {
-    let photo = camera_photo();
-    let (url, heads) = serve(photo.clone());
+/// Loads `photo` (2000x1500) at 64 px, which reads less than a quarter
+/// of it, then at 256 px, which reads it whole.
+fn read_in_part_then_whole(photo: &[u8]) {
+    let (url, heads) = serve(photo.to_vec());
     let mut pipeline = Pipeline::new(Config::default()).unwrap();
     let thumbnail = load_one(&mut pipeline, &url, 64);
     assert_eq!((thumbnail.width, thumbnail.height), (64, 48));
     assert_eq!(thumbnail.source_size, (2000, 1500));
-    assert_eq!(thumbnail.pixels, expected(&photo, 64, true).pixels);
+    assert_eq!(thumbnail.pixels, expected(photo, 64, true).pixels);
     let read = pipeline.stats().bytes_fetched;
     assert!(
         read * 4 < photo.len() as u64,
         "read {read} of {} bytes",
         photo.len()
     );
-    // Larger than the embedded thumbnail: the photo, read whole.
     let thumbnail = load_one(&mut pipeline, &url, 256);
     assert_eq!((thumbnail.width, thumbnail.height), (256, 192));
-    assert_eq!(thumbnail.pixels, expected(&photo, 256, true).pixels);
+    assert_eq!(thumbnail.pixels, expected(photo, 256, true).pixels);
     assert_eq!(pipeline.stats().bytes_fetched, read + photo.len() as u64);
     assert_eq!(heads.lock().unwrap().len(), 2);
+}
+
+/// 256 px is larger than the 160x120 embedded thumbnail.
+#[test]
+fn a_camera_photo_is_read_only_as_far_as_its_embedded_thumbnail() {
+    read_in_part_then_whole(&camera_photo());
+}
+
+/// A progressive photo with no EXIF thumbnail: its DC scans make a
+/// thumbnail of up to 1/8 of it (250x188), not 256 px.
+#[test]
+fn a_progressive_photo_is_read_only_as_far_as_its_dc_scans() {
+    let options = fixture_server::photo::JpegOptions {
+        progressive: true,
+        ..Default::default()
+    };
+    let photo = fixture_server::photo::render_photo(7, 2000, 1500)
+        .encode_jpeg_with(&options)
+        .unwrap();
+    read_in_part_then_whole(&photo);
 }
 
 #[test]

@@ -1,0 +1,673 @@
+//! Progressive JPEGs from their DC scans. A progressive JPEG's first scans
+//! usually hold every block's DC coefficient, the mean of its 8x8 pixels:
+//! the image at 1/8 of its size, which is all a thumbnail of at most that
+//! size needs (libjpeg's 1/8 scale uses the DC coefficient alone, too). This
+//! decoder reads the frame, its tables and the scans up to the first AC scan
+//! after every component's DC, and no further: no coefficient buffer for the
+//! AC scans (libjpeg keeps every coefficient of the image, 36 MB for 12 MP
+//! at 4:2:0), and for the fetch, no need of the bytes after them
+//! ([`dc_scans_end`]). A DC coefficient whose last bits come in a later
+//! scan (libjpeg's script sends DC without its last bit first) is taken
+//! at the middle of the values it may have.
+//!
+//! A file this reading does not serve (baseline, arithmetic-coded, 12-bit,
+//! CMYK, damaged, or whose first scans do not hold every DC) gives `None`,
+//! and takes the route every other JPEG takes.
+//!
+//! Runs inside a decode, on the decode thread that called it; keeps nothing.
+
+use super::huffman::{BitReader, HuffmanTable};
+use super::resize::Pixels;
+use crate::request::TargetSize;
+use crate::thumbnail::Fitting;
+
+/// Whether a thumbnail of `target` (turned as the photo's orientation
+/// turns it) of a `width` x `height` JPEG needs at most 1/8 of its size, as
+/// this decoder gives it.
+pub(crate) fn covers(width: u32, height: u32, target: TargetSize) -> bool {
+    let (want_width, want_height) = Fitting::new(width, height, target).scaled_whole(width, height);
+    super::jpeg::scale_eighths(width, height, want_width, want_height) == 1
+}
+
+/// What a progressive JPEG's markers say, up to where its DC is complete.
+pub(super) struct Frame {
+    pub(super) width: u32,
+    pub(super) height: u32,
+    pub(super) components: Vec<Component>,
+    /// Blocks across and down of one MCU row of an interleaved scan.
+    pub(super) mcus_across: usize,
+    mcus_down: usize,
+    pub(super) h_max: usize,
+    pub(super) v_max: usize,
+    /// The components are R, G and B rather than Y, Cb and Cr.
+    pub(super) rgb: bool,
+}
+
+pub(super) struct Component {
+    id: u8,
+    pub(super) h: usize,
+    pub(super) v: usize,
+    quant_table: usize,
+    /// The DC of each block, padded to whole MCUs: `mcus_across * h`
+    /// blocks a row.
+    pub(super) dc: Vec<i16>,
+    /// The DC's quantisation step, from its table when its first scan began.
+    pub(super) step: i32,
+    /// The lowest bit of the DC known so far, once its first scan is read.
+    pub(super) known_from_bit: Option<u8>,
+}
+
+impl Component {
+    pub(super) fn stride(&self, frame_mcus_across: usize) -> usize {
+        frame_mcus_across * self.h
+    }
+}
+
+/// The state of the markers read so far.
+#[derive(Default)]
+pub(super) struct Tables {
+    quant_dc: [Option<i32>; 4],
+    huffman_dc: [Option<HuffmanTable>; 4],
+    restart_interval: usize,
+    pub(super) jfif: bool,
+    pub(super) adobe_transform: Option<u8>,
+}
+
+/// `bytes`, a progressive JPEG (or its start, through its DC scans),
+/// decoded at 1/8 of its size from its DC coefficients: RGB, or grey for a
+/// greyscale file, `ceil(width / 8)` x `ceil(height / 8)` as libjpeg gives
+/// it at 1/8. `None` when its DC scans do not serve (see the module's
+/// header).
+pub(super) fn decode_dc(bytes: &[u8]) -> Option<Pixels> {
+    let mut tables = Tables::default();
+    let mut frame: Option<Frame> = None;
+    let mut at = 2;
+    if !bytes.starts_with(&[0xFF, 0xD8]) {
+        return None;
+    }
+    // To the end of what was read, if no AC scan comes first: the DC must
+    // be complete by then.
+    while let Some((marker, segment, next)) = read_segment(bytes, at) {
+        at = next;
+        match marker {
+            0xD9 => break,
+            0xC2 => {
+                if frame.is_some() {
+                    return None;
+                }
+                frame = Some(read_frame(segment, bytes.len())?);
+            }
+            // Any other frame kind: baseline, lossless, arithmetic-coded.
+            0xC0..=0xCF if !matches!(marker, 0xC4 | 0xC8 | 0xCC) => return None,
+            0xC4 => read_huffman(segment, &mut tables)?,
+            0xDB => read_quant(segment, &mut tables)?,
+            0xDD => {
+                let [r1, r0, ..] = *segment else { return None };
+                tables.restart_interval = usize::from(u16::from_be_bytes([r1, r0]));
+            }
+            0xE0 if segment.starts_with(b"JFIF\0") => tables.jfif = true,
+            0xEE if segment.starts_with(b"Adobe") => {
+                tables.adobe_transform = segment.get(11).copied();
+            }
+            0xDA => {
+                let frame = frame.as_mut()?;
+                let scan = read_scan_header(segment, frame)?;
+                if scan.band_start != 0 {
+                    if frame.components.iter().all(|c| c.known_from_bit.is_some()) {
+                        break;
+                    }
+                    // An AC scan before some component's DC: skipped.
+                    at = super::jpeg::skip_entropy_coded(bytes, at);
+                    continue;
+                }
+                let mut reader = BitReader::new(bytes, at);
+                decode_dc_scan(&mut reader, frame, &scan, &tables)?;
+                if reader.overran {
+                    return None;
+                }
+                at = super::jpeg::skip_entropy_coded(bytes, reader.position());
+            }
+            _ => {}
+        }
+    }
+    let frame = frame?;
+    if frame.components.iter().any(|c| c.known_from_bit.is_none()) {
+        return None;
+    }
+    Some(super::dc_pixels::to_pixels(&frame, &tables))
+}
+
+/// The marker at `at` (after any fill bytes), its segment's body (empty
+/// for a marker without one) and where the next marker is looked for;
+/// `None` at the end of the bytes or where a segment is cut short.
+pub(super) fn read_segment(bytes: &[u8], mut at: usize) -> Option<(u8, &[u8], usize)> {
+    while bytes.get(at) == Some(&0xFF) && bytes.get(at + 1) == Some(&0xFF) {
+        at += 1;
+    }
+    if bytes.get(at) != Some(&0xFF) {
+        return None;
+    }
+    let marker = *bytes.get(at + 1)?;
+    if matches!(marker, 0xD0..=0xD9 | 0x01) {
+        return Some((marker, &[], at + 2));
+    }
+    let length = usize::from(u16::from_be_bytes([
+        *bytes.get(at + 2)?,
+        *bytes.get(at + 3)?,
+    ]));
+    let body = bytes.get(at + 4..(at + 2).checked_add(length)?)?;
+    Some((marker, body, at + 2 + length))
+}
+
+/// The frame of a file of `file_bytes`, its DC arrays allocated, if the
+/// file can hold them: every block's DC takes at least a bit, so a header
+/// claiming more blocks than the file has bits is refused before they are
+/// allocated (a 147-byte file may claim 16000x16000).
+fn read_frame(segment: &[u8], file_bytes: usize) -> Option<Frame> {
+    let [precision, h1, h0, w1, w0, count, rest @ ..] = segment else {
+        return None;
+    };
+    let (width, height) = (
+        u32::from(u16::from_be_bytes([*w1, *w0])),
+        u32::from(u16::from_be_bytes([*h1, *h0])),
+    );
+    if *precision != 8 || width == 0 || height == 0 || !matches!(count, 1 | 3) {
+        return None;
+    }
+    let mut components = Vec::new();
+    for c in rest.chunks_exact(3).take(usize::from(*count)) {
+        let (h, v) = (usize::from(c[1] >> 4), usize::from(c[1] & 0x0F));
+        if !(1..=4).contains(&h) || !(1..=4).contains(&v) || c[2] > 3 {
+            return None;
+        }
+        components.push(Component {
+            id: c[0],
+            h,
+            v,
+            quant_table: usize::from(c[2]),
+            dc: Vec::new(),
+            step: 0,
+            known_from_bit: None,
+        });
+    }
+    if components.len() != usize::from(*count) {
+        return None;
+    }
+    let h_max = components.iter().map(|c| c.h).max()?;
+    let v_max = components.iter().map(|c| c.v).max()?;
+    let mcus_across = (width as usize).div_ceil(8 * h_max);
+    let mcus_down = (height as usize).div_ceil(8 * v_max);
+    let blocks = |c: &Component| mcus_across * c.h * mcus_down * c.v;
+    if components.iter().map(blocks).sum::<usize>() > file_bytes.saturating_mul(8) {
+        return None;
+    }
+    for component in &mut components {
+        component.dc = vec![0; blocks(component)];
+    }
+    let rgb = components.iter().map(|c| c.id).eq(*b"RGB");
+    Some(Frame {
+        width,
+        height,
+        components,
+        mcus_across,
+        mcus_down,
+        h_max,
+        v_max,
+        rgb,
+    })
+}
+
+fn read_huffman(mut segment: &[u8], tables: &mut Tables) -> Option<()> {
+    while let [class_id, rest @ ..] = segment {
+        let counts: &[u8; 16] = rest.get(..16)?.try_into().ok()?;
+        let total: usize = counts.iter().map(|&c| usize::from(c)).sum();
+        let symbols = rest.get(16..16 + total)?;
+        let (class, id) = (class_id >> 4, usize::from(class_id & 0x0F));
+        if id > 3 {
+            return None;
+        }
+        // AC tables (class 1) are not needed.
+        if class == 0 {
+            tables.huffman_dc[id] = Some(HuffmanTable::new(counts, symbols).ok()?);
+        }
+        segment = &rest[16 + total..];
+    }
+    Some(())
+}
+
+fn read_quant(mut segment: &[u8], tables: &mut Tables) -> Option<()> {
+    while let [precision_id, rest @ ..] = segment {
+        let (sixteen_bit, id) = (precision_id >> 4 != 0, usize::from(precision_id & 0x0F));
+        if id > 3 {
+            return None;
+        }
+        let (first, length) = if sixteen_bit {
+            (
+                i32::from(u16::from_be_bytes([*rest.first()?, *rest.get(1)?])),
+                128,
+            )
+        } else {
+            (i32::from(*rest.first()?), 64)
+        };
+        tables.quant_dc[id] = Some(first);
+        segment = rest.get(length..)?;
+    }
+    Some(())
+}
+
+/// A scan header: which components, and which bits of which coefficients.
+struct Scan {
+    /// Indices into the frame's components, with each one's DC table.
+    components: Vec<(usize, usize)>,
+    band_start: u8,
+    bit_high: u8,
+    bit_low: u8,
+}
+
+fn read_scan_header(segment: &[u8], frame: &Frame) -> Option<Scan> {
+    let [count, rest @ ..] = segment else {
+        return None;
+    };
+    let count = usize::from(*count);
+    if !(1..=4).contains(&count) {
+        return None;
+    }
+    let selectors = rest.get(..2 * count)?;
+    let [band_start, band_end, bits] = *rest.get(2 * count..2 * count + 3)? else {
+        return None;
+    };
+    let mut components = Vec::new();
+    for pair in selectors.chunks_exact(2) {
+        let index = frame.components.iter().position(|c| c.id == pair[0])?;
+        components.push((index, usize::from(pair[1] >> 4)));
+    }
+    // A DC scan holds DC alone.
+    if band_start == 0 && band_end != 0 {
+        return None;
+    }
+    Some(Scan {
+        components,
+        band_start,
+        bit_high: bits >> 4,
+        bit_low: bits & 0x0F,
+    })
+}
+
+/// Reads a DC scan: the first (the DC's high bits, as differences from
+/// the previous block's) or a refinement (one more bit of each).
+fn decode_dc_scan(
+    reader: &mut BitReader<'_>,
+    frame: &mut Frame,
+    scan: &Scan,
+    tables: &Tables,
+) -> Option<()> {
+    let first = scan.bit_high == 0;
+    let bit = scan.bit_low;
+    if bit > 13 {
+        return None;
+    }
+    let mut huffman = Vec::new();
+    for &(index, table) in &scan.components {
+        let component = &mut frame.components[index];
+        if first {
+            if component.known_from_bit.is_some() {
+                return None;
+            }
+            component.step = tables.quant_dc[component.quant_table]?;
+            huffman.push(Some(tables.huffman_dc.get(table)?.as_ref()?));
+        } else {
+            if component.known_from_bit != Some(scan.bit_high) || bit + 1 != scan.bit_high {
+                return None;
+            }
+            huffman.push(None);
+        }
+    }
+    let mut state = ScanState {
+        huffman,
+        bit,
+        predictions: vec![0; scan.components.len()],
+        restart_interval: tables.restart_interval,
+        until_restart: tables.restart_interval,
+    };
+    let mcus_across = frame.mcus_across;
+    if let [(index, _)] = scan.components[..] {
+        // One component: its blocks in order, its own size's worth (not
+        // padded to whole MCUs), one block an MCU.
+        let component = &mut frame.components[index];
+        let stride = component.stride(mcus_across);
+        let across = (frame.width as usize * component.h).div_ceil(frame.h_max * 8);
+        let down = (frame.height as usize * component.v).div_ceil(frame.v_max * 8);
+        for row in 0..down {
+            for column in 0..across {
+                state.next_mcu(reader)?;
+                state.read_block(reader, 0, &mut component.dc[row * stride + column])?;
+            }
+        }
+    } else {
+        for mcu_row in 0..frame.mcus_down {
+            for mcu_column in 0..mcus_across {
+                state.next_mcu(reader)?;
+                for (slot, &(index, _)) in scan.components.iter().enumerate() {
+                    let component = &mut frame.components[index];
+                    let stride = component.stride(mcus_across);
+                    for v in 0..component.v {
+                        let row = mcu_row * component.v + v;
+                        for h in 0..component.h {
+                            let at = row * stride + mcu_column * component.h + h;
+                            state.read_block(reader, slot, &mut component.dc[at])?;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    for &(index, _) in &scan.components {
+        frame.components[index].known_from_bit = Some(bit);
+    }
+    Some(())
+}
+
+/// Where a scan's reading is.
+struct ScanState<'t> {
+    /// Each of the scan's components' DC table, for a first scan.
+    huffman: Vec<Option<&'t HuffmanTable>>,
+    /// The bit the scan's values start at.
+    bit: u8,
+    /// Each component's last DC, which the next block's differs from.
+    predictions: Vec<i32>,
+    restart_interval: usize,
+    until_restart: usize,
+}
+
+impl ScanState<'_> {
+    /// Before each MCU: past a restart marker when one is due.
+    fn next_mcu(&mut self, reader: &mut BitReader<'_>) -> Option<()> {
+        if self.restart_interval > 0 {
+            if self.until_restart == 0 {
+                if !reader.restart() {
+                    return None;
+                }
+                self.predictions.fill(0);
+                self.until_restart = self.restart_interval;
+            }
+            self.until_restart -= 1;
+        }
+        Some(())
+    }
+
+    /// One block's DC, or its next bit, for the scan's `slot`th component.
+    fn read_block(&mut self, reader: &mut BitReader<'_>, slot: usize, dc: &mut i16) -> Option<()> {
+        match self.huffman[slot] {
+            Some(table) => {
+                let size = reader.symbol(table)?;
+                let prediction = &mut self.predictions[slot];
+                *prediction = prediction.wrapping_add(reader.difference(size));
+                *dc = prediction.wrapping_shl(u32::from(self.bit)) as i16;
+            }
+            None => {
+                if reader.bits(1) == 1 {
+                    *dc |= 1 << self.bit;
+                }
+            }
+        }
+        Some(())
+    }
+}
+
+#[cfg(test)]
+pub(super) mod tests {
+    use super::super::resize::Layout;
+    use super::*;
+
+    fn picture(width: u32, height: u32) -> Vec<u8> {
+        fixture_server::picture::render(31, width, height).pixels
+    }
+
+    pub(in crate::decode) fn progressive(
+        rgb: &[u8],
+        (width, height): (u16, u16),
+        sampling: jpeg_encoder::SamplingFactor,
+        restart_interval: Option<u16>,
+    ) -> Vec<u8> {
+        let mut out = Vec::new();
+        let mut encoder = jpeg_encoder::Encoder::new(&mut out, 90);
+        encoder.set_sampling_factor(sampling);
+        encoder.set_progressive(true);
+        if let Some(interval) = restart_interval {
+            encoder.set_restart_interval(interval);
+        }
+        encoder
+            .encode(rgb, width, height, jpeg_encoder::ColorType::Rgb)
+            .unwrap();
+        out
+    }
+
+    /// The mean of each 8x8 block of the full decode, as RGB.
+    fn block_means(jpeg: &[u8]) -> (u32, u32, Vec<u8>) {
+        let full = image::load_from_memory(jpeg).unwrap().into_rgb8();
+        let (width, height) = (full.width().div_ceil(8), full.height().div_ceil(8));
+        let mut means = Vec::new();
+        for by in 0..height {
+            for bx in 0..width {
+                let mut sum = [0u32; 3];
+                let mut count = 0;
+                for y in by * 8..(by * 8 + 8).min(full.height()) {
+                    for x in bx * 8..(bx * 8 + 8).min(full.width()) {
+                        let pixel = full.get_pixel(x, y);
+                        for c in 0..3 {
+                            sum[c] += u32::from(pixel[c]);
+                        }
+                        count += 1;
+                    }
+                }
+                means.extend(sum.map(|s| ((s + count / 2) / count) as u8));
+            }
+        }
+        (width, height, means)
+    }
+
+    fn mean_difference(a: &[u8], b: &[u8]) -> f64 {
+        assert_eq!(a.len(), b.len());
+        let total: u64 = a
+            .iter()
+            .zip(b)
+            .map(|(a, b)| u64::from(a.abs_diff(*b)))
+            .sum();
+        total as f64 / a.len() as f64
+    }
+
+    /// Each RGB pixel's luma, in whole levels.
+    fn luma(rgb: &[u8]) -> Vec<u8> {
+        rgb.chunks(3)
+            .map(|p| {
+                let sum = 299 * u32::from(p[0]) + 587 * u32::from(p[1]) + 114 * u32::from(p[2]);
+                (sum / 1000) as u8
+            })
+            .collect()
+    }
+
+    /// Where the first AC scan's header starts.
+    pub(in crate::decode) fn first_ac_scan(jpeg: &[u8]) -> usize {
+        (0..jpeg.len() - 6)
+            .find(|&at| {
+                jpeg[at..].starts_with(&[0xFF, 0xDA]) && {
+                    let count = usize::from(jpeg[at + 4]);
+                    jpeg[at + 5 + 2 * count] != 0
+                }
+            })
+            .unwrap()
+    }
+
+    /// The DC image is the full decode's 8x8 block means, at 1/8 of the
+    /// size libjpeg gives (sides rounded up), whatever the sampling, with
+    /// restart markers or without.
+    #[test]
+    fn the_dc_scans_give_the_image_at_an_eighth() {
+        use jpeg_encoder::SamplingFactor;
+        let rgb = picture(333, 222);
+        for (sampling, restarts) in [
+            (SamplingFactor::F_2_2, None),
+            (SamplingFactor::F_1_1, None),
+            (SamplingFactor::F_2_1, Some(3)),
+            (SamplingFactor::F_2_2, Some(1)),
+        ] {
+            let jpeg = progressive(&rgb, (333, 222), sampling, restarts);
+            let pixels = decode_dc(&jpeg).unwrap();
+            assert_eq!((pixels.width, pixels.height), (42, 28));
+            assert_eq!(pixels.layout, Layout::Rgb);
+            let (width, height, means) = block_means(&jpeg);
+            assert_eq!((width, height), (42, 28));
+            // Chroma is one value for 2x2 blocks at 4:2:0: a little off
+            // where colours change.
+            // Luma is the block means, give or take rounding.
+            let difference = mean_difference(&luma(&pixels.data), &luma(&means));
+            assert!(difference < 1.0, "{sampling:?} {restarts:?}: {difference}");
+            // libjpeg at 1/8 takes the DC alone unless chroma is
+            // subsampled both ways: the same pixels.
+            #[cfg(feature = "libjpeg")]
+            if sampling != SamplingFactor::F_2_2 {
+                let libjpeg = crate::decode::libjpeg::decode_scaled(&jpeg, 1)
+                    .unwrap()
+                    .unwrap();
+                assert_eq!(libjpeg.data, pixels.data, "{sampling:?} {restarts:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_grey_jpeg_gives_grey() {
+        let grey: Vec<u8> = picture(100, 60).chunks(3).map(|p| p[1]).collect();
+        let mut jpeg = Vec::new();
+        let mut encoder = jpeg_encoder::Encoder::new(&mut jpeg, 90);
+        encoder.set_progressive(true);
+        encoder
+            .encode(&grey, 100, 60, jpeg_encoder::ColorType::Luma)
+            .unwrap();
+        let pixels = decode_dc(&jpeg).unwrap();
+        assert_eq!(
+            (pixels.width, pixels.height, pixels.layout),
+            (13, 8, Layout::Luma)
+        );
+        let full = image::load_from_memory(&jpeg).unwrap().into_luma8();
+        // Block (3, 2)'s mean.
+        let mean = (16..24)
+            .flat_map(|y| (24..32).map(move |x| (x, y)))
+            .map(|(x, y)| u32::from(full.get_pixel(x, y)[0]))
+            .sum::<u32>()
+            / 64;
+        assert!(u32::from(pixels.data[2 * 13 + 3]).abs_diff(mean) <= 2);
+    }
+
+    /// libjpeg's own progressive scripts: libjpeg-turbo's (every DC in one
+    /// scan, its last bit sent after the AC scans) and mozjpeg's.
+    #[test]
+    #[cfg(feature = "libjpeg")]
+    fn libjpeg_progressive_files_decode_from_their_dc() {
+        let rgb = picture(640, 480);
+        for fastest in [true, false] {
+            let mut compress = mozjpeg::Compress::new(mozjpeg::ColorSpace::JCS_RGB);
+            if fastest {
+                compress.set_fastest_defaults();
+            }
+            compress.set_progressive_mode();
+            compress.set_size(640, 480);
+            compress.set_quality(85.0);
+            let mut started = compress.start_compress(Vec::new()).unwrap();
+            started.write_scanlines(&rgb).unwrap();
+            let jpeg = started.finish().unwrap();
+            let pixels = decode_dc(&jpeg).unwrap();
+            assert_eq!((pixels.width, pixels.height), (80, 60));
+            let (_, _, means) = block_means(&jpeg);
+            let difference = mean_difference(&luma(&pixels.data), &luma(&means));
+            assert!(difference < 1.0, "fastest {fastest}: {difference}");
+            // Read up to the first AC scan: the same pixels.
+            let cut = decode_dc(&jpeg[..first_ac_scan(&jpeg)]).unwrap();
+            assert_eq!(cut.data, pixels.data);
+        }
+    }
+
+    #[test]
+    fn what_the_dc_scans_do_not_serve_is_none() {
+        let rgb = picture(120, 80);
+        let whole = progressive(&rgb, (120, 80), jpeg_encoder::SamplingFactor::F_2_2, None);
+        let pixels = decode_dc(&whole).unwrap();
+        // Cut at the first AC scan: the same pixels.
+        let at = first_ac_scan(&whole);
+        assert_eq!(decode_dc(&whole[..at]).unwrap().data, pixels.data);
+        // Cut inside the DC scans: not all there.
+        for cut in [0, 2, 100, at / 2, at - 3] {
+            assert!(decode_dc(&whole[..cut]).is_none(), "{cut}");
+        }
+        // A baseline JPEG.
+        let mut baseline = Vec::new();
+        jpeg_encoder::Encoder::new(&mut baseline, 90)
+            .encode(&rgb, 120, 80, jpeg_encoder::ColorType::Rgb)
+            .unwrap();
+        assert!(decode_dc(&baseline).is_none());
+        // Not a JPEG.
+        assert!(decode_dc(b"GIF89a").is_none());
+    }
+
+    /// The route takes the DC scans for a thumbnail of at most 1/8 of the
+    /// image, so their bytes alone make it; larger, or switched off, the
+    /// bytes up to the AC scans are not enough.
+    #[test]
+    fn the_route_makes_small_thumbnails_from_the_dc_scans() {
+        use super::super::route::tests::LIMITS;
+        use super::super::route::{decode_thumbnail, decode_thumbnail_from_prefix};
+        let rgb = fixture_server::picture::render(77, 800, 600).pixels;
+        let jpeg = progressive(&rgb, (800, 600), jpeg_encoder::SamplingFactor::F_2_2, None);
+        let dc = &jpeg[..first_ac_scan(&jpeg)];
+        assert!(dc.len() < jpeg.len() / 3, "{} of {}", dc.len(), jpeg.len());
+        let url: std::sync::Arc<str> = "http://x/p.jpg".into();
+        for side in [32, 64, 100] {
+            let target = TargetSize::square(side);
+            let whole = decode_thumbnail(&url, &jpeg, target, LIMITS).unwrap();
+            let cut = decode_thumbnail_from_prefix(&url, dc, target, LIMITS).unwrap();
+            assert_eq!(cut.pixels, whole.pixels, "{side}");
+            assert_eq!((cut.width, cut.height), (side, side * 3 / 4));
+            assert_eq!(cut.source_size, (800, 600));
+            assert_eq!(
+                fixture_server::decode_id(&cut.pixels, cut.width, cut.height),
+                Some(77)
+            );
+        }
+        let error = decode_thumbnail_from_prefix(&url, dc, TargetSize::square(128), LIMITS)
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("DC scans"), "{error}");
+        let off = crate::decode::DecodeLimits {
+            progressive_dc: false,
+            ..LIMITS
+        };
+        assert!(decode_thumbnail_from_prefix(&url, dc, TargetSize::square(64), off).is_err());
+    }
+
+    /// Every byte of the headers and DC scans damaged, six ways: an image
+    /// or `None`, never a panic.
+    #[test]
+    fn damaged_files_never_panic() {
+        let rgb = picture(48, 40);
+        let jpeg = progressive(&rgb, (48, 40), jpeg_encoder::SamplingFactor::F_2_2, Some(2));
+        for at in 2..first_ac_scan(&jpeg) + 8 {
+            for value in [
+                0x00,
+                0x01,
+                0x7F,
+                0xFF,
+                jpeg[at] ^ 0x10,
+                jpeg[at].wrapping_add(1),
+            ] {
+                let mut damaged = jpeg.clone();
+                damaged[at] = value;
+                if let Some(pixels) = decode_dc(&damaged) {
+                    let channels = if pixels.layout == Layout::Luma { 1 } else { 3 };
+                    assert_eq!(
+                        pixels.data.len(),
+                        (pixels.width * pixels.height) as usize * channels
+                    );
+                }
+            }
+        }
+    }
+}

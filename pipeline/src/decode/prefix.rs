@@ -1,0 +1,323 @@
+//! How much of a JPEG a thumbnail needs, judged while the fetch reads its
+//! body: the headers and an embedded thumbnail that serves (`exif.rs`), or
+//! for a progressive JPEG bound for 1/8 of its size or less, its DC scans
+//! (`dc_scans.rs`). The fetch stops reading once the bytes read are
+//! [`Prefix::Enough`] and hands them to the decode as a body cut short.
+//!
+//! Made by the load actor for each fetch of the default decoder's loads,
+//! then owned and run by that fetch, chunk by chunk; each chunk's check
+//! goes on from where the last stopped, so a body is looked through once.
+
+use image::metadata::Orientation;
+
+use super::{DecodeLimits, dc_scans, exif, jpeg, upright};
+use crate::request::TargetSize;
+
+/// How far into a body an embedded thumbnail is looked for: EXIF's
+/// segment holds at most 64 KiB, and the frame and scan headers follow it.
+const MAX_EMBEDDED_BYTES: usize = 256 * 1024;
+
+/// What the bytes read so far say. See [`PrefixWatch::check`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Prefix {
+    /// The bytes so far make the thumbnail: the rest need not be read.
+    Enough,
+    /// Not known yet.
+    More,
+    /// The whole body is needed.
+    Never,
+}
+
+/// A fetch's watch over the body it reads, for the thumbnail of `target`.
+#[derive(Clone, Debug)]
+pub(crate) struct PrefixWatch {
+    target: TargetSize,
+    /// Still looking for an embedded thumbnail.
+    embedded: bool,
+    /// Still following the DC scans; `None` once they cannot serve.
+    dc: Option<DcWatch>,
+}
+
+impl PrefixWatch {
+    /// A watch for the routes `limits` take, or `None` when neither the
+    /// embedded thumbnail nor the DC scans are taken.
+    pub(crate) fn new(target: TargetSize, limits: &DecodeLimits) -> Option<Self> {
+        let watch = Self {
+            target,
+            embedded: limits.embedded_thumbnails,
+            dc: limits.progressive_dc.then(DcWatch::default),
+        };
+        (watch.embedded || watch.dc.is_some()).then_some(watch)
+    }
+
+    /// Whether `body`, the bytes read so far (each call's a longer prefix
+    /// of the same body), make the thumbnail.
+    pub(crate) fn check(&mut self, body: &[u8]) -> Prefix {
+        if self.embedded {
+            match exif::prefix_serves(body, self.target) {
+                Prefix::Enough => return Prefix::Enough,
+                Prefix::More if body.len() < MAX_EMBEDDED_BYTES => {}
+                Prefix::More | Prefix::Never => self.embedded = false,
+            }
+        }
+        if let Some(dc) = &mut self.dc {
+            match dc.check(body, self.target) {
+                Prefix::Enough => return Prefix::Enough,
+                Prefix::More => {}
+                Prefix::Never => self.dc = None,
+            }
+        }
+        if self.embedded || self.dc.is_some() {
+            Prefix::More
+        } else {
+            Prefix::Never
+        }
+    }
+}
+
+/// How far the DC scans of a body have been followed.
+#[derive(Clone, Debug, Default)]
+struct DcWatch {
+    /// Where the next marker is read.
+    at: usize,
+    /// Inside a scan's entropy-coded data, looked through up to here.
+    scan_from: Option<usize>,
+    /// The EXIF orientation turns the picture a quarter.
+    turned: bool,
+    /// The frame's component ids, and which have had their DC scan.
+    components: Vec<(u8, bool)>,
+}
+
+impl DcWatch {
+    fn check(&mut self, body: &[u8], target: TargetSize) -> Prefix {
+        if self.at == 0 {
+            if body.len() < 2 {
+                return Prefix::More;
+            }
+            if !body.starts_with(&[0xFF, 0xD8]) {
+                return Prefix::Never;
+            }
+            self.at = 2;
+        }
+        loop {
+            if let Some(from) = self.scan_from {
+                match scan_end(body, from) {
+                    Ok(end) => {
+                        self.at = end;
+                        self.scan_from = None;
+                    }
+                    Err(looked_to) => {
+                        self.scan_from = Some(looked_to);
+                        return Prefix::More;
+                    }
+                }
+            }
+            let Some((marker, segment, next)) = dc_scans::read_segment(body, self.at) else {
+                // A segment cut short, or damage where a marker should be.
+                return match body.get(self.at..).unwrap_or(&[]) {
+                    [] | [0xFF, ..] => Prefix::More,
+                    _ => Prefix::Never,
+                };
+            };
+            self.at = next;
+            match marker {
+                0xD9 => return Prefix::Never,
+                0xE1 if segment.starts_with(b"Exif\0\0") => {
+                    self.turned = Orientation::from_exif_chunk(&segment[6..])
+                        .is_some_and(upright::quarter_turn);
+                }
+                0xC2 => {
+                    let Some(components) = self.frame(segment, target) else {
+                        return Prefix::Never;
+                    };
+                    self.components = components;
+                }
+                0xC0..=0xCF if !matches!(marker, 0xC4 | 0xC8 | 0xCC) => return Prefix::Never,
+                0xDA => {
+                    let [count, rest @ ..] = segment else {
+                        return Prefix::Never;
+                    };
+                    let count = usize::from(*count);
+                    let (Some(ids), Some(&band_start), Some(&bits)) = (
+                        rest.get(..2 * count),
+                        rest.get(2 * count),
+                        rest.get(2 * count + 2),
+                    ) else {
+                        return Prefix::Never;
+                    };
+                    if self.components.is_empty() {
+                        return Prefix::Never;
+                    }
+                    if band_start != 0 && self.components.iter().all(|(_, dc)| *dc) {
+                        return Prefix::Enough;
+                    }
+                    if band_start == 0 && bits >> 4 == 0 {
+                        for id in ids.chunks_exact(2).map(|pair| pair[0]) {
+                            if let Some(component) =
+                                self.components.iter_mut().find(|(c, _)| *c == id)
+                            {
+                                component.1 = true;
+                            }
+                        }
+                    }
+                    self.scan_from = Some(next);
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// The component ids of a progressive frame whose DC scans the decode
+    /// takes for `target`, turned as the EXIF read before it says.
+    fn frame(&self, segment: &[u8], target: TargetSize) -> Option<Vec<(u8, bool)>> {
+        let [8, h1, h0, w1, w0, count @ (1 | 3), rest @ ..] = segment else {
+            return None;
+        };
+        let width = u32::from(u16::from_be_bytes([*w1, *w0]));
+        let height = u32::from(u16::from_be_bytes([*h1, *h0]));
+        let target = if self.turned {
+            upright::swapped(target)
+        } else {
+            target
+        };
+        if width == 0 || height == 0 || !dc_scans::covers(width, height, target) {
+            return None;
+        }
+        let ids = rest.get(..3 * usize::from(*count))?;
+        Some(ids.chunks_exact(3).map(|c| (c[0], false)).collect())
+    }
+}
+
+/// Where the entropy-coded data looked through from `from` ends (the next
+/// marker that is not a restart marker), or, when no such marker has
+/// arrived yet, `Err` with where to look on from.
+fn scan_end(body: &[u8], from: usize) -> Result<usize, usize> {
+    let mut at = from;
+    while let Some(marker_at) = jpeg::next_marker(body, at) {
+        if matches!(body[marker_at + 1], 0xD0..=0xD7) {
+            at = marker_at + 2;
+        } else {
+            return Ok(marker_at);
+        }
+    }
+    // A last 0xFF may start a marker.
+    Err(body.len().saturating_sub(1).max(at))
+}
+
+#[cfg(test)]
+mod tests {
+    use jpeg_encoder::SamplingFactor;
+
+    use super::super::dc_scans::tests::{first_ac_scan, progressive};
+    use super::super::route::tests::LIMITS;
+    use super::*;
+
+    /// The bytes read, `step` more at a time, until the watch says more
+    /// are not needed; `None` if it never says so.
+    fn read_until_enough(watch: &mut PrefixWatch, body: &[u8], step: usize) -> Option<usize> {
+        let mut read = 0;
+        while read < body.len() {
+            read = (read + step).min(body.len());
+            match watch.check(&body[..read]) {
+                Prefix::Enough => return Some(read),
+                Prefix::More => {}
+                Prefix::Never => return None,
+            }
+        }
+        None
+    }
+
+    /// A progressive JPEG is read up to its first AC scan's header when
+    /// the thumbnail is at most 1/8 of it, however the bytes arrive.
+    #[test]
+    fn a_progressive_jpeg_is_read_to_the_end_of_its_dc_scans() {
+        let rgb = fixture_server::picture::render(5, 800, 600).pixels;
+        for sampling in [SamplingFactor::F_2_2, SamplingFactor::F_1_1] {
+            for restarts in [None, Some(4)] {
+                let jpeg = progressive(&rgb, (800, 600), sampling, restarts);
+                let ac = first_ac_scan(&jpeg);
+                for step in [1, 7, 1000, 16 * 1024] {
+                    let mut watch = PrefixWatch::new(TargetSize::square(64), &LIMITS).unwrap();
+                    let read = read_until_enough(&mut watch, &jpeg, step).unwrap();
+                    // The AC scan's header is whole: its marker, length
+                    // and body (8 bytes for one component).
+                    assert!(read >= ac + 10, "{step}: {read} < {ac}");
+                    assert!(read < ac + 10 + step, "{step}: {read}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn what_needs_the_whole_body_is_read_whole() {
+        let rgb = fixture_server::picture::render(5, 800, 600).pixels;
+        let jpeg = progressive(&rgb, (800, 600), SamplingFactor::F_2_2, None);
+        let whole = |watch: Option<PrefixWatch>| {
+            read_until_enough(&mut watch.unwrap(), &jpeg, 512).is_none()
+        };
+        // More than 1/8 of the photo.
+        assert!(whole(PrefixWatch::new(TargetSize::square(101), &LIMITS)));
+        // The DC route switched off (and no embedded thumbnail).
+        let off = DecodeLimits {
+            progressive_dc: false,
+            ..LIMITS
+        };
+        assert!(whole(PrefixWatch::new(TargetSize::square(64), &off)));
+        // Both switched off: no watch at all.
+        let neither = DecodeLimits {
+            embedded_thumbnails: false,
+            ..off
+        };
+        assert!(PrefixWatch::new(TargetSize::square(64), &neither).is_none());
+        // A baseline JPEG, and bytes that are no JPEG.
+        let mut baseline = Vec::new();
+        jpeg_encoder::Encoder::new(&mut baseline, 90)
+            .encode(&rgb, 800, 600, jpeg_encoder::ColorType::Rgb)
+            .unwrap();
+        for body in [baseline, b"GIF89a and more".to_vec()] {
+            let mut watch = PrefixWatch::new(TargetSize::square(64), &LIMITS).unwrap();
+            assert_eq!(watch.check(&body), Prefix::Never);
+        }
+    }
+
+    /// A photo turned a quarter by its EXIF is judged upright: a target
+    /// that is 1/8 of it only once turned.
+    #[test]
+    fn the_exif_orientation_turns_the_target() {
+        let jpeg = fixture_server::picture::render(5, 800, 400)
+            .encode_jpeg_with(&fixture_server::photo::JpegOptions {
+                progressive: true,
+                orientation: Some(6),
+                ..Default::default()
+            })
+            .unwrap();
+        // Upright it is 400x800: 50x100 at 1/8. Unturned, 51x101 would
+        // take 1/16 of it.
+        let watch = |w, h| PrefixWatch::new(TargetSize::new(w, h), &LIMITS).unwrap();
+        assert!(read_until_enough(&mut watch(50, 100), &jpeg, 256).is_some());
+        assert!(read_until_enough(&mut watch(51, 101), &jpeg, 256).is_none());
+    }
+
+    /// Every byte up to the AC scans damaged, six ways: an answer, never
+    /// a panic.
+    #[test]
+    fn damaged_bodies_never_panic() {
+        let rgb = fixture_server::picture::render(5, 64, 48).pixels;
+        let jpeg = progressive(&rgb, (64, 48), SamplingFactor::F_2_2, Some(2));
+        for at in 0..first_ac_scan(&jpeg) + 10 {
+            for value in [
+                0x00,
+                0x01,
+                0xD9,
+                0xFF,
+                jpeg[at] ^ 0x10,
+                jpeg[at].wrapping_add(1),
+            ] {
+                let mut damaged = jpeg.clone();
+                damaged[at] = value;
+                let mut watch = PrefixWatch::new(TargetSize::square(8), &LIMITS).unwrap();
+                let _ = read_until_enough(&mut watch, &damaged, 13);
+            }
+        }
+    }
+}
