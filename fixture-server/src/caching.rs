@@ -46,7 +46,13 @@ impl Caching {
         let extension = key.format.extension();
         let quality = match key.format {
             Format::Jpeg => format!("-q{jpeg_quality}"),
-            Format::Camera { thumbnail_width } => format!("-q{jpeg_quality}-exif{thumbnail_width}"),
+            Format::Camera {
+                thumbnail_width,
+                progressive,
+            } => format!(
+                "-q{jpeg_quality}-exif{thumbnail_width}{}",
+                if progressive { "-progressive" } else { "" }
+            ),
             Format::Png | Format::Gif => String::new(),
         };
         let cache_control = if asked.no_store {

@@ -24,9 +24,11 @@ pub(crate) enum Format {
     Gif,
     /// A JPEG as a camera writes it (`?exif=W`): the picture with a photo's
     /// texture ([`crate::photo::render_photo`]), its EXIF embedding a
-    /// thumbnail `W` pixels wide of the photo's aspect ratio.
+    /// thumbnail `W` pixels wide of the photo's aspect ratio (none for 0);
+    /// progressive with `&progressive=1`.
     Camera {
         thumbnail_width: u32,
+        progressive: bool,
     },
 }
 
@@ -140,13 +142,17 @@ impl ImageStore {
 /// Draws and encodes one picture. CPU work: call it off the async workers.
 pub(crate) fn encode(key: ImageKey, jpeg_quality: u8) -> Result<Bytes, DrawError> {
     let encoded = match key.format {
-        Format::Camera { thumbnail_width } => {
+        Format::Camera {
+            thumbnail_width,
+            progressive,
+        } => {
             let height = (u64::from(thumbnail_width) * u64::from(key.height))
                 .div_ceil(u64::from(key.width).max(1))
                 .clamp(1, 65_535) as u32;
             let options = crate::photo::JpegOptions {
                 quality: jpeg_quality,
-                thumbnail: Some((thumbnail_width, height)),
+                progressive,
+                thumbnail: (thumbnail_width > 0).then_some((thumbnail_width, height)),
                 ..Default::default()
             };
             crate::photo::render_photo(key.id, key.width, key.height).encode_jpeg_with(&options)
@@ -278,6 +284,7 @@ mod tests {
             height: 300,
             format: Format::Camera {
                 thumbnail_width: 160,
+                progressive: false,
             },
         };
         let jpeg = encode(key, 85).unwrap();
@@ -293,6 +300,25 @@ mod tests {
         assert_eq!((thumbnail.width(), thumbnail.height()), (160, 120));
         let photo = image::load_from_memory(&jpeg).unwrap().to_rgba8();
         assert_eq!(crate::decode_id(photo.as_raw(), 400, 300), Some(21));
+    }
+
+    #[test]
+    fn a_progressive_camera_jpeg_with_no_thumbnail_has_neither() {
+        let key = ImageKey {
+            id: 22,
+            width: 400,
+            height: 300,
+            format: Format::Camera {
+                thumbnail_width: 0,
+                progressive: true,
+            },
+        };
+        let jpeg = encode(key, 85).unwrap();
+        let has = |marker: [u8; 2]| jpeg.windows(2).any(|w| w == marker);
+        assert!(has([0xFF, 0xC2]), "a progressive frame");
+        assert!(!has([0xFF, 0xE1]), "no EXIF");
+        let photo = image::load_from_memory(&jpeg).unwrap().to_rgba8();
+        assert_eq!(crate::decode_id(photo.as_raw(), 400, 300), Some(22));
     }
 
     #[tokio::test]

@@ -462,7 +462,9 @@ GET  /img/{id}.gif   the same, animated: 8 frames of 100 ms, a bar sweeping
        ?max_age=N      Cache-Control: max-age=N (default: the server's)
        ?no_store=1     Cache-Control: no-store
        ?exif=W         (.jpg) a camera photo: a photo's texture, and an EXIF
-                       thumbnail W pixels wide (1..=640) of its aspect ratio
+                       thumbnail W pixels wide (1..=640; 0: none) of its
+                       aspect ratio
+       ?progressive=1  (with exif=W) the camera photo as a progressive JPEG
      every image has a strong ETag and Last-Modified; a matching
      If-None-Match (or If-Modified-Since) gets 304 Not Modified
 GET  /stats          counters as JSON
@@ -529,6 +531,8 @@ impl ImageRequest {
             hop: 0,
             caching: CachingAsked::default(),
         };
+        // A camera photo's thumbnail width and scan order.
+        let (mut camera, mut progressive) = (None, false);
         for (name, value) in query {
             match name.as_str() {
                 "w" => width = parse_side(name, value)?,
@@ -565,16 +569,17 @@ impl ImageRequest {
                     }
                 },
                 "exif" if format == Format::Jpeg => match value.parse::<u32>() {
-                    Ok(width @ 1..=640) => {
-                        request.key.format = Format::Camera {
-                            thumbnail_width: width,
-                        };
-                    }
+                    Ok(width @ 0..=640) => camera = Some(width),
                     _ => {
                         return bad(format!(
-                            "exif='{value}' is not a thumbnail width from 1 to 640"
+                            "exif='{value}' is not a thumbnail width from 0 (none) to 640"
                         ));
                     }
+                },
+                "progressive" => match value.as_str() {
+                    "1" | "true" => progressive = true,
+                    "0" | "false" => progressive = false,
+                    _ => return bad(format!("progressive='{value}' is not 1 or 0")),
                 },
                 "no_store" => match value.as_str() {
                     "1" | "true" => request.caching.no_store = true,
@@ -584,10 +589,20 @@ impl ImageRequest {
                 _ => {
                     return bad(format!(
                         "unknown parameter '{name}' (known: w, h, latency_ms, fault, hop, \
-                         max_age, no_store, exif for a .jpg)"
+                         max_age, no_store, exif and progressive for a .jpg)"
                     ));
                 }
             }
+        }
+        match (camera, progressive) {
+            (Some(thumbnail_width), progressive) => {
+                request.key.format = Format::Camera {
+                    thumbnail_width,
+                    progressive,
+                };
+            }
+            (None, true) => return bad("progressive=1 is for a camera photo (exif=W)".into()),
+            (None, false) => {}
         }
         request.key.width = width;
         request.key.height = height;

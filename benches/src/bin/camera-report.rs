@@ -1,17 +1,22 @@
 //! `camera-report`: a list of camera photos over HTTP, made from their
 //! embedded EXIF thumbnails (read only as far as them) against made from
-//! the photos themselves, as before.
+//! the photos themselves, as before; with `--progressive`, a list of
+//! progressive photos with no EXIF thumbnail, made from their DC scans
+//! (read only as far as them) against libjpeg's route over the whole file.
 //!
 //! ```text
 //! cargo run --release -p thumbpipe-benches --bin camera-report
+//! cargo run --release -p thumbpipe-benches --bin camera-report -- --progressive
 //! cargo run --release -p thumbpipe-benches --bin camera-report -- --rows 50 --runs 1
 //! ```
 //!
 //! An in-process fixture server at `--latency-ms` serves `--rows` 12 MP
 //! camera JPEGs (4000x3000, a photo's texture, EXIF thumbnails of 160x120:
-//! `?exif=160`), drawn once before the runs. Each run is a fresh pipeline
-//! with the default config, `DecodeConfig::embedded_thumbnails` on (the
-//! default) or off, that loads the list at 64 px: the first screen
+//! `?exif=160`; with `--progressive`, progressive and with none:
+//! `?exif=0&progressive=1`), drawn once before the runs. Each run is a
+//! fresh pipeline with the default config, `DecodeConfig::embedded_thumbnails`
+//! (`progressive_dc_scans` with `--progressive`) on (the default) or off,
+//! that loads the list at 64 px: the first screen
 //! (`--screen` rows, visible) first, then the rest (prefetch). Per mode,
 //! over `--runs` runs (median and range): the time until the first screen
 //! shows, until every row has its thumbnail, the bytes the pipeline read,
@@ -45,6 +50,10 @@ struct Args {
     /// Runs per mode.
     #[arg(long, default_value_t = 3)]
     runs: usize,
+    /// Progressive photos with no EXIF thumbnail, made from their DC
+    /// scans or not.
+    #[arg(long)]
+    progressive: bool,
     /// Where the report goes.
     #[arg(long, default_value = "benches/results")]
     out: PathBuf,
@@ -58,13 +67,23 @@ struct Run {
     bytes_sent: u64,
 }
 
-fn url(server: &FixtureServer, id: u32) -> String {
-    format!("{}?w=4000&h=3000&exif=160", server.image_url(id))
+fn url(server: &FixtureServer, args: &Args, id: u32) -> String {
+    let kind = if args.progressive {
+        "exif=0&progressive=1"
+    } else {
+        "exif=160"
+    };
+    format!("{}?w=4000&h=3000&{kind}", server.image_url(id))
 }
 
-fn run(server: &FixtureServer, args: &Args, embedded: bool) -> anyhow::Result<Run> {
+/// A run with the route the report is about on (`from_prefix`) or off.
+fn run(server: &FixtureServer, args: &Args, from_prefix: bool) -> anyhow::Result<Run> {
     let mut config = Config::default();
-    config.decode.embedded_thumbnails = embedded;
+    if args.progressive {
+        config.decode.progressive_dc_scans = from_prefix;
+    } else {
+        config.decode.embedded_thumbnails = from_prefix;
+    }
     let mut pipeline = Pipeline::<u32>::new(config)?;
     server.reset_stats();
     let target = TargetSize::square(64);
@@ -75,7 +94,7 @@ fn run(server: &FixtureServer, args: &Args, embedded: bool) -> anyhow::Result<Ru
         } else {
             Priority::Prefetch
         };
-        pipeline.request(row, &url(server, row), target, priority);
+        pipeline.request(row, &url(server, args, row), target, priority);
     }
     let (mut done, mut first_screen) = (Vec::new(), None);
     let deadline = started + Duration::from_secs(600);
@@ -143,13 +162,28 @@ fn report(args: &Args, photo_bytes: u64, runs: &[Vec<Run>; 2]) -> String {
         }),
     ];
     let mut out = String::new();
+    let (photos, flag, on, off) = if args.progressive {
+        (
+            "progressive photos (4000x3000 4:2:0, no EXIF thumbnail",
+            " --progressive",
+            "DC scans (default)",
+            "libjpeg at 1/8, whole files (`progressive_dc_scans = false`)",
+        )
+    } else {
+        (
+            "camera photos (4000x3000, EXIF thumbnails of 160x120",
+            "",
+            "embedded thumbnails (default)",
+            "from the photos (`embedded_thumbnails = false`)",
+        )
+    };
     let _ = writeln!(
         out,
-        "# camera-report: {} camera photos (4000x3000, {:.1} MB in all, EXIF thumbnails \
-         of 160x120) to 64 px, {} ms latency\n\n{}; {} runs per mode, median (range). \
-         The first screen is the first {} rows (visible), the rest prefetched.\n\
-         Command: `cargo run --release -p thumbpipe-benches --bin camera-report -- --rows {} \
-         --runs {} --latency-ms {}`.\n",
+        "# camera-report{flag}: {} {photos}, {:.1} MB in all) to 64 px, {} ms latency\n\n\
+         {}; {} runs per mode, median (range). The first screen is the first {} rows \
+         (visible), the rest prefetched.\n\
+         Command: `cargo run --release -p thumbpipe-benches --bin camera-report --{flag} \
+         --rows {} --runs {} --latency-ms {}`.\n",
         args.rows,
         photo_bytes as f64 / 1e6,
         args.latency_ms,
@@ -160,10 +194,7 @@ fn report(args: &Args, photo_bytes: u64, runs: &[Vec<Run>; 2]) -> String {
         args.runs,
         args.latency_ms,
     );
-    let _ = writeln!(
-        out,
-        "| | embedded thumbnails (default) | from the photos (`embedded_thumbnails = false`) |"
-    );
+    let _ = writeln!(out, "| | {on} | {off} |");
     let _ = writeln!(out, "|---|---|---|");
     for (name, figure) in rows {
         let _ = writeln!(
@@ -194,9 +225,11 @@ fn main() -> anyhow::Result<()> {
     let drawn = Instant::now();
     let mut photo_bytes = 0;
     for id in 0..args.rows {
-        let body =
-            fixture_server::blocking_client::get(&format!("{}&latency_ms=0", url(&server, id)))
-                .map_err(anyhow::Error::msg)?;
+        let body = fixture_server::blocking_client::get(&format!(
+            "{}&latency_ms=0",
+            url(&server, &args, id)
+        ))
+        .map_err(anyhow::Error::msg)?;
         photo_bytes += body.len() as u64;
     }
     eprintln!(
@@ -207,10 +240,10 @@ fn main() -> anyhow::Result<()> {
     );
     let mut runs: [Vec<Run>; 2] = Default::default();
     for round in 0..args.runs {
-        for (mode, embedded) in [true, false].into_iter().enumerate() {
-            let run = run(&server, &args, embedded)?;
+        for (mode, from_prefix) in [true, false].into_iter().enumerate() {
+            let run = run(&server, &args, from_prefix)?;
             eprintln!(
-                "run {round} embedded={embedded}: first screen {:.0} ms, all {:.0} ms, read {:.1} \
+                "run {round} from a prefix={from_prefix}: first screen {:.0} ms, all {:.0} ms, read {:.1} \
                  MB, sent {:.1} MB",
                 run.first_screen.as_secs_f64() * 1e3,
                 run.all.as_secs_f64() * 1e3,
@@ -223,6 +256,11 @@ fn main() -> anyhow::Result<()> {
     let report = report(&args, photo_bytes, &runs);
     println!("{report}");
     std::fs::create_dir_all(&args.out)?;
-    std::fs::write(args.out.join("camera-report.md"), report)?;
+    let name = if args.progressive {
+        "camera-report-progressive.md"
+    } else {
+        "camera-report.md"
+    };
+    std::fs::write(args.out.join(name), report)?;
     Ok(())
 }
