@@ -24,7 +24,10 @@ async fn malformed_image_requests_get_400_with_a_reason() {
         ("/img/7.jpg?latency=5", "unknown parameter 'latency'"),
         ("/img/7.jpg?hop=x", "hop='x'"),
         ("/img/7.jpg?exif=641", "exif='641'"),
-        ("/img/7.jpg?progressive=1", "progressive=1 is for a camera photo"),
+        (
+            "/img/7.jpg?progressive=1",
+            "progressive=1 is for a camera photo",
+        ),
         ("/img/7.jpg?exif=0&progressive=yes", "progressive='yes'"),
     ];
     for (path, reason) in cases {
