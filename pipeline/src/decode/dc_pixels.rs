@@ -10,11 +10,15 @@ use super::resize::{Layout, Pixels};
 /// inverse DCT), chroma repeated over the blocks it covers, then turned to
 /// RGB. This is libjpeg's 1/8 but for 4:2:0 chroma, which libjpeg makes
 /// from each block's first three AC coefficients too (a 2x2 inverse DCT):
-/// here a colour is one value over 16x16 pixels, as it is in the DC.
+/// here a colour is one value over 16x16 pixels, as it is in the DC; and
+/// but for a DC whose last bits come after the AC scans (libjpeg's own
+/// script sends the last bit there), taken at the middle of its values.
+/// Allocates one 1/8 plane per component besides the output
+/// (`JpegLayout::dc_decoder_bytes` counts them).
 pub(super) fn to_pixels(frame: &Frame, tables: &Tables) -> Pixels {
     let width = (frame.width as usize).div_ceil(8);
     let height = (frame.height as usize).div_ceil(8);
-    let samples: Vec<Vec<u8>> = frame
+    let mut samples: Vec<Vec<u8>> = frame
         .components
         .iter()
         .map(|component| {
@@ -24,33 +28,29 @@ pub(super) fn to_pixels(frame: &Frame, tables: &Tables) -> Pixels {
             let unknown = component.known_from_bit.unwrap_or(0);
             let middle = (1i64 << unknown) - 1;
             let step = i64::from(component.step);
-            let levels: Vec<u8> = component
-                .dc
-                .iter()
-                .map(|&dc| {
-                    let halves = (2 * i64::from(dc) + middle) * step;
-                    (((halves + 8) >> 4) + 128).clamp(0, 255) as u8
-                })
-                .collect();
+            let level = |dc: i16| {
+                let halves = (2 * i64::from(dc) + middle) * step;
+                (((halves + 8) >> 4) + 128).clamp(0, 255) as u8
+            };
             let stride = component.stride(frame.mcus_across);
             let columns: Vec<usize> = (0..width).map(|x| x * component.h / frame.h_max).collect();
             let mut plane = Vec::with_capacity(width * height);
             for y in 0..height {
-                let row = &levels[(y * component.v / frame.v_max) * stride..];
-                plane.extend(columns.iter().map(|&x| row[x]));
+                let row = &component.dc[(y * component.v / frame.v_max) * stride..];
+                plane.extend(columns.iter().map(|&x| level(row[x])));
             }
             plane
         })
         .collect();
+    if samples.len() == 1 {
+        return Pixels {
+            width: width as u32,
+            height: height as u32,
+            layout: Layout::Luma,
+            data: samples.remove(0),
+        };
+    }
     let data = match &samples[..] {
-        [grey] => {
-            return Pixels {
-                width: width as u32,
-                height: height as u32,
-                layout: Layout::Luma,
-                data: grey.clone(),
-            };
-        }
         [first, second, third] if rgb(frame, tables) => first
             .iter()
             .zip(second)
@@ -63,6 +63,7 @@ pub(super) fn to_pixels(frame: &Frame, tables: &Tables) -> Pixels {
             .zip(cr)
             .flat_map(|((&y, &cb), &cr)| ycbcr_to_rgb(y, cb, cr))
             .collect(),
+        // The frame has one component or three (`read_frame`).
         _ => Vec::new(),
     };
     Pixels {

@@ -34,7 +34,7 @@ pub(super) struct Frame {
     pub(super) width: u32,
     pub(super) height: u32,
     pub(super) components: Vec<Component>,
-    /// Blocks across and down of one MCU row of an interleaved scan.
+    /// MCUs across and down the image (an interleaved scan's grid).
     pub(super) mcus_across: usize,
     mcus_down: usize,
     pub(super) h_max: usize,
@@ -226,6 +226,9 @@ fn read_huffman(mut segment: &[u8], tables: &mut Tables) -> Option<()> {
         if id > 3 {
             return None;
         }
+        if class > 1 {
+            return None;
+        }
         // AC tables (class 1) are not needed.
         if class == 0 {
             tables.huffman_dc[id] = Some(HuffmanTable::new(counts, symbols).ok()?);
@@ -279,6 +282,9 @@ fn read_scan_header(segment: &[u8], frame: &Frame) -> Option<Scan> {
     let mut components = Vec::new();
     for pair in selectors.chunks_exact(2) {
         let index = frame.components.iter().position(|c| c.id == pair[0])?;
+        if components.iter().any(|&(seen, _)| seen == index) {
+            return None;
+        }
         components.push((index, usize::from(pair[1] >> 4)));
     }
     // A DC scan holds DC alone.
@@ -338,6 +344,10 @@ fn decode_dc_scan(
         let across = (frame.width as usize * component.h).div_ceil(frame.h_max * 8);
         let down = (frame.height as usize * component.v).div_ceil(frame.v_max * 8);
         for row in 0..down {
+            // Past the data: the scan is cut short, and this is no image.
+            if reader.overran {
+                return None;
+            }
             for column in 0..across {
                 state.next_mcu(reader)?;
                 state.read_block(reader, 0, &mut component.dc[row * stride + column])?;
@@ -345,6 +355,9 @@ fn decode_dc_scan(
         }
     } else {
         for mcu_row in 0..frame.mcus_down {
+            if reader.overran {
+                return None;
+            }
             for mcu_column in 0..mcus_across {
                 state.next_mcu(reader)?;
                 for (slot, &(index, _)) in scan.components.iter().enumerate() {
@@ -399,7 +412,8 @@ impl ScanState<'_> {
     fn read_block(&mut self, reader: &mut BitReader<'_>, slot: usize, dc: &mut i16) -> Option<()> {
         match self.huffman[slot] {
             Some(table) => {
-                let size = reader.symbol(table)?;
+                // A DC difference has at most 15 bits (12-bit JPEGs').
+                let size = reader.symbol(table).filter(|&size| size <= 15)?;
                 let prediction = &mut self.predictions[slot];
                 *prediction = prediction.wrapping_add(reader.difference(size));
                 *dc = prediction.wrapping_shl(u32::from(self.bit)) as i16;

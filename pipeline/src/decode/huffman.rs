@@ -13,7 +13,8 @@ pub(super) struct HuffmanTable {
     /// length of 0 when the code is longer.
     fast: Vec<(u8, u8)>,
     /// For each code length 1 to 16: one past the largest code of that
-    /// length (0 when none has it), and the index in `symbols` of the
+    /// length (when none has it, the first code of that length, which no
+    /// code is below and none matches), and the index in `symbols` of the
     /// smallest code of that length minus that code.
     max_code: [u32; 17],
     offset: [i32; 17],
@@ -52,6 +53,10 @@ impl HuffmanTable {
                 }
                 code += 1;
                 index += 1;
+            }
+            // As libjpeg: the all-ones code of a length is never a code.
+            if count > 0 && code >= 1 << length {
+                return Err("a Huffman table uses an all-ones code".into());
             }
             table.max_code[length as usize] = code;
             code <<= 1;
@@ -270,5 +275,10 @@ mod tests {
         counts[0] = 3; // three codes of one bit
         assert!(HuffmanTable::new(&counts, &[1, 2, 3]).is_err());
         assert!(HuffmanTable::new(&counts, &[1, 2]).is_err());
+        // Two codes of one bit: 0, and 1, which is all ones.
+        counts[0] = 2;
+        assert!(HuffmanTable::new(&counts, &[1, 2]).is_err());
+        counts[0] = 1;
+        assert!(HuffmanTable::new(&counts, &[1]).is_ok());
     }
 }

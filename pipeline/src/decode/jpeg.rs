@@ -225,10 +225,12 @@ impl JpegLayout {
     }
 
     /// Bytes the DC-scan decoder (`dc_scans.rs`) allocates for this image,
-    /// besides the output the caller counts: each block's DC (two bytes)
-    /// and each component's plane at 1/8.
+    /// besides the output the caller counts: each block's DC (two bytes),
+    /// and a plane at 1/8 of the image's size for each component.
     pub(super) fn dc_decoder_bytes(&self) -> u64 {
-        self.samples().div_ceil(64).saturating_mul(3)
+        let plane = u64::from(self.width.div_ceil(8)) * u64::from(self.height.div_ceil(8));
+        (self.samples().div_ceil(64).saturating_mul(2))
+            .saturating_add(plane.saturating_mul(self.sampling.len() as u64))
     }
 }
 

@@ -5,8 +5,10 @@
 //! [`Prefix::Enough`] and hands them to the decode as a body cut short.
 //!
 //! Made by the load actor for each fetch of the default decoder's loads,
-//! then owned and run by that fetch, chunk by chunk; each chunk's check
-//! goes on from where the last stopped, so a body is looked through once.
+//! then owned and run by that fetch, chunk by chunk. The DC scans' watch
+//! goes on from where the last chunk's stopped, so it looks through a body
+//! once; the embedded thumbnail's reads the segments before the first scan
+//! again at each chunk, within the first 256 KiB.
 
 use image::metadata::Orientation;
 
@@ -82,7 +84,9 @@ struct DcWatch {
     at: usize,
     /// Inside a scan's entropy-coded data, looked through up to here.
     scan_from: Option<usize>,
-    /// The EXIF orientation turns the picture a quarter.
+    /// The first EXIF segment was read (the one the decode takes).
+    exif_read: bool,
+    /// Its orientation turns the picture a quarter.
     turned: bool,
     /// The frame's component ids, and which have had their DC scan.
     components: Vec<(u8, bool)>,
@@ -122,7 +126,8 @@ impl DcWatch {
             self.at = next;
             match marker {
                 0xD9 => return Prefix::Never,
-                0xE1 if segment.starts_with(b"Exif\0\0") => {
+                0xE1 if !self.exif_read && segment.starts_with(b"Exif\0\0") => {
+                    self.exif_read = true;
                     self.turned = Orientation::from_exif_chunk(&segment[6..])
                         .is_some_and(upright::quarter_turn);
                 }
