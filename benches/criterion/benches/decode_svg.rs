@@ -147,7 +147,7 @@ fn shadows() -> String {
 
 fn svgs() -> Vec<(&'static str, Vec<u8>)> {
     let logo = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../pipeline/tests/it/corpus/logo.svg");
+        .join("../../pipeline/tests/it/corpus/logo.svg");
     vec![
         ("logo", std::fs::read(logo).unwrap()),
         ("icon", icon().into_bytes()),
@@ -216,7 +216,7 @@ fn main() {
         }
     }
     println!("{out}");
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("results/decode-svg.md");
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../results/decode-svg.md");
     if let Err(e) = std::fs::write(&path, &out) {
         eprintln!("could not write {}: {e}", path.display());
     }

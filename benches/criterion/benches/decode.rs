@@ -428,7 +428,9 @@ fn main() {
         Some(words) => format!("results/decode-{}.md", words.replace(',', "-")),
         None => "results/decode.md".into(),
     };
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(file);
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join(file);
     if let Err(e) = std::fs::write(&path, &table) {
         eprintln!("could not write {}: {e}", path.display());
     }
