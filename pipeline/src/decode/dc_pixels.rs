@@ -82,7 +82,8 @@ fn rgb(frame: &Frame, tables: &Tables) -> bool {
     }
     match tables.adobe_transform {
         Some(transform) => transform == 0,
-        None => frame.rgb,
+        // Components named R, G and B.
+        None => frame.components.iter().map(|c| c.id).eq(*b"RGB"),
     }
 }
 

@@ -39,12 +39,10 @@ pub(super) struct Frame {
     mcus_down: usize,
     pub(super) h_max: usize,
     pub(super) v_max: usize,
-    /// The components are R, G and B rather than Y, Cb and Cr.
-    pub(super) rgb: bool,
 }
 
 pub(super) struct Component {
-    id: u8,
+    pub(super) id: u8,
     pub(super) h: usize,
     pub(super) v: usize,
     quant_table: usize,
@@ -111,7 +109,9 @@ pub(super) fn decode_dc(bytes: &[u8]) -> Option<Pixels> {
             }
             0xDA => {
                 let frame = frame.as_mut()?;
-                let scan = read_scan_header(segment, frame)?;
+                let scan = read_scan_header(segment, |id| {
+                    frame.components.iter().position(|c| c.id == id)
+                })?;
                 if scan.band_start != 0 {
                     if frame.components.iter().all(|c| c.known_from_bit.is_some()) {
                         break;
@@ -204,7 +204,6 @@ fn read_frame(segment: &[u8], file_bytes: usize) -> Option<Frame> {
     for component in &mut components {
         component.dc = vec![0; blocks(component)];
     }
-    let rgb = components.iter().map(|c| c.id).eq(*b"RGB");
     Some(Frame {
         width,
         height,
@@ -213,7 +212,6 @@ fn read_frame(segment: &[u8], file_bytes: usize) -> Option<Frame> {
         mcus_down,
         h_max,
         v_max,
-        rgb,
     })
 }
 
@@ -259,15 +257,21 @@ fn read_quant(mut segment: &[u8], tables: &mut Tables) -> Option<()> {
 }
 
 /// A scan header: which components, and which bits of which coefficients.
-struct Scan {
+pub(super) struct Scan {
     /// Indices into the frame's components, with each one's DC table.
-    components: Vec<(usize, usize)>,
-    band_start: u8,
-    bit_high: u8,
+    pub(super) components: Vec<(usize, usize)>,
+    pub(super) band_start: u8,
+    pub(super) bit_high: u8,
     bit_low: u8,
 }
 
-fn read_scan_header(segment: &[u8], frame: &Frame) -> Option<Scan> {
+/// A scan header, its components found by `index_of` (their id to their
+/// index in the frame); `None` for a header no decoder takes: a component
+/// the frame does not have or named twice, a DC scan with AC in it.
+pub(super) fn read_scan_header(
+    segment: &[u8],
+    index_of: impl Fn(u8) -> Option<usize>,
+) -> Option<Scan> {
     let [count, rest @ ..] = segment else {
         return None;
     };
@@ -281,7 +285,7 @@ fn read_scan_header(segment: &[u8], frame: &Frame) -> Option<Scan> {
     };
     let mut components = Vec::new();
     for pair in selectors.chunks_exact(2) {
-        let index = frame.components.iter().position(|c| c.id == pair[0])?;
+        let index = index_of(pair[0])?;
         if components.iter().any(|&(seen, _)| seen == index) {
             return None;
         }
@@ -500,6 +504,31 @@ pub(super) mod tests {
             .collect()
     }
 
+    /// Copies of `jpeg` with one byte damaged, seven ways, for every byte
+    /// before `end`.
+    pub(in crate::decode) fn damaged_copies(
+        jpeg: &[u8],
+        end: usize,
+    ) -> impl Iterator<Item = Vec<u8>> + '_ {
+        (0..end.min(jpeg.len())).flat_map(move |at| {
+            let byte = jpeg[at];
+            [
+                0x00,
+                0x01,
+                0x7F,
+                0xD9,
+                0xFF,
+                byte ^ 0x10,
+                byte.wrapping_add(1),
+            ]
+            .map(|value| {
+                let mut damaged = jpeg.to_vec();
+                damaged[at] = value;
+                damaged
+            })
+        })
+    }
+
     /// Where the first AC scan's header starts.
     pub(in crate::decode) fn first_ac_scan(jpeg: &[u8]) -> usize {
         (0..jpeg.len() - 6)
@@ -657,30 +686,19 @@ pub(super) mod tests {
         assert!(decode_thumbnail_from_prefix(&url, dc, TargetSize::square(64), off).is_err());
     }
 
-    /// Every byte of the headers and DC scans damaged, six ways: an image
+    /// Every byte of the headers and DC scans damaged, seven ways: an image
     /// or `None`, never a panic.
     #[test]
     fn damaged_files_never_panic() {
         let rgb = picture(48, 40);
         let jpeg = progressive(&rgb, (48, 40), jpeg_encoder::SamplingFactor::F_2_2, Some(2));
-        for at in 2..first_ac_scan(&jpeg) + 8 {
-            for value in [
-                0x00,
-                0x01,
-                0x7F,
-                0xFF,
-                jpeg[at] ^ 0x10,
-                jpeg[at].wrapping_add(1),
-            ] {
-                let mut damaged = jpeg.clone();
-                damaged[at] = value;
-                if let Some(pixels) = decode_dc(&damaged) {
-                    let channels = if pixels.layout == Layout::Luma { 1 } else { 3 };
-                    assert_eq!(
-                        pixels.data.len(),
-                        (pixels.width * pixels.height) as usize * channels
-                    );
-                }
+        for damaged in damaged_copies(&jpeg, first_ac_scan(&jpeg) + 8) {
+            if let Some(pixels) = decode_dc(&damaged) {
+                let channels = if pixels.layout == Layout::Luma { 1 } else { 3 };
+                assert_eq!(
+                    pixels.data.len(),
+                    (pixels.width * pixels.height) as usize * channels
+                );
             }
         }
     }
