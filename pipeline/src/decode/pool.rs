@@ -95,6 +95,22 @@ struct PoolState {
     closed: bool,
     /// Threads not yet exited.
     alive: usize,
+    /// Threads waiting for work, and how many of them have been signalled
+    /// and not yet woken: a job queued while every thread is busy, or
+    /// while enough are already waking, signals nobody (a signal is a
+    /// system call, and the actor queues many jobs in one go).
+    sleeping: usize,
+    signalled: usize,
+}
+
+impl PoolState {
+    /// Whether a job just queued should signal a sleeping thread; counts
+    /// the signal if so.
+    fn take_sleeper(&mut self) -> bool {
+        let wake = self.sleeping > self.signalled;
+        self.signalled += usize::from(wake);
+        wake
+    }
 }
 
 struct Waiting {
@@ -151,22 +167,45 @@ impl DecodePool {
 
     /// Queues a job; if the pool has shut down, the job reports
     /// [`DecodeOutcome::PoolClosed`] at once.
+    #[cfg(test)]
     pub(crate) fn submit(&self, job: DecodeJob) {
-        let large = is_large(
-            &job.bytes,
-            self.shared.large_pixels,
-            self.shared.animated_frames,
-        );
-        let mut state = self.shared.lock();
-        if state.closed {
-            drop(state);
-            (job.done)(DecodeOutcome::PoolClosed);
+        self.submit_all(vec![job]);
+    }
+
+    /// Queues jobs in one go, waking at most one sleeping thread per job:
+    /// the threads woken find them all queued. If the pool has shut down,
+    /// each job reports [`DecodeOutcome::PoolClosed`] at once.
+    pub(crate) fn submit_all(&self, jobs: impl IntoIterator<Item = DecodeJob>) {
+        let shared = &*self.shared;
+        // Headers read before the lock is taken.
+        let sized: Vec<Waiting> = jobs
+            .into_iter()
+            .map(|job| Waiting {
+                large: is_large(&job.bytes, shared.large_pixels, shared.animated_frames),
+                job,
+            })
+            .collect();
+        if sized.is_empty() {
             return;
         }
-        state.order.push(job.task, job.priority);
-        state.waiting.insert(job.task, Waiting { job, large });
+        let mut state = shared.lock();
+        if state.closed {
+            drop(state);
+            for waiting in sized {
+                (waiting.job.done)(DecodeOutcome::PoolClosed);
+            }
+            return;
+        }
+        let mut wakes = 0;
+        for waiting in sized {
+            state.order.push(waiting.job.task, waiting.job.priority);
+            state.waiting.insert(waiting.job.task, waiting);
+            wakes += usize::from(state.take_sleeper());
+        }
         drop(state);
-        self.shared.work.notify_one();
+        for _ in 0..wakes {
+            shared.work.notify_one();
+        }
     }
 
     /// Moves a queued job to `priority`; a job already decoding is left be.
@@ -296,10 +335,16 @@ fn next_job(shared: &Shared) -> Next {
             }
             None if *closed => return Next::Exit,
             None => {
+                state.sleeping += 1;
                 state = shared
                     .work
                     .wait(state)
-                    .unwrap_or_else(PoisonError::into_inner)
+                    .unwrap_or_else(PoisonError::into_inner);
+                state.sleeping -= 1;
+                // Woken by a signal or spuriously: either way one fewer
+                // signal is on its way (at worst, a later job signals a
+                // thread more than it needed to).
+                state.signalled = state.signalled.saturating_sub(1);
             }
         }
     }
@@ -322,10 +367,15 @@ fn decode_worker(shared: &Shared) {
             None => shared.codec.decode(&job.url, &job.bytes, job.target),
         });
         if large {
-            shared.lock().large_running -= 1;
+            let mut state = shared.lock();
+            state.large_running -= 1;
             // A large job may have been waiting for this slot while the
             // other threads sleep.
-            shared.work.notify_one();
+            let wake = state.take_sleeper();
+            drop(state);
+            if wake {
+                shared.work.notify_one();
+            }
         }
         (job.done)(DecodeOutcome::Done(result));
     }
@@ -495,6 +545,39 @@ mod tests {
         );
         pool.shutdown(SHUTDOWN_PATIENCE);
         assert_eq!(outcomes.lock().unwrap().len(), 7);
+    }
+
+    /// Jobs handed over together, in batches larger and smaller than the
+    /// threads that sleep, all run: a thread is signalled only while it
+    /// sleeps, and no signal is lost between a batch and the next.
+    #[test]
+    fn jobs_handed_over_together_all_run() {
+        let gate = Arc::new(Gated::default());
+        gate.open();
+        let small = png(2, 2);
+        let pool =
+            DecodePool::start(3, u64::MAX, None, Arc::clone(&gate) as Arc<dyn Decode>).unwrap();
+        let outcomes = Outcomes::default();
+        let mut submitted = 0;
+        for round in 0..300 {
+            let jobs: Vec<DecodeJob> = (0..round % 7 + 1)
+                .map(|_| {
+                    submitted += 1;
+                    let url = format!("job-{submitted}");
+                    job(submitted, &url, Priority::Visible, &small, &outcomes)
+                })
+                .collect();
+            pool.submit_all(jobs);
+            // Now and then the threads run dry and sleep again.
+            if round % 4 == 0 {
+                wait_outcomes(&outcomes, submitted as usize);
+            }
+        }
+        let done = wait_outcomes(&outcomes, submitted as usize);
+        assert_eq!(done.len(), submitted as usize);
+        assert!(done.iter().all(|(_, outcome)| *outcome == "decoded"));
+        pool.submit_all(Vec::new());
+        assert_eq!(gate.started().len(), submitted as usize);
     }
 
     /// Queued jobs run visible first, newest first within a priority, and a

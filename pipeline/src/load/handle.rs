@@ -145,8 +145,13 @@ pub(super) struct LiveTask(LiveTasks);
 impl Drop for LiveTask {
     fn drop(&mut self) {
         let (count, ended) = &*self.0.0;
-        *count.lock().unwrap_or_else(PoisonError::into_inner) -= 1;
-        ended.notify_all();
+        let mut count = count.lock().unwrap_or_else(PoisonError::into_inner);
+        *count -= 1;
+        // Only the last one out can end a wait (a signal is a system call,
+        // and a fetch task ends with every load).
+        if *count == 0 {
+            ended.notify_all();
+        }
     }
 }
 

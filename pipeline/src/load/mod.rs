@@ -133,6 +133,7 @@ pub(crate) fn start(parts: Parts, runtime: &Handle) -> LoadHandle {
         registry: TaskRegistry::default(),
         live: live.clone(),
         awaiting_decode: 0,
+        decodes: Vec::new(),
         load_times: LoadTimes::default(),
         events,
         parts,
@@ -155,6 +156,9 @@ struct LoadActor {
     /// Bytes of the bodies sent to the decode pool whose decode has not
     /// ended.
     awaiting_decode: u64,
+    /// Decodes started by the messages of this turn, handed to the pool
+    /// together at its end (one lock, one wake per thread needed).
+    decodes: Vec<DecodeJob>,
     /// Cloned into every fetch task and decode job to report back.
     events: mpsc::UnboundedSender<Event>,
     /// How long the last loads took, from their fetch's start to their
@@ -204,6 +208,8 @@ impl LoadActor {
                 }
                 _ = sweep.tick() => self.cache.sweep(Instant::now()),
             }
+            // Before the next turn's commands, which may cancel them.
+            self.parts.decode_pool.submit_all(self.decodes.drain(..));
             self.start_fetches();
             self.publish();
             self.parts.outbox.wake_if_sent();
@@ -352,7 +358,7 @@ impl LoadActor {
             .clone()
             .filter(|tier| !cut_short && tier.keeps(&task.url, target))
             .map(|tier| (tier, task.url.clone(), bytes.clone()));
-        self.parts.decode_pool.submit(DecodeJob {
+        self.decodes.push(DecodeJob {
             task: task_id,
             priority: task.priority(),
             url: Arc::clone(&task.key.url),
@@ -399,11 +405,6 @@ impl LoadActor {
                 .put(task.key.clone(), thumbnail.clone(), task.ttl, now);
             self.load_times
                 .record(now.saturating_duration_since(task.fetch_started));
-            let median = self.load_times.median().as_micros();
-            Metrics::set(
-                &self.parts.metrics.recent_load_micros,
-                u64::try_from(median).unwrap_or(u64::MAX),
-            );
         }
         for id in task.subscribers() {
             self.parts.outbox.send(Delivery {
@@ -414,8 +415,12 @@ impl LoadActor {
     }
 
     /// Updates the gauges and the cache's published counters.
-    fn publish(&self) {
+    fn publish(&mut self) {
         let metrics = &self.parts.metrics;
+        if let Some(median) = self.load_times.new_median() {
+            let micros = u64::try_from(median.as_micros()).unwrap_or(u64::MAX);
+            Metrics::set(&metrics.recent_load_micros, micros);
+        }
         Metrics::set(&metrics.in_flight, self.scheduler.in_flight() as u64);
         Metrics::set(&metrics.queued, self.scheduler.queued() as u64);
         Metrics::set(&metrics.decoding, self.registry.decoding() as u64);

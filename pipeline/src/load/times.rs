@@ -8,6 +8,9 @@ use std::time::Duration;
 #[derive(Debug, Default)]
 pub(super) struct LoadTimes {
     recent: std::collections::VecDeque<Duration>,
+    /// A load was recorded since the last median: the actor sorts once a
+    /// batch of messages, not once a load.
+    changed: bool,
 }
 
 impl LoadTimes {
@@ -18,10 +21,16 @@ impl LoadTimes {
             self.recent.pop_front();
         }
         self.recent.push_back(took);
+        self.changed = true;
+    }
+
+    /// The median, if a load was recorded since it was last asked for.
+    pub(super) fn new_median(&mut self) -> Option<Duration> {
+        std::mem::take(&mut self.changed).then(|| self.median())
     }
 
     /// The median, zero before the first load.
-    pub(super) fn median(&self) -> Duration {
+    fn median(&self) -> Duration {
         let mut sorted: Vec<Duration> = self.recent.iter().copied().collect();
         sorted.sort_unstable();
         sorted.get(sorted.len() / 2).copied().unwrap_or_default()
