@@ -8,6 +8,9 @@
 //! fuzzers' source of mutations. [`Targets`] is how a report checks its
 //! figures against thumbpipe's targets and says which it missed.
 //!
+//! [`overhead`] is the per-request overhead measurement that the criterion
+//! bench and `overhead-report` share.
+//!
 //! Nothing here runs on its own. A [`ServerProcess`] is killed when dropped,
 //! so a report that fails half-way leaves no server behind.
 
@@ -18,6 +21,7 @@ use std::process::{Child, Command, Stdio};
 use anyhow::{Context as _, bail};
 
 pub mod disk_fuzz;
+pub mod overhead;
 pub mod runs;
 pub mod targets;
 

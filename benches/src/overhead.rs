@@ -1,0 +1,194 @@
+//! The per-request overhead measurement, shared by the criterion bench
+//! (`benches/criterion/benches/overhead.rs`) and `overhead-report`: a
+//! pipeline with an in-memory fetcher and a decoder that does nothing, so
+//! that only its own hops remain (UI side -> load actor -> fetch task ->
+//! actor -> decode thread -> actor -> UI side), and the smallest round trip
+//! through a runtime as the baseline: `tokio::spawn` of a task that answers
+//! on a oneshot, from a thread outside the runtime. Both sides wait by
+//! spinning on a non-blocking check, as a UI frame loop polls.
+//!
+//! Also this process's threads' context switches and CPU time, from
+//! `/proc/self/task`, for what a round costs besides its wall time.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use thumbpipe::{BuildError, Config, Decode, Error, Pipeline, Priority, TargetSize, Thumbnail};
+use tokio::sync::oneshot;
+
+/// Makes a 1x1 thumbnail of anything.
+pub struct NoDecode;
+
+impl Decode for NoDecode {
+    fn decode(&self, url: &Arc<str>, _: &[u8], _: TargetSize) -> Result<Thumbnail, Error> {
+        Ok(Thumbnail {
+            url: Arc::clone(url),
+            width: 1,
+            height: 1,
+            pixels: Arc::from([0u8; 4]),
+            source_size: (1, 1),
+            animation: None,
+        })
+    }
+}
+
+/// A pipeline with `config` whose every URL answers at once with one byte,
+/// decoded by [`NoDecode`].
+pub fn memory_pipeline(config: Config) -> Result<Pipeline<u64>, BuildError> {
+    Pipeline::<u64>::builder()
+        .config(config)
+        .fetcher(thumbpipe::fetch_fn(|_, _| async {
+            Ok(Bytes::from_static(b"x"))
+        }))
+        .decoder(NoDecode)
+        .build()
+}
+
+/// Requests `count` new URLs (rows `*next + 1 ..`), spins on `drain` until
+/// all have completed, then cancels the rows. Panics on a failed load: the
+/// fetcher and decoder cannot fail.
+pub fn round_trip(pipeline: &mut Pipeline<u64>, next: &mut u64, count: u64) {
+    let first = *next;
+    for _ in 0..count {
+        *next += 1;
+        let url = format!("http://memory/{next}");
+        pipeline.request(*next, &url, TargetSize::square(1), Priority::Visible);
+    }
+    let mut done = 0;
+    while done < count {
+        for completion in pipeline.drain() {
+            assert!(completion.result.is_ok(), "{:?}", completion.result);
+            done += 1;
+        }
+        std::hint::spin_loop();
+    }
+    for row in first + 1..=*next {
+        pipeline.cancel_row(&row);
+    }
+}
+
+/// Spawns `count` tasks on `runtime` that each answer on a oneshot; spins
+/// until all have.
+pub fn bare_round_trip(runtime: &tokio::runtime::Runtime, count: usize) {
+    let mut answers: Vec<oneshot::Receiver<()>> = (0..count)
+        .map(|_| {
+            let (tx, rx) = oneshot::channel();
+            runtime.spawn(async move {
+                let _ = tx.send(());
+            });
+            rx
+        })
+        .collect();
+    while !answers.is_empty() {
+        answers.retain_mut(|rx| rx.try_recv().is_err());
+        std::hint::spin_loop();
+    }
+}
+
+/// What this process's threads have done so far, from `/proc/self/task`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ThreadTotals {
+    /// Context switches of every thread, voluntary and not.
+    pub switches: u64,
+    /// Nanoseconds on a CPU of every thread but the calling one.
+    pub others_cpu_ns: u64,
+}
+
+impl ThreadTotals {
+    /// Reads the totals now; `None` where there is no `/proc` (threads
+    /// that have exited are not counted, so compare readings between
+    /// which no thread ends).
+    pub fn read(calling_thread: u32) -> Option<Self> {
+        let mut totals = Self::default();
+        for entry in std::fs::read_dir("/proc/self/task").ok()? {
+            let dir = entry.ok()?.path();
+            let Ok(status) = std::fs::read_to_string(dir.join("status")) else {
+                continue; // Exited since the listing.
+            };
+            totals.switches += status
+                .lines()
+                .filter(|line| line.contains("ctxt_switches:"))
+                .filter_map(|line| line.split(':').nth(1)?.trim().parse::<u64>().ok())
+                .sum::<u64>();
+            let tid = dir.file_name()?.to_str()?.parse::<u32>().ok()?;
+            if tid != calling_thread {
+                let schedstat = std::fs::read_to_string(dir.join("schedstat")).unwrap_or_default();
+                totals.others_cpu_ns += schedstat
+                    .split_whitespace()
+                    .next()
+                    .and_then(|ns| ns.parse::<u64>().ok())
+                    .unwrap_or(0);
+            }
+        }
+        Some(totals)
+    }
+
+    /// What happened between `earlier` and `self`.
+    pub fn since(self, earlier: Self) -> Self {
+        Self {
+            switches: self.switches.saturating_sub(earlier.switches),
+            others_cpu_ns: self.others_cpu_ns.saturating_sub(earlier.others_cpu_ns),
+        }
+    }
+}
+
+/// The calling thread's id, for [`ThreadTotals::read`] (Linux: from
+/// `/proc/thread-self`).
+pub fn current_thread_id() -> Option<u32> {
+    std::fs::read_link("/proc/thread-self")
+        .ok()?
+        .file_name()?
+        .to_str()?
+        .parse()
+        .ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_thread_that_works_shows_in_the_others_cpu_time() {
+        let me = current_thread_id().unwrap();
+        let before = ThreadTotals::read(me).unwrap();
+        let (busy, was_busy) = std::sync::mpsc::channel();
+        let (release, released) = std::sync::mpsc::channel::<()>();
+        let own_cpu_ns = || {
+            let stat = std::fs::read_to_string("/proc/thread-self/schedstat").unwrap();
+            stat.split_whitespace()
+                .next()
+                .unwrap()
+                .parse::<u64>()
+                .unwrap()
+        };
+        let worker = std::thread::Builder::new()
+            .name("busy".into())
+            .spawn(move || {
+                let start = own_cpu_ns();
+                let mut x = 0u64;
+                while own_cpu_ns() - start < 30_000_000 {
+                    x = std::hint::black_box(x.wrapping_add(1));
+                }
+                busy.send(()).unwrap();
+                // Alive until read: the time of a thread gone is not counted.
+                let _ = released.recv();
+            })
+            .unwrap();
+        was_busy.recv().unwrap();
+        let after = ThreadTotals::read(me).unwrap();
+        release.send(()).unwrap();
+        worker.join().unwrap();
+        let spent = after.since(before);
+        assert!(spent.others_cpu_ns >= 30_000_000, "{spent:?}");
+        assert!(spent.switches >= 1, "{spent:?}");
+    }
+
+    #[test]
+    fn a_round_trip_completes_every_request() {
+        let mut pipeline = memory_pipeline(Config::default()).unwrap();
+        let mut next = 0;
+        round_trip(&mut pipeline, &mut next, 10);
+        assert_eq!(next, 10);
+        assert_eq!(pipeline.stats().delivered, 10);
+    }
+}
