@@ -5,6 +5,7 @@
 //! ```text
 //! cargo run --release -p thumbpipe-benches --bin overhead-report
 //! cargo run --release -p thumbpipe-benches --bin overhead-report -- --runs 1 --batches 100
+//! cargo run --release -p thumbpipe-benches --bin overhead-report -- --io-threads 1
 //! ```
 //!
 //! The pipeline ([`thumbpipe_benches::overhead`]) has the default config,
@@ -21,6 +22,9 @@
 //!   this process's threads from `/proc/self/task` around each: context
 //!   switches per request, and CPU time per request of every thread but
 //!   the calling one (which spins, waiting).
+//!
+//! `--io-threads` and `--decode-threads` change the config; the report
+//! says so, and goes to a file of its own.
 //!
 //! The criterion bench (`cargo bench -p thumbpipe-criterion --bench
 //! overhead`) measures the same round trips one after the other, each for
@@ -52,9 +56,41 @@ struct Args {
     /// Rounds of 100 requests per run, each side, in each part.
     #[arg(long, default_value_t = 1500)]
     batches: usize,
+    /// The pipeline's I/O runtime threads (and the baseline's workers),
+    /// if not the default's.
+    #[arg(long)]
+    io_threads: Option<usize>,
+    /// The pipeline's decode threads, if not the default's.
+    #[arg(long)]
+    decode_threads: Option<usize>,
     /// Where the report goes.
     #[arg(long, default_value = "benches/results")]
     out: PathBuf,
+}
+
+impl Args {
+    /// The pipeline's config: the default, but for the threads asked for.
+    fn config(&self) -> Config {
+        let mut config = Config::default();
+        config.io_threads = self.io_threads.unwrap_or(config.io_threads);
+        config.decode.threads = self.decode_threads.unwrap_or(config.decode.threads);
+        config
+    }
+
+    /// The report's file name: `overhead-report.md` for the default
+    /// config, with the threads in it otherwise.
+    fn file_name(&self) -> String {
+        match (self.io_threads, self.decode_threads) {
+            (None, None) => "overhead-report.md".to_owned(),
+            _ => {
+                let config = self.config();
+                format!(
+                    "overhead-report-io{}-decode{}.md",
+                    config.io_threads, config.decode.threads
+                )
+            }
+        }
+    }
 }
 
 /// What one run measured, per request.
@@ -124,7 +160,7 @@ fn cost(me: u32, rounds: usize, mut work: impl FnMut()) -> anyhow::Result<(f64, 
 }
 
 fn run(args: &Args) -> anyhow::Result<Run> {
-    let config = Config::default();
+    let config = args.config();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(config.io_threads)
         .build()?;
@@ -189,19 +225,32 @@ fn report(args: &Args, runs: &[Run]) -> (String, bool) {
             2,
         ),
     ];
+    let config = args.config();
+    let mut threads = String::new();
+    if let Some(io) = args.io_threads {
+        let _ = write!(threads, " --io-threads {io}");
+    }
+    if let Some(decode) = args.decode_threads {
+        let _ = write!(threads, " --decode-threads {decode}");
+    }
     let mut out = String::new();
     let _ = writeln!(
         out,
         "# overhead-report: per-request overhead, {} runs\n\n\
-         {}; default config (I/O runtime of {} threads, {} decode threads); in-memory \
+         {}; {} (I/O runtime of {} threads, {} decode threads); in-memory \
          fetcher, a decoder that does nothing. Median (range) over the runs; ratio = \
          pipeline / baseline within each run.\n\
          Command: `cargo run --release -p thumbpipe-benches --bin overhead-report -- --runs {} \
-         --singles {} --batches {}`.\n",
+         --singles {} --batches {}{threads}`.\n",
         args.runs,
         thumbpipe_benches::machine(),
-        Config::default().io_threads,
-        Config::default().decode.threads,
+        if threads.is_empty() {
+            "default config"
+        } else {
+            "**not the default config**"
+        },
+        config.io_threads,
+        config.decode.threads,
         args.runs,
         args.singles,
         args.batches,
@@ -256,7 +305,7 @@ fn main() -> anyhow::Result<()> {
     let (report, all_met) = report(&args, &runs);
     println!("{report}");
     std::fs::create_dir_all(&args.out)?;
-    std::fs::write(args.out.join("overhead-report.md"), report)?;
+    std::fs::write(args.out.join(args.file_name()), report)?;
     if !all_met {
         std::process::exit(1);
     }
