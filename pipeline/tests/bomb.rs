@@ -771,6 +771,73 @@ fn a_gif_decode_never_takes_more_than_the_decode_limit() {
     }
 }
 
+/// Regression: found by decode-fuzz. A 48-byte GIF whose 8193x4105 screen
+/// holds a 1x1 frame took 271 MB under the 268 MB limit: the resize
+/// weighted the colours by alpha in a copy of the whole image, which the
+/// limit did not count, for every image with alpha (an RGBA PNG took twice
+/// what it asked for). It now weights them in the decoded image itself,
+/// and the PNG decoder's buffers and the resize's filter weights are
+/// counted: at the limit it asks for, a PNG (RGB, RGBA, grey and alpha,
+/// wide or tall) or a GIF whose screen is mostly empty takes no more.
+#[test]
+fn an_image_with_alpha_never_takes_more_than_the_decode_limit() {
+    let _one_at_a_time = MEASURING.lock().unwrap_or_else(|e| e.into_inner());
+    let png = |image: image::DynamicImage| {
+        let mut out = std::io::Cursor::new(Vec::new());
+        image.write_to(&mut out, image::ImageFormat::Png).unwrap();
+        out.into_inner()
+    };
+    let rgba = |width, height| {
+        image::RgbaImage::from_fn(width, height, |x, y| {
+            image::Rgba([(x * 7) as u8, (y * 5) as u8, (x ^ y) as u8, (x + y) as u8])
+        })
+    };
+    let grey_alpha = |width, height| {
+        image::GrayAlphaImage::from_fn(width, height, |x, y| {
+            image::LumaA([(x * 7) as u8, (x + y) as u8])
+        })
+    };
+    let mut gif = std::io::Cursor::new(Vec::new());
+    image::RgbaImage::from_pixel(1, 1, image::Rgba([200, 10, 10, 255]))
+        .write_to(&mut gif, image::ImageFormat::Gif)
+        .unwrap();
+    let mut gif = gif.into_inner();
+    // Its screen said to be 2000x1500, the frame still 1x1 at its corner.
+    gif[6..10].copy_from_slice(&[0xD0, 0x07, 0xDC, 0x05]);
+    let files = [
+        ("RGBA PNG 1200x800", png(rgba(1200, 800).into())),
+        ("RGBA PNG 30x3200", png(rgba(30, 3200).into())),
+        (
+            "grey and alpha PNG 1200x800",
+            png(grey_alpha(1200, 800).into()),
+        ),
+        (
+            "grey and alpha PNG 300x3200",
+            png(grey_alpha(300, 3200).into()),
+        ),
+        (
+            "RGB PNG 4800x200",
+            png(image::DynamicImage::ImageRgba8(rgba(4800, 200))
+                .to_rgb8()
+                .into()),
+        ),
+        ("GIF, 2000x1500 screen, 1x1 frame", gif),
+    ];
+    for (name, file) in files {
+        let (result, grew, needed) = decode_at_the_limit_it_asks(&file);
+        eprintln!(
+            "{name}: peak {:.2} MB, limit asked {:.2} MB",
+            grew as f64 / 1e6,
+            needed as f64 / 1e6
+        );
+        assert!(result.is_ok(), "{name}: {result:?}");
+        assert!(
+            grew <= needed,
+            "{name}: {grew} bytes at the peak, {needed} allowed"
+        );
+    }
+}
+
 /// Regression: found by decode-fuzz. A 3.6 KB WebP (Pillow's `hopper.webp`
 /// with its EXIF chunk's size rewritten to claim 4 GB) made the decoder
 /// allocate the 4 GB the chunk claims when asked for its orientation; a

@@ -8,8 +8,8 @@
 //! Runs inside a decode, on the decode thread that called it; it starts no
 //! threads and keeps nothing.
 
-use fast_image_resize::images::{Image, ImageRef};
-use fast_image_resize::{FilterType, PixelType, ResizeAlg, ResizeOptions, Resizer};
+use fast_image_resize::images::Image;
+use fast_image_resize::{FilterType, MulDiv, PixelType, ResizeAlg, ResizeOptions, Resizer};
 use image::{DynamicImage, RgbaImage};
 
 /// The filter: Lanczos3, which does not alias however far an image is
@@ -95,18 +95,36 @@ impl Pixels {
         let small = if (width, height) == (self.width, self.height) && crop == whole {
             self.data
         } else {
+            let failed = |e: &dyn std::fmt::Display| format!("resizing: {e}");
             let pixel_type = self.layout.pixel_type();
-            let source = ImageRef::new(self.width, self.height, &self.data, pixel_type)
-                .map_err(|e| format!("resizing: {e}"))?;
+            let alpha = self.layout.has_alpha();
+            let mut source = Image::from_vec_u8(self.width, self.height, self.data, pixel_type)
+                .map_err(|e| failed(&e))?;
+            // Colours weighted by alpha before the resize and unweighted
+            // after it, as fast_image_resize's `use_alpha` does, but in the
+            // decoded image itself: `use_alpha` weights them into a copy of
+            // the whole image, which the decode limit does not count.
+            let weights = MulDiv::new();
+            if alpha {
+                weights
+                    .multiply_alpha_inplace(&mut source)
+                    .map_err(|e| failed(&e))?;
+            }
             let mut target = Image::new(width, height, pixel_type);
             let (left, top, crop_width, crop_height) = crop;
             let options = ResizeOptions::new()
                 .resize_alg(ResizeAlg::Convolution(FILTER))
-                .use_alpha(self.layout.has_alpha())
+                .use_alpha(false)
                 .crop(left, top, crop_width, crop_height);
             Resizer::new()
                 .resize(&source, &mut target, &options)
-                .map_err(|e| format!("resizing: {e}"))?;
+                .map_err(|e| failed(&e))?;
+            drop(source);
+            if alpha {
+                weights
+                    .divide_alpha_inplace(&mut target)
+                    .map_err(|e| failed(&e))?;
+            }
             target.into_vec()
         };
         let rgba: Vec<u8> = match self.layout {
@@ -122,5 +140,61 @@ impl Pixels {
                 .collect(),
         };
         RgbaImage::from_raw(width, height, rgba).ok_or_else(|| "resizing: short buffer".into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// fast_image_resize's own resize with `use_alpha`, which weights the
+    /// colours in a copy of the source.
+    fn with_use_alpha(pixels: &Pixels, width: u32, height: u32) -> Vec<u8> {
+        let pixel_type = pixels.layout.pixel_type();
+        let source = fast_image_resize::images::ImageRef::new(
+            pixels.width,
+            pixels.height,
+            &pixels.data,
+            pixel_type,
+        )
+        .unwrap();
+        let mut target = Image::new(width, height, pixel_type);
+        let options = ResizeOptions::new()
+            .resize_alg(ResizeAlg::Convolution(FILTER))
+            .use_alpha(true);
+        Resizer::new()
+            .resize(&source, &mut target, &options)
+            .unwrap();
+        target.into_vec()
+    }
+
+    /// Weighting by alpha in the image itself gives the same bytes as
+    /// `use_alpha`, for RGBA and for grey and alpha.
+    #[test]
+    fn weighting_in_place_matches_use_alpha() {
+        let (width, height): (u32, u32) = (97, 61);
+        for layout in [Layout::Rgba, Layout::LumaAlpha] {
+            let channels = if layout == Layout::Rgba { 4 } else { 2 };
+            let data: Vec<u8> = (0..width * height * channels as u32)
+                .map(|i: u32| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+                .collect();
+            let pixels = Pixels {
+                width,
+                height,
+                layout,
+                data,
+            };
+            let expected = with_use_alpha(&pixels, 23, 17);
+            let whole = (0.0, 0.0, f64::from(width), f64::from(height));
+            let rgba = pixels.into_rgba(whole, 23, 17).unwrap().into_raw();
+            let widened: Vec<u8> = match layout {
+                Layout::Rgba => expected,
+                _ => expected
+                    .chunks_exact(2)
+                    .flat_map(|p| [p[0], p[0], p[0], p[1]])
+                    .collect(),
+            };
+            assert_eq!(rgba, widened, "{layout:?}");
+        }
     }
 }

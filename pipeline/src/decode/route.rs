@@ -226,10 +226,18 @@ fn decode(
     // The resize's pass between its two (thumbnail width x decoded
     // height), its output, the RGBA and its copy in the Thumbnail, and its
     // filter weights: small beside a full decode, most of a scaled one.
+    // Lanczos3 weighs about six source pixels for each one a side shrinks
+    // by, in f64 and again in i16 (60 bytes a source pixel a side), with a
+    // few allocations per output pixel: 64 bytes a pixel of either side
+    // of both images.
     let resize_bytes = |decoded_width: u32, decoded_height: u32| {
         u64::from(thumb_width) * u64::from(decoded_height) * 4
             + u64::from(thumb_width) * u64::from(thumb_height) * 4 * 3
-            + (u64::from(decoded_width) + u64::from(decoded_height)) * 32
+            + (u64::from(decoded_width)
+                + u64::from(decoded_height)
+                + u64::from(thumb_width)
+                + u64::from(thumb_height))
+                * 64
     };
     let source_size = match (photo, icon_size) {
         (Some(photo), _) => photo.size,
@@ -323,6 +331,9 @@ fn decode(
             }
             (None, _) if format == ImageFormat::Tiff => {
                 (width, height, full_decode_bytes, tiff_decoder_bytes)
+            }
+            (None, _) if format == ImageFormat::Png => {
+                (width, height, full_decode_bytes, png::DECODER_BYTES)
             }
             (None, _) => (width, height, full_decode_bytes, 0),
         };
