@@ -287,6 +287,23 @@ fn decode_at_the_limit_it_asks(image: &[u8]) -> (Result<Thumbnail, Error>, usize
     (outcome, grew, needed)
 }
 
+/// Decodes `image` (named `name` in messages) at the limit it asks for,
+/// as [`decode_at_the_limit_it_asks`], and asserts that it decoded and
+/// that the process grew no more than that limit; returns the thumbnail.
+fn decodes_within_the_limit_it_asks(name: &str, image: &[u8]) -> Thumbnail {
+    let (result, grew, needed) = decode_at_the_limit_it_asks(image);
+    eprintln!(
+        "{name}: peak {:.2} MB, limit asked {:.2} MB",
+        grew as f64 / 1e6,
+        needed as f64 / 1e6
+    );
+    assert!(
+        grew <= needed,
+        "{name}: {grew} bytes at the peak, {needed} allowed"
+    );
+    result.unwrap_or_else(|error| panic!("{name}: {error}"))
+}
+
 /// Set in the child process that measures one decode: the path of the
 /// JPEG, and of a small one to decode first.
 const MEASURE_CHILD: &str = "THUMBPIPE_BOMB_MEASURE";
@@ -638,14 +655,8 @@ fn a_sixteen_bit_png_decode_never_takes_more_than_the_decode_limit() {
     });
     let mut png = std::io::Cursor::new(Vec::new());
     image.write_to(&mut png, image::ImageFormat::Png).unwrap();
-    let (result, grew, needed) = decode_at_the_limit_it_asks(png.get_ref());
-    eprintln!(
-        "16-bit RGBA PNG 1200x800: peak {:.1} MB, limit asked {:.1} MB",
-        grew as f64 / 1e6,
-        needed as f64 / 1e6
-    );
-    assert_eq!(result.unwrap().width, 64);
-    assert!(grew <= needed, "{grew} bytes at the peak, {needed} allowed");
+    let thumbnail = decodes_within_the_limit_it_asks("16-bit RGBA PNG 1200x800", png.get_ref());
+    assert_eq!(thumbnail.width, 64);
 }
 
 /// A 1200x800 picture with detail in every row, as RGB.
@@ -725,17 +736,8 @@ fn bmp_and_tiff_decodes_never_take_more_than_the_decode_limit() {
         files.push(("TIFF CMYK LZW", encode(Compression::Lzw, "cmyk")));
     }
     for (name, file) in files {
-        let (result, grew, needed) = decode_at_the_limit_it_asks(&file);
-        eprintln!(
-            "{name} 1200x800: peak {:.1} MB, limit asked {:.1} MB",
-            grew as f64 / 1e6,
-            needed as f64 / 1e6
-        );
-        assert_eq!(result.unwrap().width, 64, "{name}");
-        assert!(
-            grew <= needed,
-            "{name}: {grew} bytes at the peak, {needed} allowed"
-        );
+        let thumbnail = decodes_within_the_limit_it_asks(&format!("{name} 1200x800"), &file);
+        assert_eq!(thumbnail.width, 64, "{name}");
     }
 }
 
@@ -757,17 +759,7 @@ fn a_gif_decode_never_takes_more_than_the_decode_limit() {
     let mut small_screen = whole.clone();
     small_screen[6..10].copy_from_slice(&[1, 0, 1, 0]);
     for (name, file) in [("screen-sized frame", whole), ("1x1 screen", small_screen)] {
-        let (result, grew, needed) = decode_at_the_limit_it_asks(&file);
-        eprintln!(
-            "GIF, {name}: peak {:.1} MB, limit asked {:.1} MB",
-            grew as f64 / 1e6,
-            needed as f64 / 1e6
-        );
-        assert!(result.is_ok(), "{name}: {result:?}");
-        assert!(
-            grew <= needed,
-            "{name}: {grew} bytes at the peak, {needed} allowed"
-        );
+        decodes_within_the_limit_it_asks(&format!("GIF, {name}"), &file);
     }
 }
 
@@ -824,17 +816,7 @@ fn an_image_with_alpha_never_takes_more_than_the_decode_limit() {
         ("GIF, 2000x1500 screen, 1x1 frame", gif),
     ];
     for (name, file) in files {
-        let (result, grew, needed) = decode_at_the_limit_it_asks(&file);
-        eprintln!(
-            "{name}: peak {:.2} MB, limit asked {:.2} MB",
-            grew as f64 / 1e6,
-            needed as f64 / 1e6
-        );
-        assert!(result.is_ok(), "{name}: {result:?}");
-        assert!(
-            grew <= needed,
-            "{name}: {grew} bytes at the peak, {needed} allowed"
-        );
+        decodes_within_the_limit_it_asks(name, &file);
     }
 }
 
