@@ -1,4 +1,5 @@
-//! The HTTP side: routes, the image handler, the accept loop and the handle.
+//! The HTTP side: the accept loop, each connection and the handle (the
+//! routes are `routes.rs`).
 //!
 //! Owns the listening socket and one task per connection: the TLS handshake
 //! when [`Config::tls`] asks for one, then HTTP/1.1 or HTTP/2 as the client
@@ -15,10 +16,8 @@ use std::time::{Duration, SystemTime};
 
 use axum::Router;
 use axum::body::Body;
-use axum::extract::{Path, Query, Request, State};
-use axum::http::{StatusCode, Version};
-use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::extract::Request;
+use axum::http::Version;
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -30,24 +29,22 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tower::ServiceExt;
 
-use crate::caching::{Caching, CachingAsked};
-use crate::config::{MAX_LATENCY, MAX_SIDE};
-use crate::faults::{self, ResetSwitch};
-use crate::images::{Format, ImageKey, ImageStore};
-use crate::picture::MAX_ID;
+use crate::faults::ResetSwitch;
+use crate::images::ImageStore;
 use crate::random::Draws;
+use crate::routes::router;
 use crate::stats::Stats;
 use crate::tls::{self, Agreed};
-use crate::{Config, ConfigError, FaultKind, StatsSnapshot};
+use crate::{Config, ConfigError, StatsSnapshot};
 
 /// State shared by every connection and the handle.
-struct Shared {
-    config: Config,
-    stats: Arc<Stats>,
-    images: ImageStore,
-    draws: Draws,
+pub(crate) struct Shared {
+    pub(crate) config: Config,
+    pub(crate) stats: Arc<Stats>,
+    pub(crate) images: ImageStore,
+    pub(crate) draws: Draws,
     /// Every image's `Last-Modified`.
-    started: SystemTime,
+    pub(crate) started: SystemTime,
     /// Present when [`Config::tls`] is set.
     tls: Option<TlsAcceptor>,
 }
@@ -438,308 +435,4 @@ impl tokio::io::AsyncWrite for ResettableStream {
     ) -> std::task::Poll<std::io::Result<()>> {
         std::pin::Pin::new(&mut self.stream).poll_shutdown(cx)
     }
-}
-
-fn router(shared: Arc<Shared>) -> Router {
-    Router::new()
-        .route("/", get(help))
-        .route("/img/{file}", get(image))
-        .route("/stats", get(stats))
-        .route("/stats/reset", post(reset_stats))
-        .fallback(|| async { (StatusCode::NOT_FOUND, "no such path (GET / lists them)\n") })
-        .with_state(shared)
-}
-
-const HELP: &str = "\
-fixture-server: generated images with latency and faults
-
-GET  /img/{id}.jpg | /img/{id}.png   the image for id 0..=1048575
-GET  /img/{id}.gif   the same, animated: 8 frames of 100 ms, a bar sweeping
-       ?w=&h=          size, 1..=4096 (default 600x600)
-       ?latency_ms=    wait before answering (default: the server's)
-       ?fault=KIND     one of: none, 404, 500, 503, reset, truncate, garbage,
-                       wrong-type, slow, hang, bomb, huge, redirect-loop
-       ?max_age=N      Cache-Control: max-age=N (default: the server's)
-       ?no_store=1     Cache-Control: no-store
-       ?exif=W         (.jpg) a camera photo: a photo's texture, and an EXIF
-                       thumbnail W pixels wide (1..=640; 0: none) of its
-                       aspect ratio
-       ?progressive=1  (with exif=W) the camera photo as a progressive JPEG
-     every image has a strong ETag and Last-Modified; a matching
-     If-None-Match (or If-Modified-Since) gets 304 Not Modified
-GET  /stats          counters as JSON
-POST /stats/reset    zero the counters
-";
-
-async fn help() -> &'static str {
-    HELP
-}
-
-async fn stats(State(shared): State<Arc<Shared>>) -> Response {
-    axum::Json(shared.stats.snapshot()).into_response()
-}
-
-async fn reset_stats(State(shared): State<Arc<Shared>>) -> StatusCode {
-    shared.stats.reset();
-    StatusCode::NO_CONTENT
-}
-
-/// What an image request asks for.
-#[derive(Debug)]
-struct ImageRequest {
-    key: ImageKey,
-    latency: Option<Duration>,
-    /// `None`: the server's random mix decides; `Some(None)`: `?fault=none`.
-    fault: Option<Option<FaultKind>>,
-    hop: u32,
-    caching: CachingAsked,
-}
-
-/// A request the server cannot answer, with the message it gets back.
-#[derive(Debug)]
-struct BadRequest(String);
-
-impl ImageRequest {
-    fn parse(file: &str, query: &[(String, String)], config: &Config) -> Result<Self, BadRequest> {
-        let bad = |message: String| Err(BadRequest(message));
-        let Some((stem, extension)) = file.rsplit_once('.') else {
-            return bad(format!("'{file}' is not ID.jpg, ID.png or ID.gif"));
-        };
-        let Some(format) = Format::from_extension(extension) else {
-            return bad(format!(
-                "unknown image format '.{extension}' in '{file}' (use .jpg, .png or .gif)"
-            ));
-        };
-        let id = match stem.parse::<u32>() {
-            Ok(id) if stem.bytes().all(|b| b.is_ascii_digit()) && id <= MAX_ID => id,
-            _ => {
-                return bad(format!(
-                    "'{stem}' in '{file}' is not an image id (a number from 0 to {MAX_ID})"
-                ));
-            }
-        };
-        let (mut width, mut height) = config.default_size;
-        let mut request = ImageRequest {
-            key: ImageKey {
-                id,
-                width,
-                height,
-                format,
-            },
-            latency: None,
-            fault: None,
-            hop: 0,
-            caching: CachingAsked::default(),
-        };
-        // A camera photo's thumbnail width and scan order.
-        let (mut camera, mut progressive) = (None, false);
-        for (name, value) in query {
-            match name.as_str() {
-                "w" => width = parse_side(name, value)?,
-                "h" => height = parse_side(name, value)?,
-                "latency_ms" => {
-                    let latency = value
-                        .parse::<u64>()
-                        .ok()
-                        .map(Duration::from_millis)
-                        .filter(|latency| *latency <= MAX_LATENCY);
-                    match latency {
-                        Some(latency) => request.latency = Some(latency),
-                        None => {
-                            return bad(format!(
-                                "latency_ms='{value}' is not a number of milliseconds up to {}",
-                                MAX_LATENCY.as_millis()
-                            ));
-                        }
-                    }
-                }
-                "fault" if value == "none" => request.fault = Some(None),
-                "fault" => match value.parse::<FaultKind>() {
-                    Ok(kind) => request.fault = Some(Some(kind)),
-                    Err(unknown) => return bad(unknown.to_string()),
-                },
-                "hop" => match value.parse::<u32>() {
-                    Ok(hop) => request.hop = hop,
-                    Err(_) => return bad(format!("hop='{value}' is not a number")),
-                },
-                "max_age" => match value.parse::<u64>() {
-                    Ok(seconds) => request.caching.max_age = Some(Duration::from_secs(seconds)),
-                    Err(_) => {
-                        return bad(format!("max_age='{value}' is not a number of seconds"));
-                    }
-                },
-                "exif" if format == Format::Jpeg => match value.parse::<u32>() {
-                    Ok(width @ 0..=640) => camera = Some(width),
-                    _ => {
-                        return bad(format!(
-                            "exif='{value}' is not a thumbnail width from 0 (none) to 640"
-                        ));
-                    }
-                },
-                "progressive" => match value.as_str() {
-                    "1" | "true" => progressive = true,
-                    "0" | "false" => progressive = false,
-                    _ => return bad(format!("progressive='{value}' is not 1 or 0")),
-                },
-                "no_store" => match value.as_str() {
-                    "1" | "true" => request.caching.no_store = true,
-                    "0" | "false" => request.caching.no_store = false,
-                    _ => return bad(format!("no_store='{value}' is not 1 or 0")),
-                },
-                _ => {
-                    return bad(format!(
-                        "unknown parameter '{name}' (known: w, h, latency_ms, fault, hop, \
-                         max_age, no_store, exif and progressive for a .jpg)"
-                    ));
-                }
-            }
-        }
-        match (camera, progressive) {
-            (Some(thumbnail_width), progressive) => {
-                request.key.format = Format::Camera {
-                    thumbnail_width,
-                    progressive,
-                };
-            }
-            (None, true) => return bad("progressive=1 is for a camera photo (exif=W)".into()),
-            (None, false) => {}
-        }
-        request.key.width = width;
-        request.key.height = height;
-        Ok(request)
-    }
-
-    /// The same request, one redirect further.
-    fn next_hop(&self) -> String {
-        let extension = self.key.format.extension();
-        let mut location = format!(
-            "/img/{}.{extension}?fault=redirect-loop&hop={}&w={}&h={}",
-            self.key.id,
-            self.hop.saturating_add(1),
-            self.key.width,
-            self.key.height,
-        );
-        if let Some(latency) = self.latency {
-            location.push_str(&format!("&latency_ms={}", latency.as_millis()));
-        }
-        location
-    }
-}
-
-fn parse_side(name: &str, value: &str) -> Result<u32, BadRequest> {
-    match value.parse::<u32>() {
-        Ok(side) if (1..=MAX_SIDE).contains(&side) => Ok(side),
-        _ => Err(BadRequest(format!(
-            "{name}='{value}' is not a size from 1 to {MAX_SIDE}"
-        ))),
-    }
-}
-
-/// `GET /img/{file}`: waits the latency, then answers with the image or the
-/// fault. Counted from its first line to the end of its body.
-async fn image(
-    State(shared): State<Arc<Shared>>,
-    Path(file): Path<String>,
-    query: Result<Query<Vec<(String, String)>>, axum::extract::rejection::QueryRejection>,
-    request: Request,
-) -> Response {
-    let guard = shared.stats.begin();
-    shared.stats.log_request(&file);
-    let parsed = match query {
-        Ok(Query(query)) => ImageRequest::parse(&file, &query, &shared.config),
-        Err(rejection) => Err(BadRequest(format!("malformed query string: {rejection}"))),
-    };
-    let parsed = match parsed {
-        Ok(parsed) => parsed,
-        Err(BadRequest(message)) => {
-            let response = (StatusCode::BAD_REQUEST, format!("{message}\n")).into_response();
-            return settle(response, guard);
-        }
-    };
-    let fault = match parsed.fault {
-        Some(chosen) => chosen,
-        None => pick_fault(&shared),
-    };
-    if let Some(kind) = fault {
-        shared.stats.count_fault(kind);
-    }
-
-    let config = &shared.config;
-    let mut latency = parsed.latency.unwrap_or(config.latency);
-    if !config.jitter.is_zero() {
-        latency += config.jitter.mul_f64(shared.draws.unit());
-    }
-    tokio::time::sleep(latency).await;
-
-    let id = parsed.key.id;
-    let content_type = parsed.key.format.content_type();
-    let response = match fault {
-        Some(kind @ (FaultKind::Status404 | FaultKind::Status500 | FaultKind::Status503)) => {
-            faults::status(kind, id)
-        }
-        Some(FaultKind::Garbage) => faults::garbage(id, config.seed),
-        Some(FaultKind::WrongType) => faults::wrong_type(id),
-        Some(FaultKind::Hang) => std::future::pending().await,
-        Some(FaultKind::Bomb) => faults::bomb(),
-        Some(FaultKind::RedirectLoop) => faults::redirect(&parsed.next_hop()),
-        Some(FaultKind::Reset | FaultKind::Truncate | FaultKind::Slow | FaultKind::Huge) | None => {
-            match shared.images.get(parsed.key).await {
-                Ok(bytes) => match fault {
-                    Some(FaultKind::Reset) => {
-                        let switch = request
-                            .extensions()
-                            .get::<ResetSwitch>()
-                            .cloned()
-                            .unwrap_or_default();
-                        faults::reset(bytes, content_type, switch)
-                    }
-                    Some(FaultKind::Truncate) => faults::truncate(bytes, content_type),
-                    Some(FaultKind::Slow) => faults::slow(bytes, content_type),
-                    Some(FaultKind::Huge) => faults::huge(bytes, content_type),
-                    _ => {
-                        let caching = Caching::new(
-                            parsed.key,
-                            config.jpeg_quality,
-                            config.seed,
-                            shared.started,
-                            config.max_age,
-                            parsed.caching,
-                        );
-                        if caching.not_modified(request.headers()) {
-                            shared.stats.count_not_modified();
-                            caching.not_modified_response()
-                        } else {
-                            shared.stats.count_image_body();
-                            caching.full_response(content_type, bytes)
-                        }
-                    }
-                },
-                Err(error) => {
-                    (StatusCode::INTERNAL_SERVER_ERROR, format!("{error}\n")).into_response()
-                }
-            }
-        }
-    };
-    settle(response, guard)
-}
-
-/// Moves the request's guard into the response body.
-fn settle(response: Response, guard: crate::stats::RequestGuard) -> Response {
-    let (parts, body) = response.into_parts();
-    Response::from_parts(parts, guard.into_body(body))
-}
-
-/// The server-wide fault mix's choice for one request.
-fn pick_fault(shared: &Shared) -> Option<FaultKind> {
-    if shared.config.faults.is_empty() {
-        return None;
-    }
-    let mut draw = shared.draws.unit();
-    for (kind, probability) in &shared.config.faults {
-        if draw < *probability {
-            return Some(*kind);
-        }
-        draw -= probability;
-    }
-    None
 }
