@@ -19,7 +19,9 @@
 //!   of connections, TLS handshakes and HTTP/2.
 //! - [`tls`]: the self-signed certificate and what the server offers by ALPN
 //!   ([`TlsOffer`]).
-//! - `server`: routes, the accept loop and the [`FixtureServer`] handle.
+//! - `server`: the accept loop, each connection and the [`FixtureServer`]
+//!   handle; `routes`: the endpoints and the image handler; `image_request`:
+//!   what `GET /img/{file}` asks for, read from its path and query.
 //! - [`blocking_client`]: a blocking HTTP/1.1 client, for the thread-per-request
 //!   baselines that thumbpipe is measured against.
 //! - `measure`: [`percentile`] and [`resident_mb`], shared by the reports.
