@@ -100,27 +100,37 @@ impl Pixels {
             let alpha = self.layout.has_alpha();
             let mut source = Image::from_vec_u8(self.width, self.height, self.data, pixel_type)
                 .map_err(|e| failed(&e))?;
-            // Colours weighted by alpha before the resize and unweighted
+            let (left, top, crop_width, crop_height) = crop;
+            // A crop of whole pixels at the output's size is copied, not
+            // filtered (fast_image_resize's own test): its pixels stay as
+            // they are, since weighting and unweighting them would lose
+            // the colours of the nearly transparent ones.
+            let copied = [left, top, crop_width, crop_height]
+                .iter()
+                .all(|side| side.fract() == 0.0)
+                && (crop_width, crop_height) == (f64::from(width), f64::from(height));
+            // Colours weighted by alpha before the filter and unweighted
             // after it, as fast_image_resize's `use_alpha` does, but in the
             // decoded image itself: `use_alpha` weights them into a copy of
-            // the whole image, which the decode limit does not count.
+            // the whole image, which the decode limit does not count. (A
+            // copy keeps `use_alpha`, which a copy never reaches.)
+            let weigh_here = alpha && !copied;
             let weights = MulDiv::new();
-            if alpha {
+            if weigh_here {
                 weights
                     .multiply_alpha_inplace(&mut source)
                     .map_err(|e| failed(&e))?;
             }
             let mut target = Image::new(width, height, pixel_type);
-            let (left, top, crop_width, crop_height) = crop;
             let options = ResizeOptions::new()
                 .resize_alg(ResizeAlg::Convolution(FILTER))
-                .use_alpha(false)
+                .use_alpha(alpha && !weigh_here)
                 .crop(left, top, crop_width, crop_height);
             Resizer::new()
                 .resize(&source, &mut target, &options)
                 .map_err(|e| failed(&e))?;
             drop(source);
-            if alpha {
+            if weigh_here {
                 weights
                     .divide_alpha_inplace(&mut target)
                     .map_err(|e| failed(&e))?;
@@ -166,6 +176,31 @@ mod tests {
             .resize(&source, &mut target, &options)
             .unwrap();
         target.into_vec()
+    }
+
+    /// A crop of whole pixels at its own size (a small image fitted to
+    /// cover a box) keeps its pixels exactly, nearly transparent ones
+    /// included.
+    #[test]
+    fn a_crop_at_its_own_size_keeps_its_pixels() {
+        let (width, height): (u32, u32) = (100, 50);
+        let data: Vec<u8> = (0..width * height)
+            .flat_map(|i| [200, (i % 251) as u8, 7, (i % 5) as u8])
+            .collect();
+        let expected: Vec<u8> = (0..height)
+            .flat_map(|y| {
+                let row = (y * width + 25) as usize * 4;
+                data[row..row + 50 * 4].to_vec()
+            })
+            .collect();
+        let pixels = Pixels {
+            width,
+            height,
+            layout: Layout::Rgba,
+            data,
+        };
+        let rgba = pixels.into_rgba((25.0, 0.0, 50.0, 50.0), 50, 50).unwrap();
+        assert_eq!(rgba.into_raw(), expected);
     }
 
     /// Weighting by alpha in the image itself gives the same bytes as
