@@ -10,7 +10,9 @@
 //! Also this process's threads' context switches and CPU time, from
 //! `/proc/self/task`, for what a round costs besides its wall time.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use thumbpipe::{BuildError, Config, Decode, Error, Pipeline, Priority, TargetSize, Thumbnail};
@@ -44,9 +46,13 @@ pub fn memory_pipeline(config: Config) -> Result<Pipeline<u64>, BuildError> {
         .build()
 }
 
+/// How long [`round_trip`] waits for its requests before it panics.
+pub const ROUND_TRIP_PATIENCE: Duration = Duration::from_secs(60);
+
 /// Requests `count` new URLs (rows `*next + 1 ..`), spins on `drain` until
-/// all have completed, then cancels the rows. Panics on a failed load: the
-/// fetcher and decoder cannot fail.
+/// all have completed, then cancels the rows. Panics on a failed load (the
+/// fetcher and decoder cannot fail) and on a load not back after
+/// [`ROUND_TRIP_PATIENCE`].
 pub fn round_trip(pipeline: &mut Pipeline<u64>, next: &mut u64, count: u64) {
     let first = *next;
     for _ in 0..count {
@@ -54,12 +60,17 @@ pub fn round_trip(pipeline: &mut Pipeline<u64>, next: &mut u64, count: u64) {
         let url = format!("http://memory/{next}");
         pipeline.request(*next, &url, TargetSize::square(1), Priority::Visible);
     }
-    let mut done = 0;
+    let (mut done, mut spins, started) = (0, 0u32, Instant::now());
     while done < count {
         for completion in pipeline.drain() {
             assert!(completion.result.is_ok(), "{:?}", completion.result);
             done += 1;
         }
+        spins = spins.wrapping_add(1);
+        assert!(
+            spins % 4096 != 0 || started.elapsed() < ROUND_TRIP_PATIENCE,
+            "{done} of {count} requests back after {ROUND_TRIP_PATIENCE:?}"
+        );
         std::hint::spin_loop();
     }
     for row in first + 1..=*next {
@@ -85,7 +96,16 @@ pub fn bare_round_trip(runtime: &tokio::runtime::Runtime, count: usize) {
     }
 }
 
-/// What this process's threads have done so far, from `/proc/self/task`.
+/// What each of this process's threads has done so far, from
+/// `/proc/self/task`: a reading to subtract from a later one.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ThreadReading {
+    /// Per thread id: context switches (voluntary and not), and nanoseconds
+    /// on a CPU.
+    threads: BTreeMap<u32, (u64, u64)>,
+}
+
+/// What the threads did between two readings.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ThreadTotals {
     /// Context switches of every thread, voluntary and not.
@@ -94,45 +114,59 @@ pub struct ThreadTotals {
     pub others_cpu_ns: u64,
 }
 
-impl ThreadTotals {
-    /// Reads the totals now; `None` where there is no `/proc` (threads
-    /// that have exited are not counted, so compare readings between
-    /// which no thread ends).
-    pub fn read(calling_thread: u32) -> Option<Self> {
-        let mut totals = Self::default();
+impl ThreadReading {
+    /// Reads every thread now; `None` where there is no `/proc`.
+    pub fn now() -> Option<Self> {
+        let mut threads = BTreeMap::new();
         for entry in std::fs::read_dir("/proc/self/task").ok()? {
             let dir = entry.ok()?.path();
-            let Ok(status) = std::fs::read_to_string(dir.join("status")) else {
-                continue; // Exited since the listing.
+            let Some(tid) = dir
+                .file_name()
+                .and_then(|name| name.to_str()?.parse::<u32>().ok())
+            else {
+                continue;
             };
-            totals.switches += status
+            // A thread that exits between the listing and the reads is
+            // left out.
+            let (Ok(status), Ok(schedstat)) = (
+                std::fs::read_to_string(dir.join("status")),
+                std::fs::read_to_string(dir.join("schedstat")),
+            ) else {
+                continue;
+            };
+            let switches = status
                 .lines()
                 .filter(|line| line.contains("ctxt_switches:"))
                 .filter_map(|line| line.split(':').nth(1)?.trim().parse::<u64>().ok())
                 .sum::<u64>();
-            let tid = dir.file_name()?.to_str()?.parse::<u32>().ok()?;
-            if tid != calling_thread {
-                let schedstat = std::fs::read_to_string(dir.join("schedstat")).unwrap_or_default();
-                totals.others_cpu_ns += schedstat
-                    .split_whitespace()
-                    .next()
-                    .and_then(|ns| ns.parse::<u64>().ok())
-                    .unwrap_or(0);
-            }
+            let cpu_ns = schedstat
+                .split_whitespace()
+                .next()
+                .and_then(|ns| ns.parse::<u64>().ok())
+                .unwrap_or(0);
+            threads.insert(tid, (switches, cpu_ns));
         }
-        Some(totals)
+        Some(Self { threads })
     }
 
-    /// What happened between `earlier` and `self`.
-    pub fn since(self, earlier: Self) -> Self {
-        Self {
-            switches: self.switches.saturating_sub(earlier.switches),
-            others_cpu_ns: self.others_cpu_ns.saturating_sub(earlier.others_cpu_ns),
+    /// What the threads alive now did since `earlier`, a thread started
+    /// since counted from zero; `calling_thread`'s CPU time is left out. A
+    /// thread that has ended since is not counted at all: compare readings
+    /// between which the threads measured stay alive.
+    pub fn since(&self, earlier: &Self, calling_thread: u32) -> ThreadTotals {
+        let mut totals = ThreadTotals::default();
+        for (tid, &(switches, cpu_ns)) in &self.threads {
+            let (switches_before, cpu_before) = earlier.threads.get(tid).copied().unwrap_or((0, 0));
+            totals.switches += switches.saturating_sub(switches_before);
+            if *tid != calling_thread {
+                totals.others_cpu_ns += cpu_ns.saturating_sub(cpu_before);
+            }
         }
+        totals
     }
 }
 
-/// The calling thread's id, for [`ThreadTotals::read`] (Linux: from
+/// The calling thread's id, for [`ThreadReading::since`] (Linux: from
 /// `/proc/thread-self`).
 pub fn current_thread_id() -> Option<u32> {
     std::fs::read_link("/proc/thread-self")
@@ -150,7 +184,7 @@ mod tests {
     #[test]
     fn a_thread_that_works_shows_in_the_others_cpu_time() {
         let me = current_thread_id().unwrap();
-        let before = ThreadTotals::read(me).unwrap();
+        let before = ThreadReading::now().unwrap();
         let (busy, was_busy) = std::sync::mpsc::channel();
         let (release, released) = std::sync::mpsc::channel::<()>();
         let own_cpu_ns = || {
@@ -175,10 +209,12 @@ mod tests {
             })
             .unwrap();
         was_busy.recv().unwrap();
-        let after = ThreadTotals::read(me).unwrap();
+        let after = ThreadReading::now().unwrap();
         release.send(()).unwrap();
         worker.join().unwrap();
-        let spent = after.since(before);
+        // Other tests' threads come and go meanwhile: those that end only
+        // drop out, they take nothing away.
+        let spent = after.since(&before, me);
         assert!(spent.others_cpu_ns >= 30_000_000, "{spent:?}");
         assert!(spent.switches >= 1, "{spent:?}");
     }

@@ -40,7 +40,7 @@ use anyhow::Context as _;
 use clap::Parser;
 use thumbpipe::Config;
 use thumbpipe_benches::overhead::{
-    ThreadTotals, bare_round_trip, current_thread_id, memory_pipeline, round_trip,
+    ThreadReading, bare_round_trip, current_thread_id, memory_pipeline, round_trip,
 };
 use thumbpipe_benches::{Targets, median_and_range};
 
@@ -145,13 +145,13 @@ fn interleaved(
 /// Context switches and others' CPU microseconds per request over
 /// `rounds` rounds of `work`.
 fn cost(me: u32, rounds: usize, mut work: impl FnMut()) -> anyhow::Result<(f64, f64)> {
-    let before = ThreadTotals::read(me).context("no /proc/self/task")?;
+    let before = ThreadReading::now().context("no /proc/self/task")?;
     for _ in 0..rounds {
         work();
     }
-    let spent = ThreadTotals::read(me)
+    let spent = ThreadReading::now()
         .context("no /proc/self/task")?
-        .since(before);
+        .since(&before, me);
     let requests = (rounds as u64 * BATCH) as f64;
     Ok((
         spent.switches as f64 / requests,
