@@ -12,17 +12,63 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use thumbpipe::{BuildError, Config, Decode, Error, Pipeline, Priority, TargetSize, Thumbnail};
 use tokio::sync::oneshot;
 
-/// Makes a 1x1 thumbnail of anything.
-pub struct NoDecode;
+/// When a request last reached each stage, in nanoseconds from `base`:
+/// for one request at a time, where its time goes.
+#[derive(Debug)]
+pub struct HopClock {
+    base: Instant,
+    /// The load actor asked the fetcher for the request's future.
+    pub fetch_asked: AtomicU64,
+    /// The fetch task first polled that future.
+    pub fetch_polled: AtomicU64,
+    /// A decode thread called the decoder.
+    pub decode_started: AtomicU64,
+}
+
+impl HopClock {
+    /// A clock whose readings count from now.
+    pub fn new() -> Arc<Self> {
+        Arc::new(Self {
+            base: Instant::now(),
+            fetch_asked: AtomicU64::new(0),
+            fetch_polled: AtomicU64::new(0),
+            decode_started: AtomicU64::new(0),
+        })
+    }
+
+    /// Nanoseconds from the clock's start to now.
+    pub fn now(&self) -> u64 {
+        self.at(Instant::now())
+    }
+
+    /// Nanoseconds from the clock's start to `instant`.
+    pub fn at(&self, instant: Instant) -> u64 {
+        let since = instant.saturating_duration_since(self.base);
+        u64::try_from(since.as_nanos()).unwrap_or(u64::MAX)
+    }
+
+    /// Marks `stage` now; with requests in flight together, each stage
+    /// keeps the latest of their marks.
+    fn mark(&self, stage: &AtomicU64) {
+        stage.fetch_max(self.now(), Ordering::AcqRel);
+    }
+}
+
+/// Makes a 1x1 thumbnail of anything, marking the clock if it has one.
+pub struct NoDecode(pub Option<Arc<HopClock>>);
 
 impl Decode for NoDecode {
     fn decode(&self, url: &Arc<str>, _: &[u8], _: TargetSize) -> Result<Thumbnail, Error> {
+        if let Some(clock) = &self.0 {
+            clock.mark(&clock.decode_started);
+        }
         Ok(Thumbnail {
             url: Arc::clone(url),
             width: 1,
@@ -35,14 +81,27 @@ impl Decode for NoDecode {
 }
 
 /// A pipeline with `config` whose every URL answers at once with one byte,
-/// decoded by [`NoDecode`].
-pub fn memory_pipeline(config: Config) -> Result<Pipeline<u64>, BuildError> {
+/// decoded by [`NoDecode`]; `clock`, if given, is marked at each stage.
+pub fn memory_pipeline(
+    config: Config,
+    clock: Option<Arc<HopClock>>,
+) -> Result<Pipeline<u64>, BuildError> {
+    let marks = clock.clone();
     Pipeline::<u64>::builder()
         .config(config)
-        .fetcher(thumbpipe::fetch_fn(|_, _| async {
-            Ok(Bytes::from_static(b"x"))
+        .fetcher(thumbpipe::fetch_fn(move |_, _| {
+            let marks = marks.clone();
+            if let Some(clock) = &marks {
+                clock.mark(&clock.fetch_asked);
+            }
+            async move {
+                if let Some(clock) = &marks {
+                    clock.mark(&clock.fetch_polled);
+                }
+                Ok(Bytes::from_static(b"x"))
+            }
         }))
-        .decoder(NoDecode)
+        .decoder(NoDecode(clock))
         .build()
 }
 
@@ -50,10 +109,10 @@ pub fn memory_pipeline(config: Config) -> Result<Pipeline<u64>, BuildError> {
 pub const ROUND_TRIP_PATIENCE: Duration = Duration::from_secs(60);
 
 /// Requests `count` new URLs (rows `*next + 1 ..`), spins on `drain` until
-/// all have completed, then cancels the rows. Panics on a failed load (the
-/// fetcher and decoder cannot fail) and on a load not back after
-/// [`ROUND_TRIP_PATIENCE`].
-pub fn round_trip(pipeline: &mut Pipeline<u64>, next: &mut u64, count: u64) {
+/// all have completed, then cancels the rows; returns when the last was
+/// drained. Panics on a failed load (the fetcher and decoder cannot fail)
+/// and on a load not back after [`ROUND_TRIP_PATIENCE`].
+pub fn round_trip(pipeline: &mut Pipeline<u64>, next: &mut u64, count: u64) -> Instant {
     let first = *next;
     for _ in 0..count {
         *next += 1;
@@ -73,9 +132,11 @@ pub fn round_trip(pipeline: &mut Pipeline<u64>, next: &mut u64, count: u64) {
         );
         std::hint::spin_loop();
     }
+    let drained = Instant::now();
     for row in first + 1..=*next {
         pipeline.cancel_row(&row);
     }
+    drained
 }
 
 /// Spawns `count` tasks on `runtime` that each answer on a oneshot; spins
@@ -221,9 +282,22 @@ mod tests {
 
     #[test]
     fn a_round_trip_completes_every_request() {
-        let mut pipeline = memory_pipeline(Config::default()).unwrap();
+        let clock = HopClock::new();
+        let mut pipeline = memory_pipeline(Config::default(), Some(Arc::clone(&clock))).unwrap();
         let mut next = 0;
+        let asked = clock.now();
         round_trip(&mut pipeline, &mut next, 10);
+        let fetch_asked = clock.fetch_asked.load(Ordering::Acquire);
+        let fetch_polled = clock.fetch_polled.load(Ordering::Acquire);
+        let decode_started = clock.decode_started.load(Ordering::Acquire);
+        assert!(
+            asked < fetch_asked && fetch_asked <= fetch_polled,
+            "{clock:?}"
+        );
+        assert!(
+            fetch_polled <= decode_started && decode_started <= clock.now(),
+            "{clock:?}"
+        );
         assert_eq!(next, 10);
         assert_eq!(pipeline.stats().delivered, 10);
     }

@@ -19,7 +19,7 @@ use thumbpipe::Config;
 use thumbpipe_benches::overhead::{bare_round_trip, memory_pipeline, round_trip};
 
 fn overhead(c: &mut Criterion) {
-    let mut pipeline = memory_pipeline(Config::default()).unwrap();
+    let mut pipeline = memory_pipeline(Config::default(), None).unwrap();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(Config::default().io_threads)
         .build()

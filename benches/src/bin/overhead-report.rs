@@ -18,6 +18,8 @@
 //!   `--batches` rounds of 100 requests then drained (time / 100),
 //!   alternating pipeline and baseline round by round (which goes first
 //!   alternates too); the median round of each, after a tenth of warm-up;
+//! - one request's path: `--singles` rounds of one request on a pipeline
+//!   whose fetcher and decoder mark a clock, the median time of each hop;
 //! - cost: `--batches` rounds of 100 of one, then of the other, reading
 //!   this process's threads from `/proc/self/task` around each: context
 //!   switches per request, and CPU time per request of every thread but
@@ -34,13 +36,15 @@
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use anyhow::Context as _;
 use clap::Parser;
 use thumbpipe::Config;
 use thumbpipe_benches::overhead::{
-    ThreadReading, bare_round_trip, current_thread_id, memory_pipeline, round_trip,
+    HopClock, ThreadReading, bare_round_trip, current_thread_id, memory_pipeline, round_trip,
 };
 use thumbpipe_benches::{Targets, median_and_range};
 
@@ -102,6 +106,10 @@ struct Run {
     switches: [f64; 2],
     /// Microseconds of CPU besides the waiting thread.
     cpu: [f64; 2],
+    /// One request's path, microseconds: to the actor's turn that starts
+    /// its fetch, to the fetch task's first poll, to the decoder's call,
+    /// to its completion drained.
+    hops: [f64; 4],
 }
 
 const BATCH: u64 = 100;
@@ -164,31 +172,63 @@ fn run(args: &Args) -> anyhow::Result<Run> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(config.io_threads)
         .build()?;
-    let mut pipeline = memory_pipeline(config)?;
+    let mut pipeline = memory_pipeline(config, None)?;
     let me = current_thread_id().context("no /proc/thread-self")?;
     let mut next = 0;
     let mut run = Run {
         single: interleaved(
             args.singles,
             1,
-            |n| round_trip(&mut pipeline, &mut next, n),
+            |n| {
+                round_trip(&mut pipeline, &mut next, n);
+            },
             |n| bare_round_trip(&runtime, n as usize),
         ),
         batch: interleaved(
             args.batches,
             BATCH,
-            |n| round_trip(&mut pipeline, &mut next, n),
+            |n| {
+                round_trip(&mut pipeline, &mut next, n);
+            },
             |n| bare_round_trip(&runtime, n as usize),
         ),
         ..Run::default()
     };
     (run.switches[0], run.cpu[0]) = cost(me, args.batches, || {
-        round_trip(&mut pipeline, &mut next, BATCH)
+        round_trip(&mut pipeline, &mut next, BATCH);
     })?;
     (run.switches[1], run.cpu[1]) = cost(me, args.batches, || {
         bare_round_trip(&runtime, BATCH as usize)
     })?;
+    drop(pipeline);
+    run.hops = hops(args)?;
     Ok(run)
+}
+
+/// One request's path, on a pipeline of its own whose fetcher and decoder
+/// mark a clock: medians over `--singles` rounds, after a tenth of warm-up.
+fn hops(args: &Args) -> anyhow::Result<[f64; 4]> {
+    let clock = HopClock::new();
+    let mut pipeline = memory_pipeline(args.config(), Some(Arc::clone(&clock)))?;
+    let mut hops: [Vec<f64>; 4] = Default::default();
+    let mut next = 0;
+    for round in 0..args.singles {
+        let asked = clock.now();
+        let drained = clock.at(round_trip(&mut pipeline, &mut next, 1));
+        let marks = [
+            asked,
+            clock.fetch_asked.load(Ordering::Acquire),
+            clock.fetch_polled.load(Ordering::Acquire),
+            clock.decode_started.load(Ordering::Acquire),
+            drained,
+        ];
+        if round >= args.singles / 10 {
+            for (hop, pair) in hops.iter_mut().zip(marks.windows(2)) {
+                hop.push(pair[1].saturating_sub(pair[0]) as f64 / 1e3);
+            }
+        }
+    }
+    Ok(hops.map(median))
 }
 
 /// "median (low-high)" of `values`, with `digits` decimals.
@@ -265,6 +305,23 @@ fn report(args: &Args, runs: &[Run]) -> (String, bool) {
             spread(column(pick, 1), digits),
             spread(ratios(pick), 1),
         );
+    }
+    let hop_names = [
+        "`request` -> the actor's turn that starts its fetch",
+        "-> the fetch task's first poll",
+        "-> the decoder called on a decode thread (via the actor)",
+        "-> its completion drained (via the actor)",
+    ];
+    let _ = writeln!(
+        out,
+        "\nOne request's path, on a pipeline of its own whose fetcher and decoder mark \
+         a clock ({} rounds a run, one at a time; each run's median):\n\n\
+         | hop | us |\n|---|---|",
+        args.singles
+    );
+    for (index, name) in hop_names.iter().enumerate() {
+        let values = runs.iter().map(|run| run.hops[index]).collect();
+        let _ = writeln!(out, "| {name} | {} |", spread(values, 2));
     }
     let mut targets = Targets::default();
     targets.group("Targets");
