@@ -52,6 +52,22 @@ impl Layout {
     }
 }
 
+/// Bytes a resize of a `decoded` image (width, height) to `thumbnail`
+/// holds at its peak, for the decode limit: its pass between its two
+/// (thumbnail width x decoded height), its output, the RGBA and its copy in
+/// the Thumbnail, and its filter weights: small beside a full decode, most
+/// of a scaled one. Lanczos3 weighs about six source pixels for each one a
+/// side shrinks by, in f64 and again in i16 (60 bytes a source pixel a
+/// side), with a few allocations per output pixel: 64 bytes a pixel of
+/// either side of both images.
+pub(super) fn working_bytes(decoded: (u32, u32), thumbnail: (u32, u32)) -> u64 {
+    let (decoded_width, decoded_height) = (u64::from(decoded.0), u64::from(decoded.1));
+    let (thumb_width, thumb_height) = (u64::from(thumbnail.0), u64::from(thumbnail.1));
+    thumb_width * decoded_height * 4
+        + thumb_width * thumb_height * 4 * 3
+        + (decoded_width + decoded_height + thumb_width + thumb_height) * 64
+}
+
 /// A decoded image.
 #[derive(Debug)]
 pub(super) struct Pixels {

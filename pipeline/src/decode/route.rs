@@ -223,21 +223,8 @@ fn decode(
     // only a step on the way.
     let fitting = Fitting::new(width, height, target);
     let (thumb_width, thumb_height) = fitting.size;
-    // The resize's pass between its two (thumbnail width x decoded
-    // height), its output, the RGBA and its copy in the Thumbnail, and its
-    // filter weights: small beside a full decode, most of a scaled one.
-    // Lanczos3 weighs about six source pixels for each one a side shrinks
-    // by, in f64 and again in i16 (60 bytes a source pixel a side), with a
-    // few allocations per output pixel: 64 bytes a pixel of either side
-    // of both images.
     let resize_bytes = |decoded_width: u32, decoded_height: u32| {
-        u64::from(thumb_width) * u64::from(decoded_height) * 4
-            + u64::from(thumb_width) * u64::from(thumb_height) * 4 * 3
-            + (u64::from(decoded_width)
-                + u64::from(decoded_height)
-                + u64::from(thumb_width)
-                + u64::from(thumb_height))
-                * 64
+        resize::working_bytes((decoded_width, decoded_height), fitting.size)
     };
     let source_size = match (photo, icon_size) {
         (Some(photo), _) => photo.size,
