@@ -159,11 +159,20 @@ pub(super) fn read_segment(bytes: &[u8], mut at: usize) -> Option<(u8, &[u8], us
     Some((marker, body, at + 2 + length))
 }
 
-/// The frame of a file of `file_bytes`, its DC arrays allocated, if the
-/// file can hold them: every block's DC takes at least a bit, so a header
-/// claiming more blocks than the file has bits is refused before they are
-/// allocated (a 147-byte file may claim 16000x16000).
-fn read_frame(segment: &[u8], file_bytes: usize) -> Option<Frame> {
+/// What a progressive frame header says, checked as the decode needs it:
+/// 8-bit samples, a size, one or three components with sampling factors
+/// of 1 to 4 and quantisation tables 0 to 3. The fetch's watch reads the
+/// frame with it too, so that it stops reading only at a frame the decode
+/// takes.
+pub(super) struct FrameHeader {
+    pub(super) width: u32,
+    pub(super) height: u32,
+    /// Per component: its id, its horizontal and vertical sampling factors
+    /// and its quantisation table.
+    pub(super) components: Vec<(u8, usize, usize, usize)>,
+}
+
+pub(super) fn read_frame_header(segment: &[u8]) -> Option<FrameHeader> {
     let [precision, h1, h0, w1, w0, count, rest @ ..] = segment else {
         return None;
     };
@@ -180,23 +189,38 @@ fn read_frame(segment: &[u8], file_bytes: usize) -> Option<Frame> {
         if !(1..=4).contains(&h) || !(1..=4).contains(&v) || c[2] > 3 {
             return None;
         }
-        components.push(Component {
-            id: c[0],
+        components.push((c[0], h, v, usize::from(c[2])));
+    }
+    (components.len() == usize::from(*count)).then_some(FrameHeader {
+        width,
+        height,
+        components,
+    })
+}
+
+/// The frame of a file of `file_bytes`, its DC arrays allocated, if the
+/// file can hold them: every block's DC takes at least a bit, so a header
+/// claiming more blocks than the file has bits is refused before they are
+/// allocated (a 147-byte file may claim 16000x16000).
+fn read_frame(segment: &[u8], file_bytes: usize) -> Option<Frame> {
+    let header = read_frame_header(segment)?;
+    let mut components: Vec<Component> = header
+        .components
+        .iter()
+        .map(|&(id, h, v, quant_table)| Component {
+            id,
             h,
             v,
-            quant_table: usize::from(c[2]),
+            quant_table,
             dc: Vec::new(),
             step: 0,
             known_from_bit: None,
-        });
-    }
-    if components.len() != usize::from(*count) {
-        return None;
-    }
+        })
+        .collect();
     let h_max = components.iter().map(|c| c.h).max()?;
     let v_max = components.iter().map(|c| c.v).max()?;
-    let mcus_across = (width as usize).div_ceil(8 * h_max);
-    let mcus_down = (height as usize).div_ceil(8 * v_max);
+    let mcus_across = (header.width as usize).div_ceil(8 * h_max);
+    let mcus_down = (header.height as usize).div_ceil(8 * v_max);
     let blocks = |c: &Component| mcus_across * c.h * mcus_down * c.v;
     if components.iter().map(blocks).sum::<usize>() > file_bytes.saturating_mul(8) {
         return None;
@@ -205,8 +229,8 @@ fn read_frame(segment: &[u8], file_bytes: usize) -> Option<Frame> {
         component.dc = vec![0; blocks(component)];
     }
     Some(Frame {
-        width,
-        height,
+        width: header.width,
+        height: header.height,
         components,
         mcus_across,
         mcus_down,

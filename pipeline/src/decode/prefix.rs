@@ -131,6 +131,8 @@ impl DcWatch {
                     self.turned = Orientation::from_exif_chunk(&segment[6..])
                         .is_some_and(upright::quarter_turn);
                 }
+                // A second frame: the decode refuses the file.
+                0xC2 if !self.components.is_empty() => return Prefix::Never,
                 0xC2 => {
                     let Some(components) = self.frame(segment, target) else {
                         return Prefix::Never;
@@ -163,23 +165,17 @@ impl DcWatch {
     }
 
     /// The component ids of a progressive frame whose DC scans the decode
-    /// takes for `target`, turned as the EXIF read before it says.
+    /// takes for `target`, turned as the EXIF read before it says (the
+    /// decode's own reading of the header).
     fn frame(&self, segment: &[u8], target: TargetSize) -> Option<Vec<(u8, bool)>> {
-        let [8, h1, h0, w1, w0, count @ (1 | 3), rest @ ..] = segment else {
-            return None;
-        };
-        let width = u32::from(u16::from_be_bytes([*w1, *w0]));
-        let height = u32::from(u16::from_be_bytes([*h1, *h0]));
+        let header = dc_scans::read_frame_header(segment)?;
         let target = if self.turned {
             upright::swapped(target)
         } else {
             target
         };
-        if width == 0 || height == 0 || !dc_scans::covers(width, height, target) {
-            return None;
-        }
-        let ids = rest.get(..3 * usize::from(*count))?;
-        Some(ids.chunks_exact(3).map(|c| (c[0], false)).collect())
+        dc_scans::covers(header.width, header.height, target)
+            .then(|| header.components.iter().map(|c| (c.0, false)).collect())
     }
 }
 
@@ -273,6 +269,38 @@ mod tests {
             let mut watch = PrefixWatch::new(TargetSize::square(64), &LIMITS).unwrap();
             assert_eq!(watch.check(&body), Prefix::Never);
         }
+    }
+
+    /// A frame the decode refuses is read whole, not cut short and then
+    /// fetched again: sampling factors over 4, a quantisation table over
+    /// 3, a second frame.
+    #[test]
+    fn a_frame_the_decode_refuses_is_read_whole() {
+        let rgb = fixture_server::picture::render(5, 800, 600).pixels;
+        let jpeg = progressive(&rgb, (800, 600), SamplingFactor::F_2_2, None);
+        let sof = jpeg.windows(2).position(|m| m == [0xFF, 0xC2]).unwrap();
+        // Marker, length, precision, height, width, count: the first
+        // component's id, sampling and table follow.
+        let first_component = sof + 10;
+        let mut wide_sampling = jpeg.clone();
+        wide_sampling[first_component + 1] = 0x52;
+        let mut fifth_table = jpeg.clone();
+        fifth_table[first_component + 2] = 4;
+        let mut two_frames = jpeg.clone();
+        let length = usize::from(u16::from_be_bytes([jpeg[sof + 2], jpeg[sof + 3]]));
+        let frame = jpeg[sof..sof + 2 + length].to_vec();
+        two_frames.splice(sof..sof, frame);
+        for (name, body) in [
+            ("sampling 5x2", wide_sampling),
+            ("table 4", fifth_table),
+            ("two frames", two_frames),
+        ] {
+            let mut watch = PrefixWatch::new(TargetSize::square(64), &LIMITS).unwrap();
+            assert_eq!(read_until_enough(&mut watch, &body, 512), None, "{name}");
+            assert!(dc_scans::decode_dc(&body).is_none(), "{name}");
+        }
+        let mut watch = PrefixWatch::new(TargetSize::square(64), &LIMITS).unwrap();
+        assert!(read_until_enough(&mut watch, &jpeg, 512).is_some());
     }
 
     /// A photo turned a quarter by its EXIF is judged upright: a target
