@@ -3,7 +3,8 @@
 //!
 //! Runs inside a decode, on the decode thread that called it; keeps nothing.
 
-use super::dc_scans::{Frame, Tables};
+use super::dc_headers::Tables;
+use super::dc_scans::Frame;
 use super::resize::{Layout, Pixels};
 
 /// The image at 1/8: each block's DC as its pixels' value (libjpeg's 1x1

@@ -5,8 +5,9 @@
 //! decoder reads the frame, its tables and the scans up to the first AC scan
 //! after every component's DC, and no further: no coefficient buffer for the
 //! AC scans (libjpeg keeps every coefficient of the image, 36 MB for 12 MP
-//! at 4:2:0), and for the fetch, no need of the bytes after them
-//! ([`dc_scans_end`]). A DC coefficient whose last bits come in a later
+//! at 4:2:0), and for the fetch, no need of the bytes after them (the
+//! watch in `prefix.rs`). The headers are read by `dc_headers.rs`, which
+//! the watch shares. A DC coefficient whose last bits come in a later
 //! scan (libjpeg's script sends DC without its last bit first) is taken
 //! at the middle of the values it may have.
 //!
@@ -16,6 +17,9 @@
 //!
 //! Runs inside a decode, on the decode thread that called it; keeps nothing.
 
+use super::dc_headers::{
+    Scan, Tables, read_frame_header, read_huffman, read_quant, read_scan_header, read_segment,
+};
 use super::huffman::{BitReader, HuffmanTable};
 use super::resize::Pixels;
 use crate::request::TargetSize;
@@ -59,16 +63,6 @@ impl Component {
     pub(super) fn stride(&self, frame_mcus_across: usize) -> usize {
         frame_mcus_across * self.h
     }
-}
-
-/// The state of the markers read so far.
-#[derive(Default)]
-pub(super) struct Tables {
-    quant_dc: [Option<i32>; 4],
-    huffman_dc: [Option<HuffmanTable>; 4],
-    restart_interval: usize,
-    pub(super) jfif: bool,
-    pub(super) adobe_transform: Option<u8>,
 }
 
 /// `bytes`, a progressive JPEG (or its start, through its DC scans),
@@ -137,67 +131,6 @@ pub(super) fn decode_dc(bytes: &[u8]) -> Option<Pixels> {
     Some(super::dc_pixels::to_pixels(&frame, &tables))
 }
 
-/// The marker at `at` (after any fill bytes), its segment's body (empty
-/// for a marker without one) and where the next marker is looked for;
-/// `None` at the end of the bytes or where a segment is cut short.
-pub(super) fn read_segment(bytes: &[u8], mut at: usize) -> Option<(u8, &[u8], usize)> {
-    while bytes.get(at) == Some(&0xFF) && bytes.get(at + 1) == Some(&0xFF) {
-        at += 1;
-    }
-    if bytes.get(at) != Some(&0xFF) {
-        return None;
-    }
-    let marker = *bytes.get(at + 1)?;
-    if matches!(marker, 0xD0..=0xD9 | 0x01) {
-        return Some((marker, &[], at + 2));
-    }
-    let length = usize::from(u16::from_be_bytes([
-        *bytes.get(at + 2)?,
-        *bytes.get(at + 3)?,
-    ]));
-    let body = bytes.get(at + 4..(at + 2).checked_add(length)?)?;
-    Some((marker, body, at + 2 + length))
-}
-
-/// What a progressive frame header says, checked as the decode needs it:
-/// 8-bit samples, a size, one or three components with sampling factors
-/// of 1 to 4 and quantisation tables 0 to 3. The fetch's watch reads the
-/// frame with it too, so that it stops reading only at a frame the decode
-/// takes.
-pub(super) struct FrameHeader {
-    pub(super) width: u32,
-    pub(super) height: u32,
-    /// Per component: its id, its horizontal and vertical sampling factors
-    /// and its quantisation table.
-    pub(super) components: Vec<(u8, usize, usize, usize)>,
-}
-
-pub(super) fn read_frame_header(segment: &[u8]) -> Option<FrameHeader> {
-    let [precision, h1, h0, w1, w0, count, rest @ ..] = segment else {
-        return None;
-    };
-    let (width, height) = (
-        u32::from(u16::from_be_bytes([*w1, *w0])),
-        u32::from(u16::from_be_bytes([*h1, *h0])),
-    );
-    if *precision != 8 || width == 0 || height == 0 || !matches!(count, 1 | 3) {
-        return None;
-    }
-    let mut components = Vec::new();
-    for c in rest.chunks_exact(3).take(usize::from(*count)) {
-        let (h, v) = (usize::from(c[1] >> 4), usize::from(c[1] & 0x0F));
-        if !(1..=4).contains(&h) || !(1..=4).contains(&v) || c[2] > 3 {
-            return None;
-        }
-        components.push((c[0], h, v, usize::from(c[2])));
-    }
-    (components.len() == usize::from(*count)).then_some(FrameHeader {
-        width,
-        height,
-        components,
-    })
-}
-
 /// The frame of a file of `file_bytes`, its DC arrays allocated, if the
 /// file can hold them: every block's DC takes at least a bit, so a header
 /// claiming more blocks than the file has bits is refused before they are
@@ -236,94 +169,6 @@ fn read_frame(segment: &[u8], file_bytes: usize) -> Option<Frame> {
         mcus_down,
         h_max,
         v_max,
-    })
-}
-
-fn read_huffman(mut segment: &[u8], tables: &mut Tables) -> Option<()> {
-    while let [class_id, rest @ ..] = segment {
-        let counts: &[u8; 16] = rest.get(..16)?.try_into().ok()?;
-        let total: usize = counts.iter().map(|&c| usize::from(c)).sum();
-        let symbols = rest.get(16..16 + total)?;
-        let (class, id) = (class_id >> 4, usize::from(class_id & 0x0F));
-        if id > 3 {
-            return None;
-        }
-        if class > 1 {
-            return None;
-        }
-        // AC tables (class 1) are not needed.
-        if class == 0 {
-            tables.huffman_dc[id] = Some(HuffmanTable::new(counts, symbols).ok()?);
-        }
-        segment = &rest[16 + total..];
-    }
-    Some(())
-}
-
-fn read_quant(mut segment: &[u8], tables: &mut Tables) -> Option<()> {
-    while let [precision_id, rest @ ..] = segment {
-        let (sixteen_bit, id) = (precision_id >> 4 != 0, usize::from(precision_id & 0x0F));
-        if id > 3 {
-            return None;
-        }
-        let (first, length) = if sixteen_bit {
-            (
-                i32::from(u16::from_be_bytes([*rest.first()?, *rest.get(1)?])),
-                128,
-            )
-        } else {
-            (i32::from(*rest.first()?), 64)
-        };
-        tables.quant_dc[id] = Some(first);
-        segment = rest.get(length..)?;
-    }
-    Some(())
-}
-
-/// A scan header: which components, and which bits of which coefficients.
-pub(super) struct Scan {
-    /// Indices into the frame's components, with each one's DC table.
-    pub(super) components: Vec<(usize, usize)>,
-    pub(super) band_start: u8,
-    pub(super) bit_high: u8,
-    bit_low: u8,
-}
-
-/// A scan header, its components found by `index_of` (their id to their
-/// index in the frame); `None` for a header no decoder takes: a component
-/// the frame does not have or named twice, a DC scan with AC in it.
-pub(super) fn read_scan_header(
-    segment: &[u8],
-    index_of: impl Fn(u8) -> Option<usize>,
-) -> Option<Scan> {
-    let [count, rest @ ..] = segment else {
-        return None;
-    };
-    let count = usize::from(*count);
-    if !(1..=4).contains(&count) {
-        return None;
-    }
-    let selectors = rest.get(..2 * count)?;
-    let [band_start, band_end, bits] = *rest.get(2 * count..2 * count + 3)? else {
-        return None;
-    };
-    let mut components = Vec::new();
-    for pair in selectors.chunks_exact(2) {
-        let index = index_of(pair[0])?;
-        if components.iter().any(|&(seen, _)| seen == index) {
-            return None;
-        }
-        components.push((index, usize::from(pair[1] >> 4)));
-    }
-    // A DC scan holds DC alone.
-    if band_start == 0 && band_end != 0 {
-        return None;
-    }
-    Some(Scan {
-        components,
-        band_start,
-        bit_high: bits >> 4,
-        bit_low: bits & 0x0F,
     })
 }
 

@@ -5,7 +5,8 @@
 //! [`DecodeConfig::jpeg_dct_scaling`](crate::DecodeConfig::jpeg_dct_scaling) is
 //! off or the binary is built with `panic = "abort"` (libjpeg's errors unwind);
 //! a progressive JPEG bound for 1/8 of its size or less is decoded from its
-//! DC scans alone (`dc_scans.rs`); everything else is decoded in full by
+//! DC scans alone (`dc_scans.rs`, its headers read by `dc_headers.rs`);
+//! everything else is decoded in full by
 //! `image`. Either way, fast_image_resize
 //! takes it the rest of the way (`resize.rs`), and the EXIF orientation turns
 //! the thumbnail.
@@ -25,6 +26,7 @@
 
 mod animation;
 mod config;
+mod dc_headers;
 mod dc_pixels;
 mod dc_scans;
 mod exif;

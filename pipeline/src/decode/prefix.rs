@@ -12,7 +12,7 @@
 
 use image::metadata::Orientation;
 
-use super::{DecodeLimits, dc_scans, exif, jpeg, upright};
+use super::{DecodeLimits, dc_headers, dc_scans, exif, jpeg, upright};
 use crate::request::TargetSize;
 
 /// How far into a body an embedded thumbnail is looked for: EXIF's
@@ -88,8 +88,11 @@ struct DcWatch {
     exif_read: bool,
     /// Its orientation turns the picture a quarter.
     turned: bool,
-    /// The frame's component ids, and which have had their DC scan.
-    components: Vec<(u8, bool)>,
+    /// The frame's components: id, quantisation table, and whether its DC
+    /// scan has come.
+    components: Vec<(u8, usize, bool)>,
+    /// The tables defined so far.
+    tables: dc_headers::TablesSeen,
 }
 
 impl DcWatch {
@@ -116,7 +119,7 @@ impl DcWatch {
                     }
                 }
             }
-            let Some((marker, segment, next)) = dc_scans::read_segment(body, self.at) else {
+            let Some((marker, segment, next)) = dc_headers::read_segment(body, self.at) else {
                 // A segment cut short, or damage where a marker should be.
                 return match body.get(self.at..).unwrap_or(&[]) {
                     [] | [0xFF, ..] => Prefix::More,
@@ -140,21 +143,29 @@ impl DcWatch {
                     self.components = components;
                 }
                 0xC0..=0xCF if !matches!(marker, 0xC4 | 0xC8 | 0xCC) => return Prefix::Never,
+                0xC4 | 0xDB if self.tables.read(marker, segment).is_none() => {
+                    return Prefix::Never;
+                }
                 0xDA => {
                     // The decode's own reading of the header (none before
                     // the frame: no component is known).
                     let components = &self.components;
-                    let Some(scan) = dc_scans::read_scan_header(segment, |id| {
-                        components.iter().position(|(c, _)| *c == id)
+                    let Some(scan) = dc_headers::read_scan_header(segment, |id| {
+                        components.iter().position(|(c, ..)| *c == id)
                     }) else {
                         return Prefix::Never;
                     };
-                    if scan.band_start != 0 && self.components.iter().all(|(_, dc)| *dc) {
+                    if scan.band_start != 0 && self.components.iter().all(|(.., dc)| *dc) {
                         return Prefix::Enough;
                     }
                     if scan.band_start == 0 && scan.bit_high == 0 {
-                        for (index, _) in scan.components {
-                            self.components[index].1 = true;
+                        for (index, huffman) in scan.components {
+                            let component = &mut self.components[index];
+                            // The decode would find no table to read it by.
+                            if !self.tables.serve(component.1, huffman) {
+                                return Prefix::Never;
+                            }
+                            component.2 = true;
                         }
                     }
                     self.scan_from = Some(next);
@@ -167,15 +178,19 @@ impl DcWatch {
     /// The component ids of a progressive frame whose DC scans the decode
     /// takes for `target`, turned as the EXIF read before it says (the
     /// decode's own reading of the header).
-    fn frame(&self, segment: &[u8], target: TargetSize) -> Option<Vec<(u8, bool)>> {
-        let header = dc_scans::read_frame_header(segment)?;
+    fn frame(&self, segment: &[u8], target: TargetSize) -> Option<Vec<(u8, usize, bool)>> {
+        let header = dc_headers::read_frame_header(segment)?;
         let target = if self.turned {
             upright::swapped(target)
         } else {
             target
         };
-        dc_scans::covers(header.width, header.height, target)
-            .then(|| header.components.iter().map(|c| (c.0, false)).collect())
+        dc_scans::covers(header.width, header.height, target).then(|| {
+            let components = header.components.iter();
+            components
+                .map(|&(id, _, _, quant)| (id, quant, false))
+                .collect()
+        })
     }
 }
 
@@ -273,7 +288,7 @@ mod tests {
 
     /// A frame the decode refuses is read whole, not cut short and then
     /// fetched again: sampling factors over 4, a quantisation table over
-    /// 3, a second frame.
+    /// 3 or none defined, a second frame.
     #[test]
     fn a_frame_the_decode_refuses_is_read_whole() {
         let rgb = fixture_server::picture::render(5, 800, 600).pixels;
@@ -290,9 +305,14 @@ mod tests {
         let length = usize::from(u16::from_be_bytes([jpeg[sof + 2], jpeg[sof + 3]]));
         let frame = jpeg[sof..sof + 2 + length].to_vec();
         two_frames.splice(sof..sof, frame);
+        // The first component's quantisation table said to be 3, which no
+        // DQT defines.
+        let mut undefined_table = jpeg.clone();
+        undefined_table[first_component + 2] = 3;
         for (name, body) in [
             ("sampling 5x2", wide_sampling),
             ("table 4", fifth_table),
+            ("table 3, undefined", undefined_table),
             ("two frames", two_frames),
         ] {
             let mut watch = PrefixWatch::new(TargetSize::square(64), &LIMITS).unwrap();
