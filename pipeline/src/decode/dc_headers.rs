@@ -164,6 +164,31 @@ pub(super) struct Scan {
     pub(super) bit_low: u8,
 }
 
+/// The restart interval a DRI segment sets; `None` if it is too short.
+pub(super) fn read_restart_interval(segment: &[u8]) -> Option<usize> {
+    let [r1, r0, ..] = *segment else { return None };
+    Some(usize::from(u16::from_be_bytes([r1, r0])))
+}
+
+/// Whether the DC scan `scan` follows the scans before it, as the decode
+/// takes them: a first scan of components whose DC has not come yet, or a
+/// refinement by the next bit of components known from the bit above.
+/// `known_from_bit` gives, for a component's index, the lowest bit its DC
+/// has come with (`None` before its first scan).
+pub(super) fn dc_scan_follows(scan: &Scan, known_from_bit: impl Fn(usize) -> Option<u8>) -> bool {
+    if scan.bit_low > 13 {
+        return false;
+    }
+    scan.components.iter().all(|&(index, _)| {
+        let known = known_from_bit(index);
+        if scan.bit_high == 0 {
+            known.is_none()
+        } else {
+            known == Some(scan.bit_high) && scan.bit_low + 1 == scan.bit_high
+        }
+    })
+}
+
 /// A scan header, its components found by `index_of` (their id to their
 /// index in the frame); `None` for a header no decoder takes: a component
 /// the frame does not have or named twice, a DC scan with AC in it.

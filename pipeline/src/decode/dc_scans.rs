@@ -18,7 +18,8 @@
 //! Runs inside a decode, on the decode thread that called it; keeps nothing.
 
 use super::dc_headers::{
-    Scan, Tables, read_frame_header, read_huffman, read_quant, read_scan_header, read_segment,
+    Scan, Tables, dc_scan_follows, read_frame_header, read_huffman, read_quant,
+    read_restart_interval, read_scan_header, read_segment,
 };
 use super::huffman::{BitReader, HuffmanTable};
 use super::resize::Pixels;
@@ -93,10 +94,7 @@ pub(super) fn decode_dc(bytes: &[u8]) -> Option<Pixels> {
             0xC0..=0xCF if !matches!(marker, 0xC4 | 0xC8 | 0xCC) => return None,
             0xC4 => read_huffman(segment, &mut tables)?,
             0xDB => read_quant(segment, &mut tables)?,
-            0xDD => {
-                let [r1, r0, ..] = *segment else { return None };
-                tables.restart_interval = usize::from(u16::from_be_bytes([r1, r0]));
-            }
+            0xDD => tables.restart_interval = read_restart_interval(segment)?,
             0xE0 if segment.starts_with(b"JFIF\0") => tables.jfif = true,
             0xEE if segment.starts_with(b"Adobe") => {
                 tables.adobe_transform = segment.get(11).copied();
@@ -180,24 +178,18 @@ fn decode_dc_scan(
     scan: &Scan,
     tables: &Tables,
 ) -> Option<()> {
-    let first = scan.bit_high == 0;
-    let bit = scan.bit_low;
-    if bit > 13 {
+    if !dc_scan_follows(scan, |index| frame.components[index].known_from_bit) {
         return None;
     }
+    let first = scan.bit_high == 0;
+    let bit = scan.bit_low;
     let mut huffman = Vec::new();
     for &(index, table) in &scan.components {
         let component = &mut frame.components[index];
         if first {
-            if component.known_from_bit.is_some() {
-                return None;
-            }
             component.step = tables.quant_dc[component.quant_table]?;
             huffman.push(Some(tables.huffman_dc.get(table)?.as_ref()?));
         } else {
-            if component.known_from_bit != Some(scan.bit_high) || bit + 1 != scan.bit_high {
-                return None;
-            }
             huffman.push(None);
         }
     }

@@ -174,17 +174,26 @@ pub(super) fn next_marker(bytes: &[u8], from: usize) -> Option<usize> {
 }
 
 /// Where the entropy-coded data starting at `from` ends: the next marker
-/// that is not a restart marker (those sit inside the data).
+/// that is not a restart marker (those sit inside the data), or the end of
+/// the bytes.
 pub(super) fn skip_entropy_coded(bytes: &[u8], from: usize) -> usize {
+    entropy_coded_end(bytes, from).unwrap_or(bytes.len())
+}
+
+/// Where the entropy-coded data starting at `from` ends, or, when `bytes`
+/// (the start of a body still arriving) hold no such marker yet, `Err`
+/// with where to look on from once more have come.
+pub(super) fn entropy_coded_end(bytes: &[u8], from: usize) -> Result<usize, usize> {
     let mut at = from;
     while let Some(marker_at) = next_marker(bytes, at) {
         if matches!(bytes[marker_at + 1], 0xD0..=0xD7) {
             at = marker_at + 2;
         } else {
-            return marker_at;
+            return Ok(marker_at);
         }
     }
-    bytes.len()
+    // A last 0xFF may start a marker.
+    Err(bytes.len().saturating_sub(1).max(at))
 }
 
 fn memchr_ff(bytes: &[u8]) -> Option<usize> {

@@ -88,9 +88,9 @@ struct DcWatch {
     exif_read: bool,
     /// Its orientation turns the picture a quarter.
     turned: bool,
-    /// The frame's components: id, quantisation table, and whether its DC
-    /// scan has come.
-    components: Vec<(u8, usize, bool)>,
+    /// The frame's components: id, quantisation table, and the lowest bit
+    /// its DC has come with (`None` before its first DC scan).
+    components: Vec<(u8, usize, Option<u8>)>,
     /// The tables defined so far.
     tables: dc_headers::TablesSeen,
 }
@@ -108,7 +108,7 @@ impl DcWatch {
         }
         loop {
             if let Some(from) = self.scan_from {
-                match scan_end(body, from) {
+                match jpeg::entropy_coded_end(body, from) {
                     Ok(end) => {
                         self.at = end;
                         self.scan_from = None;
@@ -146,6 +146,9 @@ impl DcWatch {
                 0xC4 | 0xDB if self.tables.read(marker, segment).is_none() => {
                     return Prefix::Never;
                 }
+                0xDD if dc_headers::read_restart_interval(segment).is_none() => {
+                    return Prefix::Never;
+                }
                 0xDA => {
                     // The decode's own reading of the header (none before
                     // the frame: no component is known).
@@ -155,17 +158,24 @@ impl DcWatch {
                     }) else {
                         return Prefix::Never;
                     };
-                    if scan.band_start != 0 && self.components.iter().all(|(.., dc)| *dc) {
-                        return Prefix::Enough;
-                    }
-                    if scan.band_start == 0 && scan.bit_high == 0 {
-                        for (index, huffman) in scan.components {
-                            let component = &mut self.components[index];
-                            // The decode would find no table to read it by.
-                            if !self.tables.serve(component.1, huffman) {
-                                return Prefix::Never;
-                            }
-                            component.2 = true;
+                    if scan.band_start != 0 {
+                        if self.components.iter().all(|(.., known)| known.is_some()) {
+                            return Prefix::Enough;
+                        }
+                    } else {
+                        // A DC scan the decode refuses, or one of a
+                        // component with no table to read it by.
+                        let components = &self.components;
+                        if !dc_headers::dc_scan_follows(&scan, |index| components[index].2)
+                            || (scan.bit_high == 0
+                                && scan.components.iter().any(|&(index, huffman)| {
+                                    !self.tables.serve(components[index].1, huffman)
+                                }))
+                        {
+                            return Prefix::Never;
+                        }
+                        for &(index, _) in &scan.components {
+                            self.components[index].2 = Some(scan.bit_low);
                         }
                     }
                     self.scan_from = Some(next);
@@ -178,7 +188,7 @@ impl DcWatch {
     /// The component ids of a progressive frame whose DC scans the decode
     /// takes for `target`, turned as the EXIF read before it says (the
     /// decode's own reading of the header).
-    fn frame(&self, segment: &[u8], target: TargetSize) -> Option<Vec<(u8, usize, bool)>> {
+    fn frame(&self, segment: &[u8], target: TargetSize) -> Option<Vec<(u8, usize, Option<u8>)>> {
         let header = dc_headers::read_frame_header(segment)?;
         let target = if self.turned {
             upright::swapped(target)
@@ -188,26 +198,10 @@ impl DcWatch {
         dc_scans::covers(header.width, header.height, target).then(|| {
             let components = header.components.iter();
             components
-                .map(|&(id, _, _, quant)| (id, quant, false))
+                .map(|&(id, _, _, quant)| (id, quant, None))
                 .collect()
         })
     }
-}
-
-/// Where the entropy-coded data looked through from `from` ends (the next
-/// marker that is not a restart marker), or, when no such marker has
-/// arrived yet, `Err` with where to look on from.
-fn scan_end(body: &[u8], from: usize) -> Result<usize, usize> {
-    let mut at = from;
-    while let Some(marker_at) = jpeg::next_marker(body, at) {
-        if matches!(body[marker_at + 1], 0xD0..=0xD7) {
-            at = marker_at + 2;
-        } else {
-            return Ok(marker_at);
-        }
-    }
-    // A last 0xFF may start a marker.
-    Err(body.len().saturating_sub(1).max(at))
 }
 
 #[cfg(test)]
@@ -286,9 +280,9 @@ mod tests {
         }
     }
 
-    /// A frame the decode refuses is read whole, not cut short and then
+    /// A file the decode refuses is read whole, not cut short and then
     /// fetched again: sampling factors over 4, a quantisation table over
-    /// 3 or none defined, a second frame.
+    /// 3 or none defined, a second frame, a DC scan out of order.
     #[test]
     fn a_frame_the_decode_refuses_is_read_whole() {
         let rgb = fixture_server::picture::render(5, 800, 600).pixels;
@@ -309,7 +303,13 @@ mod tests {
         // DQT defines.
         let mut undefined_table = jpeg.clone();
         undefined_table[first_component + 2] = 3;
+        // The first DC scan said to send bit 14 and up: no such scan.
+        let mut bit_14 = jpeg.clone();
+        let sos = jpeg.windows(2).position(|m| m == [0xFF, 0xDA]).unwrap();
+        let count = usize::from(jpeg[sos + 4]);
+        bit_14[sos + 5 + 2 * count + 2] = 0x0E;
         for (name, body) in [
+            ("DC from bit 14", bit_14),
             ("sampling 5x2", wide_sampling),
             ("table 4", fifth_table),
             ("table 3, undefined", undefined_table),
