@@ -2,7 +2,8 @@
 //! (`dc_scans.rs`) reads them: the segments, the frame header, the DHT and
 //! DQT tables and the scan headers. The fetch's watch (`prefix.rs`) reads
 //! them with the same functions, so that it stops a fetch only where the
-//! decode will take what was read.
+//! decode will take what was read; the EXIF reader (`exif.rs`) walks the
+//! segments with [`read_segment`] too.
 //!
 //! Plain functions over bytes, run by whichever caller reads them (a decode
 //! thread, or the fetch task); they keep nothing.
@@ -19,26 +20,42 @@ pub(super) struct Tables {
     pub(super) adobe_transform: Option<u8>,
 }
 
-/// The marker at `at` (after any fill bytes), its segment's body (empty
-/// for a marker without one) and where the next marker is looked for;
-/// `None` at the end of the bytes or where a segment is cut short.
-pub(super) fn read_segment(bytes: &[u8], mut at: usize) -> Option<(u8, &[u8], usize)> {
+/// A JPEG's marker segment, as [`read_segment`] reads it.
+pub(super) enum Segment<'a> {
+    /// Its marker, its body (after the length; empty for a marker without
+    /// one) and where the next marker is looked for.
+    Whole(u8, &'a [u8], usize),
+    /// The bytes end inside it.
+    Cut,
+    /// Not a marker where one must be, or a length shorter than itself.
+    Broken,
+}
+
+/// The segment at `at`, after any fill bytes. The decoders, the fetch's
+/// watch and the EXIF reader all read segments with it.
+pub(super) fn read_segment(bytes: &[u8], mut at: usize) -> Segment<'_> {
     while bytes.get(at) == Some(&0xFF) && bytes.get(at + 1) == Some(&0xFF) {
         at += 1;
     }
-    if bytes.get(at) != Some(&0xFF) {
-        return None;
-    }
-    let marker = *bytes.get(at + 1)?;
+    let marker = match (bytes.get(at), bytes.get(at + 1)) {
+        (None, _) | (Some(0xFF), None) => return Segment::Cut,
+        (Some(0xFF), Some(&marker)) => marker,
+        _ => return Segment::Broken,
+    };
     if matches!(marker, 0xD0..=0xD9 | 0x01) {
-        return Some((marker, &[], at + 2));
+        return Segment::Whole(marker, &[], at + 2);
     }
-    let length = usize::from(u16::from_be_bytes([
-        *bytes.get(at + 2)?,
-        *bytes.get(at + 3)?,
-    ]));
-    let body = bytes.get(at + 4..(at + 2).checked_add(length)?)?;
-    Some((marker, body, at + 2 + length))
+    let (Some(&high), Some(&low)) = (bytes.get(at + 2), bytes.get(at + 3)) else {
+        return Segment::Cut;
+    };
+    let length = usize::from(u16::from_be_bytes([high, low]));
+    if length < 2 {
+        return Segment::Broken;
+    }
+    match bytes.get(at + 4..at + 2 + length) {
+        Some(body) => Segment::Whole(marker, body, at + 2 + length),
+        None => Segment::Cut,
+    }
 }
 
 /// What a progressive frame header says, checked as the decode needs it:

@@ -18,7 +18,7 @@
 //! Runs inside a decode, on the decode thread that called it; keeps nothing.
 
 use super::dc_headers::{
-    Scan, Tables, dc_scan_follows, read_frame_header, read_huffman, read_quant,
+    Scan, Segment, Tables, dc_scan_follows, read_frame_header, read_huffman, read_quant,
     read_restart_interval, read_scan_header, read_segment,
 };
 use super::huffman::{BitReader, HuffmanTable};
@@ -80,7 +80,7 @@ pub(super) fn decode_dc(bytes: &[u8]) -> Option<Pixels> {
     }
     // To the end of what was read, if no AC scan comes first: the DC must
     // be complete by then.
-    while let Some((marker, segment, next)) = read_segment(bytes, at) {
+    while let Segment::Whole(marker, segment, next) = read_segment(bytes, at) {
         at = next;
         match marker {
             0xD9 => break,

@@ -11,6 +11,7 @@
 
 use image::metadata::Orientation;
 
+use super::dc_headers::{Segment, read_segment};
 use super::prefix::Prefix;
 use super::upright;
 use crate::request::TargetSize;
@@ -60,7 +61,7 @@ pub(super) fn prefix_serves(prefix: &[u8], target: TargetSize) -> Prefix {
     let (mut exif, mut size) = (None, None);
     for segment in segments(prefix) {
         let (marker, body) = match segment {
-            Segment::Whole(marker, body) => (marker, body),
+            Segment::Whole(marker, body, _) => (marker, body),
             Segment::Cut => return Prefix::More,
             Segment::Broken => return Prefix::Never,
         };
@@ -120,19 +121,9 @@ fn exif_segment(jpeg: &[u8]) -> Option<&[u8]> {
         return None;
     }
     segments(jpeg).find_map(|segment| match segment {
-        Segment::Whole(0xE1, body) => body.strip_prefix(b"Exif\0\0"),
+        Segment::Whole(0xE1, body, _) => body.strip_prefix(b"Exif\0\0"),
         _ => None,
     })
-}
-
-/// A JPEG's marker segment, as [`segments`] reads it.
-enum Segment<'a> {
-    /// Its marker and its body (after the length).
-    Whole(u8, &'a [u8]),
-    /// The bytes end inside it.
-    Cut,
-    /// Not a marker where one must be.
-    Broken,
 }
 
 /// The segments of `jpeg` after its start marker, up to and including the
@@ -145,31 +136,15 @@ fn segments(jpeg: &[u8]) -> impl Iterator<Item = Segment<'_>> {
         if done {
             return None;
         }
-        // A marker may be preceded by fill bytes.
-        while jpeg.get(at) == Some(&0xFF) && jpeg.get(at + 1) == Some(&0xFF) {
-            at += 1;
+        let segment = read_segment(jpeg, at);
+        match segment {
+            Segment::Whole(0xD9, ..) => return None,
+            Segment::Whole(marker, _, next) => {
+                at = next;
+                done = marker == 0xDA;
+            }
+            Segment::Cut | Segment::Broken => done = true,
         }
-        let segment = match (jpeg.get(at), jpeg.get(at + 1)) {
-            (None, _) | (Some(0xFF), None) => Segment::Cut,
-            (Some(0xFF), Some(0xD9)) => return None,
-            (Some(0xFF), Some(&marker)) => match (jpeg.get(at + 2), jpeg.get(at + 3)) {
-                (Some(&high), Some(&low)) => {
-                    let length = usize::from(u16::from_be_bytes([high, low]));
-                    match (length >= 2, jpeg.get(at + 4..at + 2 + length)) {
-                        (false, _) => Segment::Broken,
-                        (true, None) => Segment::Cut,
-                        (true, Some(body)) => {
-                            at += 2 + length;
-                            done = marker == 0xDA;
-                            return Some(Segment::Whole(marker, body));
-                        }
-                    }
-                }
-                _ => Segment::Cut,
-            },
-            _ => Segment::Broken,
-        };
-        done = true;
         Some(segment)
     })
 }

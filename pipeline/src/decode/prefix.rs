@@ -12,6 +12,7 @@
 
 use image::metadata::Orientation;
 
+use super::dc_headers::Segment;
 use super::{DecodeLimits, dc_headers, dc_scans, exif, jpeg, upright};
 use crate::request::TargetSize;
 
@@ -119,12 +120,10 @@ impl DcWatch {
                     }
                 }
             }
-            let Some((marker, segment, next)) = dc_headers::read_segment(body, self.at) else {
-                // A segment cut short, or damage where a marker should be.
-                return match body.get(self.at..).unwrap_or(&[]) {
-                    [] | [0xFF, ..] => Prefix::More,
-                    _ => Prefix::Never,
-                };
+            let (marker, segment, next) = match dc_headers::read_segment(body, self.at) {
+                Segment::Whole(marker, segment, next) => (marker, segment, next),
+                Segment::Cut => return Prefix::More,
+                Segment::Broken => return Prefix::Never,
             };
             self.at = next;
             match marker {
