@@ -65,7 +65,12 @@ impl HopClock {
 pub struct NoDecode(pub Option<Arc<HopClock>>);
 
 impl Decode for NoDecode {
-    fn decode(&self, url: &Arc<str>, _: &[u8], _: TargetSize) -> Result<Thumbnail, Error> {
+    fn decode(
+        &self,
+        url: &Arc<str>,
+        _: &thumbpipe::Body,
+        _: TargetSize,
+    ) -> Result<Thumbnail, Error> {
         if let Some(clock) = &self.0 {
             clock.mark(&clock.decode_started);
         }

@@ -38,6 +38,8 @@
 //! - `request`: what a request is made of, [`Priority`] and [`TargetSize`]
 //!   (with its [`Fit`]),
 //!   and the ids of requests and loads; a leaf every stage may use.
+//! - `body`: the [`Body`] a fetch answers and a decode reads, whole or cut
+//!   short; a leaf too.
 //! - `pipeline`: the [`Pipeline`] handle and its builder
 //!   (`pipeline/builder.rs`), and the UI side, `pipeline/rows.rs`:
 //!   [`Pipeline::request`] / [`Pipeline::drain`], one live request per row,
@@ -54,8 +56,9 @@
 //! - `fetch`: the [`Fetch`] trait, what it is asked and answers
 //!   ([`FetchRequest`], [`FetchResponse`]), the headers every request
 //!   carries (`fetch/headers.rs`: the app's, a [`HeaderHook`]'s, thumbpipe's
-//!   `User-Agent` and `Accept`), its reqwest implementation [`HttpFetcher`],
-//!   and [`fetch_fn`].
+//!   `User-Agent` and `Accept`), when a reader may stop reading a body
+//!   ([`StopRule`], `fetch/stop.rs`), its reqwest implementation
+//!   [`HttpFetcher`], and [`fetch_fn`].
 //! - `disk` (opt-in, [`disk.dir`](DiskConfig::dir)): the HTTP cache on disk, a
 //!   layer in front of the pipeline's [`Fetch`] (`disk/tier.rs`) that owns
 //!   every caching decision, and beside it the decoded thumbnails, which
@@ -66,7 +69,11 @@
 //!   budget. Its threads, `thumbpipe-disk-N` and
 //!   `thumbpipe-disk-scan`, are `workers.rs`, as is the `file://` thread.
 //! - `decode`: the [`Decode`] trait and its default [`ImageDecoder`] (JPEG's
-//!   scaled path in `decode/jpeg.rs`), and the decode pool (`decode/pool.rs`,
+//!   scaled path in `decode/jpeg.rs`); the layer in front of the fetcher
+//!   that reads a JPEG only as far as its thumbnail needs
+//!   (`decode/prefix.rs`), when the decoder
+//!   [takes such bodies](Decode::takes_cut_short_bodies); and the decode
+//!   pool (`decode/pool.rs`,
 //!   threads `thumbpipe-decode-N`) where large images
 //!   ([`decode.large_image_pixels`](DecodeConfig::large_image_pixels)) never
 //!   hold the last free thread.
@@ -89,7 +96,8 @@
 //!                           registry: same (url, size) joins one task   |
 //!                           scheduler: priority, LIFO, per-host slots   |
 //!                           [disk thumbnail? lookup task: hit ----------+]
-//!                           fetch task: [disk layer ->] fetcher         |
+//!                           fetch task: [JPEG layer ->] [disk layer ->] |
+//!                             fetcher                                   |
 //!                             (cancellable, body cap, body budget)      |
 //!                             --Fetched--> load actor --submit-------------> queue: priority, LIFO
 //!                                                                          decode + downscale
@@ -106,8 +114,9 @@
 //! - **A new priority**: a [`Priority`] variant; both queues (`queue.rs`)
 //!   order by it, and the registry gives a task its subscribers' highest.
 //! - **A layer in front of the network** (a cache, a header hook, a rate
-//!   limiter): a [`Fetch`] that wraps the pipeline's fetcher, as
-//!   `disk/tier.rs` does, made by the builder (`pipeline/builder.rs`).
+//!   limiter, reading only as far as a format needs): a [`Fetch`] that wraps
+//!   the pipeline's fetcher, as `disk/tier.rs` and `decode/prefix.rs` do,
+//!   made by the builder (`pipeline/builder.rs`).
 //! - **A new stage** the actor schedules: a `Stage` in
 //!   `load/registry.rs` and an `Event` the actor handles in `load/mod.rs`
 //!   (as the thumbnail tier's lookup is `LookingUp` and `LookedUp`), and a
@@ -219,6 +228,7 @@
 
 #![warn(missing_docs)]
 
+mod body;
 mod cache;
 mod coast;
 mod config;
@@ -237,6 +247,7 @@ mod request;
 mod thumbnail;
 mod workers;
 
+pub use body::Body;
 pub use cache::{CacheConfig, CacheStats};
 pub use coast::{CoastModel, CoastPrediction, ExponentialDecay, ListGeometry, RowVisit};
 pub use config::Config;
@@ -245,8 +256,8 @@ pub use deliver::Completion;
 pub use disk::{DiskConfig, DiskStats};
 pub use error::{BuildError, Error};
 pub use fetch::{
-    Fetch, FetchConfig, FetchFn, FetchRequest, FetchResponse, HeaderHook, HttpFetcher, Proxy,
-    fetch_fn,
+    Enough, Fetch, FetchConfig, FetchFn, FetchRequest, FetchResponse, HeaderHook, HttpFetcher,
+    Proxy, StopRule, fetch_fn,
 };
 /// The `http` crate, whose header types [`FetchConfig::headers`],
 /// [`HeaderHook`] and [`FetchRequest`] use.

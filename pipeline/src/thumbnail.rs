@@ -54,10 +54,26 @@ impl Thumbnail {
             })
     }
 
+    /// The size to lay the image out at when it is shown at its own size:
     /// [`Thumbnail::source_size`], or the thumbnail's own size where a
-    /// decoder left a side of it 0.
-    #[cfg(feature = "egui")]
-    pub(crate) fn own_size(&self) -> (u32, u32) {
+    /// decoder left a side of that 0.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    ///
+    /// let mut thumbnail = thumbpipe::Thumbnail {
+    ///     url: Arc::from("memory:dot"),
+    ///     width: 2,
+    ///     height: 1,
+    ///     pixels: Arc::from([0u8; 8]),
+    ///     source_size: (400, 200),
+    ///     animation: None,
+    /// };
+    /// assert_eq!(thumbnail.display_size(), (400, 200));
+    /// thumbnail.source_size = (0, 0);
+    /// assert_eq!(thumbnail.display_size(), (2, 1));
+    /// ```
+    pub fn display_size(&self) -> (u32, u32) {
         match self.source_size {
             (0, _) | (_, 0) => (self.width, self.height),
             size => size,

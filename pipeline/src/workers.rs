@@ -73,19 +73,14 @@ impl Workers {
         job: impl FnOnce() -> T + Send + 'static,
     ) -> impl Future<Output = Result<T, Unfinished>> + Send + 'static {
         let (reply, answer) = oneshot::channel();
-        let queued = self.send(Box::new(move || {
+        let queued = self.spawn(move || {
             if reply.is_closed() {
                 return;
             }
-            match std::panic::catch_unwind(AssertUnwindSafe(job)) {
-                Ok(out) => {
-                    let _ = reply.send(Ok(out));
-                }
-                Err(_) => {
-                    let _ = reply.send(Err(Unfinished::Panicked));
-                }
-            }
-        }));
+            let out =
+                std::panic::catch_unwind(AssertUnwindSafe(job)).map_err(|_| Unfinished::Panicked);
+            let _ = reply.send(out);
+        });
         async move {
             if !queued {
                 return Err(Unfinished::Stopped);
@@ -95,8 +90,7 @@ impl Workers {
     }
 
     /// Runs `job` on a worker thread, nobody waiting for it; returns
-    /// whether it was queued.
-    #[cfg(feature = "disk-cache")]
+    /// whether it was queued. A panic of the job ends the job alone.
     pub(crate) fn spawn(&self, job: impl FnOnce() + Send + 'static) -> bool {
         self.send(Box::new(move || {
             let _ = std::panic::catch_unwind(AssertUnwindSafe(job));

@@ -177,7 +177,12 @@ fn flood_server() -> u16 {
 struct Stalled(Arc<(std::sync::Mutex<bool>, std::sync::Condvar)>);
 
 impl Decode for Stalled {
-    fn decode(&self, url: &Arc<str>, _: &[u8], _: TargetSize) -> Result<Thumbnail, Error> {
+    fn decode(
+        &self,
+        url: &Arc<str>,
+        _: &thumbpipe::Body,
+        _: TargetSize,
+    ) -> Result<Thumbnail, Error> {
         let (released, signal) = &*self.0;
         let mut released = released.lock().unwrap();
         while !*released {
@@ -425,7 +430,12 @@ fn a_jpeg_decode_never_takes_more_than_the_decode_limit() {
 struct Instant32;
 
 impl Decode for Instant32 {
-    fn decode(&self, url: &Arc<str>, _: &[u8], _: TargetSize) -> Result<Thumbnail, Error> {
+    fn decode(
+        &self,
+        url: &Arc<str>,
+        _: &thumbpipe::Body,
+        _: TargetSize,
+    ) -> Result<Thumbnail, Error> {
         Ok(Thumbnail {
             url: Arc::clone(url),
             width: 32,

@@ -12,8 +12,8 @@
 use image::metadata::Orientation;
 
 use super::dc_headers::{Segment, read_segment};
-use super::prefix::Prefix;
 use super::upright;
+use crate::fetch::Enough;
 use crate::request::TargetSize;
 use crate::thumbnail::Fitting;
 
@@ -50,27 +50,27 @@ pub(super) fn covering(
 }
 
 /// What the first bytes of a body say about a thumbnail of `target` from
-/// the photo's embedded one: [`Prefix::Enough`] once they hold the photo's
+/// the photo's embedded one: [`Enough::Yes`] once they hold the photo's
 /// headers (every segment up to its first scan's) and an embedded
-/// thumbnail that [`covering`] takes, [`Prefix::Never`] once they show it
-/// has none that serves (or is no JPEG), [`Prefix::More`] before.
-pub(super) fn prefix_serves(prefix: &[u8], target: TargetSize) -> Prefix {
+/// thumbnail that [`covering`] takes, [`Enough::Never`] once they show it
+/// has none that serves (or is no JPEG), [`Enough::NotYet`] before.
+pub(super) fn prefix_serves(prefix: &[u8], target: TargetSize) -> Enough {
     if prefix.len() >= 2 && !prefix.starts_with(&[0xFF, 0xD8]) {
-        return Prefix::Never;
+        return Enough::Never;
     }
     let (mut exif, mut size) = (None, None);
     for segment in segments(prefix) {
         let (marker, body) = match segment {
             Segment::Whole(marker, body, _) => (marker, body),
-            Segment::Cut => return Prefix::More,
-            Segment::Broken => return Prefix::Never,
+            Segment::Cut => return Enough::NotYet,
+            Segment::Broken => return Enough::Never,
         };
         match marker {
             0xE1 if exif.is_none() => exif = body.strip_prefix(b"Exif\0\0"),
             // Start of frame; not DHT (C4), JPG (C8) or DAC (CC).
             0xC0..=0xCF if !matches!(marker, 0xC4 | 0xC8 | 0xCC) => {
                 let [_, h1, h0, w1, w0, ..] = body else {
-                    return Prefix::Never;
+                    return Enough::Never;
                 };
                 size = Some((
                     u32::from(u16::from_be_bytes([*w1, *w0])),
@@ -79,10 +79,10 @@ pub(super) fn prefix_serves(prefix: &[u8], target: TargetSize) -> Prefix {
             }
             0xDA => {
                 let (Some(tiff), Some((width, height))) = (exif, size) else {
-                    return Prefix::Never;
+                    return Enough::Never;
                 };
                 if width == 0 || height == 0 {
-                    return Prefix::Never;
+                    return Enough::Never;
                 }
                 let turned = Orientation::from_exif_chunk(tiff).is_some_and(upright::quarter_turn);
                 let target = if turned {
@@ -91,14 +91,14 @@ pub(super) fn prefix_serves(prefix: &[u8], target: TargetSize) -> Prefix {
                     target
                 };
                 return match covering(prefix, (width, height), target) {
-                    Some(_) => Prefix::Enough,
-                    None => Prefix::Never,
+                    Some(_) => Enough::Yes,
+                    None => Enough::Never,
                 };
             }
             _ => {}
         }
     }
-    Prefix::More
+    Enough::NotYet
 }
 
 /// The JPEG thumbnail of the first EXIF segment of `jpeg`, if it has one
@@ -345,13 +345,13 @@ mod tests {
     fn a_prefix_is_enough_once_it_holds_the_headers_and_a_thumbnail_that_serves() {
         let jpeg = camera((320, 240), (160, 120), None);
         let target = TargetSize::square(64);
-        let verdicts: Vec<Prefix> = (0..=jpeg.len())
+        let verdicts: Vec<Enough> = (0..=jpeg.len())
             .map(|end| prefix_serves(&jpeg[..end], target))
             .collect();
         // More, then Enough from the end of the first scan's header on.
-        let enough = verdicts.iter().position(|v| *v == Prefix::Enough).unwrap();
-        assert!(verdicts[..enough].iter().all(|v| *v == Prefix::More));
-        assert!(verdicts[enough..].iter().all(|v| *v == Prefix::Enough));
+        let enough = verdicts.iter().position(|v| *v == Enough::Yes).unwrap();
+        assert!(verdicts[..enough].iter().all(|v| *v == Enough::NotYet));
+        assert!(verdicts[enough..].iter().all(|v| *v == Enough::Yes));
         assert_eq!(
             jpeg[enough - 14..enough - 12],
             [0xFF, 0xDA],
@@ -371,7 +371,7 @@ mod tests {
         assert!(blue(&from_prefix));
         // Never: a size the thumbnail does not serve, a letterboxed one,
         // no EXIF, not a JPEG.
-        let never = |bytes: &[u8], target| prefix_serves(bytes, target) == Prefix::Never;
+        let never = |bytes: &[u8], target| prefix_serves(bytes, target) == Enough::Never;
         assert!(never(&jpeg, TargetSize::square(256)));
         assert!(never(&camera((300, 200), (160, 120), None), target));
         assert!(never(&plain_jpeg(320, 240, RED), target));
@@ -384,14 +384,11 @@ mod tests {
         // 200x150 box both come out 113x150. Not turned, the photo would
         // fill the box and the thumbnail not.
         let jpeg = camera((1600, 1200), (160, 120), Some(6));
-        assert_eq!(
-            prefix_serves(&jpeg, TargetSize::new(200, 150)),
-            Prefix::Enough
-        );
+        assert_eq!(prefix_serves(&jpeg, TargetSize::new(200, 150)), Enough::Yes);
         let unturned = camera((1600, 1200), (160, 120), None);
         assert_eq!(
             prefix_serves(&unturned, TargetSize::new(200, 150)),
-            Prefix::Never
+            Enough::Never
         );
     }
 

@@ -61,13 +61,13 @@ pub use config::DecodeConfig;
 pub use formats::SUPPORTED_FORMATS;
 pub(crate) use formats::accept_header;
 pub(crate) use pool::{DecodeJob, DecodeOutcome, DecodePool, SHUTDOWN_PATIENCE};
-pub(crate) use prefix::{Prefix, PrefixWatch};
+pub(crate) use prefix::read_as_needed;
 pub(crate) use route::decode_thumbnail;
 
 use crate::request::TargetSize;
-use crate::{Error, Thumbnail};
+use crate::{Body, Error, Thumbnail};
 
-/// Bytes to a thumbnail: the decode stage's seam. The default,
+/// A body to a thumbnail: the decode stage's seam. The default,
 /// [`ImageDecoder`], decodes the formats it lists under the config's
 /// limits; tests and benchmarks plug in others with
 /// [`PipelineBuilder::decoder`](crate::PipelineBuilder::decoder).
@@ -77,13 +77,13 @@ use crate::{Error, Thumbnail};
 ///
 /// ```
 /// use std::sync::Arc;
-/// use thumbpipe::{Decode, Error, TargetSize, Thumbnail};
+/// use thumbpipe::{Body, Decode, Error, TargetSize, Thumbnail};
 ///
 /// /// Every image becomes one grey pixel.
 /// struct Grey;
 ///
 /// impl Decode for Grey {
-///     fn decode(&self, url: &Arc<str>, _bytes: &[u8], _target: TargetSize) -> Result<Thumbnail, Error> {
+///     fn decode(&self, url: &Arc<str>, _body: &Body, _target: TargetSize) -> Result<Thumbnail, Error> {
 ///         Ok(Thumbnail { url: Arc::clone(url), width: 1, height: 1, pixels: Arc::from([128u8, 128, 128, 255]), source_size: (1, 1), animation: None })
 ///     }
 /// }
@@ -92,11 +92,26 @@ use crate::{Error, Thumbnail};
 /// # Ok::<(), thumbpipe::BuildError>(())
 /// ```
 pub trait Decode: Send + Sync + 'static {
-    /// A thumbnail of `bytes` for `target` (fitted inside it, cropped to
+    /// A thumbnail of `body` for `target` (fitted inside it, cropped to
     /// cover it, or at the image's own size, as its [`Fit`](crate::Fit)
     /// says), with the image's own size in
     /// [`Thumbnail::source_size`], or why there is none.
-    fn decode(&self, url: &Arc<str>, bytes: &[u8], target: TargetSize) -> Result<Thumbnail, Error>;
+    ///
+    /// The body is whole ([`Body::complete`]) unless the decoder
+    /// [takes bodies cut short](Decode::takes_cut_short_bodies).
+    fn decode(&self, url: &Arc<str>, body: &Body, target: TargetSize) -> Result<Thumbnail, Error>;
+
+    /// Whether it may be given the start of a JPEG, read only as far as
+    /// the thumbnail needs (up to an embedded thumbnail that serves, or a
+    /// progressive photo's DC scans, as
+    /// [`DecodeConfig::embedded_thumbnails`] and
+    /// [`DecodeConfig::progressive_dc_scans`] allow). When its decode of
+    /// such a body fails, the pipeline reads the body again whole, once.
+    /// Default `false`: every body it is given is whole. [`ImageDecoder`]
+    /// takes them when either setting is on.
+    fn takes_cut_short_bodies(&self) -> bool {
+        false
+    }
 }
 
 /// The default decoder: [`thumbnail_from_bytes`]'s work under a
@@ -132,8 +147,16 @@ impl ImageDecoder {
 }
 
 impl Decode for ImageDecoder {
-    fn decode(&self, url: &Arc<str>, bytes: &[u8], target: TargetSize) -> Result<Thumbnail, Error> {
-        decode_thumbnail(url, bytes, target, self.limits)
+    fn decode(&self, url: &Arc<str>, body: &Body, target: TargetSize) -> Result<Thumbnail, Error> {
+        if body.complete {
+            decode_thumbnail(url, body, target, self.limits)
+        } else {
+            route::decode_thumbnail_from_prefix(url, body, target, self.limits)
+        }
+    }
+
+    fn takes_cut_short_bodies(&self) -> bool {
+        self.limits.embedded_thumbnails || self.limits.progressive_dc
     }
 }
 

@@ -15,14 +15,13 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
 use tokio_util::sync::CancellationToken;
 
-use super::{Decode, DecodeLimits, catch_panic, route};
+use super::{Decode, catch_panic};
 use crate::queue::TaskQueue;
 use crate::request::TaskId;
 use crate::request::{Priority, TargetSize};
-use crate::{Error, Thumbnail};
+use crate::{Body, Error, Thumbnail};
 
 /// One decode for the pool.
 pub(crate) struct DecodeJob {
@@ -30,13 +29,8 @@ pub(crate) struct DecodeJob {
     pub(crate) task: TaskId,
     pub(crate) priority: Priority,
     pub(crate) url: Arc<str>,
-    pub(crate) bytes: Bytes,
+    pub(crate) body: Body,
     pub(crate) target: TargetSize,
-    /// For a body cut short at a JPEG's embedded thumbnail or DC scans: the
-    /// default decoder's limits, under which it is decoded
-    /// ([`route::decode_thumbnail_from_prefix`]) rather than by the pool's
-    /// decoder.
-    pub(crate) cut_short: Option<DecodeLimits>,
     pub(crate) cancel: CancellationToken,
     /// Called once with the outcome, on a decode thread (or on the caller's
     /// thread when the pool has shut down).
@@ -181,7 +175,7 @@ impl DecodePool {
         let sized: Vec<Waiting> = jobs
             .into_iter()
             .map(|job| Waiting {
-                large: is_large(&job.bytes, shared.large_pixels, shared.animated_frames),
+                large: is_large(&job.body, shared.large_pixels, shared.animated_frames),
                 job,
             })
             .collect();
@@ -360,11 +354,8 @@ fn decode_worker(shared: &Shared) {
             }
             Next::Exit => return,
         };
-        let result = catch_panic(&job.url, || match job.cut_short {
-            Some(limits) => {
-                route::decode_thumbnail_from_prefix(&job.url, &job.bytes, job.target, limits)
-            }
-            None => shared.codec.decode(&job.url, &job.bytes, job.target),
+        let result = catch_panic(&job.url, || {
+            shared.codec.decode(&job.url, &job.body, job.target)
         });
         if large {
             let mut state = shared.lock();
@@ -434,7 +425,7 @@ mod tests {
     }
 
     impl Decode for Gated {
-        fn decode(&self, url: &Arc<str>, _: &[u8], _: TargetSize) -> Result<Thumbnail, Error> {
+        fn decode(&self, url: &Arc<str>, _: &Body, _: TargetSize) -> Result<Thumbnail, Error> {
             self.started.lock().unwrap().push(url.to_string());
             if url.starts_with("hold") {
                 let mut open = self.open.lock().unwrap();
@@ -467,9 +458,8 @@ mod tests {
             task,
             priority,
             url: url.into(),
-            bytes: Bytes::copy_from_slice(bytes),
+            body: Body::whole(bytes::Bytes::copy_from_slice(bytes)),
             target: TargetSize::square(8),
-            cut_short: None,
             cancel: CancellationToken::new(),
             done: Box::new(move |outcome| {
                 let outcome = match outcome {
@@ -705,7 +695,7 @@ mod tests {
         let (gate, pool, outcomes) = holding_one_decode(1);
         let dropped = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let mut queued = job(1, "queued", Priority::Visible, &[], &outcomes);
-        queued.bytes = Bytes::from_owner(Watched(Arc::clone(&dropped)));
+        queued.body = Body::whole(bytes::Bytes::from_owner(Watched(Arc::clone(&dropped))));
         pool.submit(queued);
         assert!(!dropped.load(std::sync::atomic::Ordering::SeqCst));
 

@@ -1,39 +1,90 @@
-//! How much of a JPEG a thumbnail needs, judged while the fetch reads its
-//! body: the headers and an embedded thumbnail that serves (`exif.rs`), or
-//! for a progressive JPEG bound for 1/8 of its size or less, its DC scans
-//! (`dc_scans.rs`). The fetch stops reading once the bytes read are
-//! [`Prefix::Enough`] and hands them to the decode as a body cut short.
+//! Reading a JPEG only as far as its thumbnail needs: a [`Fetch`] layer,
+//! `ReadAsNeeded`, in front of any fetcher (the HTTP one, the file reader,
+//! an app's own), and the watch it gives each request as its
+//! [`StopRule`]. How much of a JPEG a thumbnail needs is judged while the
+//! fetch reads its body: the headers and an embedded thumbnail that serves
+//! (`exif.rs`), or for a progressive JPEG bound for 1/8 of its size or less,
+//! its DC scans (`dc_scans.rs`). The fetch stops reading once the bytes read
+//! are [`Enough::Yes`] and answers them as a body cut short
+//! ([`Body::cut_short`](crate::Body::cut_short)), which the decode takes as
+//! such.
 //!
-//! Made by the load actor for each fetch of the default decoder's loads,
-//! then owned and run by that fetch, chunk by chunk. The DC scans' watch
-//! goes on from where the last chunk's stopped, so it looks through a body
-//! once; the embedded thumbnail's reads the segments before the first scan
-//! again at each chunk, within the first 256 KiB.
+//! The layer is made by the pipeline's builder when its decoder takes bodies
+//! cut short, and lives as long as the fetcher it wraps. A watch is made for
+//! each body read and run by the fetch that reads it, chunk by chunk. The DC
+//! scans' watch goes on from where the last chunk's stopped, so it looks
+//! through a body once; the embedded thumbnail's reads the segments before
+//! the first scan again at each chunk, within the first 256 KiB.
 
+use std::sync::Arc;
+
+use bytes::Bytes;
+use futures::future::BoxFuture;
 use image::metadata::Orientation;
+use url::Url;
 
 use super::dc_headers::Segment;
-use super::{DecodeLimits, dc_headers, dc_scans, exif, jpeg, upright};
+use super::{DecodeConfig, DecodeLimits, dc_headers, dc_scans, exif, jpeg, upright};
+use crate::Error;
+use crate::fetch::{Enough, Fetch, FetchRequest, FetchResponse, StopRule, body_only};
 use crate::request::TargetSize;
+
+/// `inner`, behind a layer that reads JPEGs only as far as their thumbnail
+/// needs where `config` takes an embedded thumbnail or the DC scans; `inner`
+/// itself where it takes neither.
+pub(crate) fn read_as_needed(inner: Arc<dyn Fetch>, config: &DecodeConfig) -> Arc<dyn Fetch> {
+    let limits = DecodeLimits::from(config);
+    if limits.embedded_thumbnails || limits.progressive_dc {
+        Arc::new(ReadAsNeeded { inner, limits })
+    } else {
+        inner
+    }
+}
+
+/// A [`Fetch`] in front of `inner` that gives every request that may be
+/// cut short for a thumbnail ([`FetchRequest::cut_short_for`]) a
+/// [`StopRule`] that stops at the JPEG's embedded thumbnail or DC scans.
+/// What else the request is, and what the answer is, is `inner`'s business.
+struct ReadAsNeeded {
+    inner: Arc<dyn Fetch>,
+    limits: DecodeLimits,
+}
+
+impl Fetch for ReadAsNeeded {
+    fn fetch(&self, url: Url, max_bytes: u64) -> BoxFuture<'static, Result<Bytes, Error>> {
+        body_only(self, url, max_bytes)
+    }
+
+    fn fetch_response(
+        &self,
+        mut request: FetchRequest,
+    ) -> BoxFuture<'static, Result<FetchResponse, Error>> {
+        if request.stop_rule.is_none()
+            && let Some(target) = request.cut_short_for
+        {
+            request.stop_rule = stop_rule(target, self.limits);
+        }
+        self.inner.fetch_response(request)
+    }
+}
+
+/// The stop rule for a thumbnail of `target` under `limits`, or `None`
+/// when `limits` take neither route.
+fn stop_rule(target: TargetSize, limits: DecodeLimits) -> Option<StopRule> {
+    let fresh = PrefixWatch::new(target, &limits)?;
+    Some(StopRule::new(move || {
+        let mut watch = fresh.clone();
+        move |read: &[u8]| watch.check(read)
+    }))
+}
 
 /// How far into a body an embedded thumbnail is looked for: EXIF's
 /// segment holds at most 64 KiB, and the frame and scan headers follow it.
 const MAX_EMBEDDED_BYTES: usize = 256 * 1024;
 
-/// What the bytes read so far say. See [`PrefixWatch::check`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Prefix {
-    /// The bytes so far make the thumbnail: the rest need not be read.
-    Enough,
-    /// Not known yet.
-    More,
-    /// The whole body is needed.
-    Never,
-}
-
 /// A fetch's watch over the body it reads, for the thumbnail of `target`.
 #[derive(Clone, Debug)]
-pub(crate) struct PrefixWatch {
+struct PrefixWatch {
     target: TargetSize,
     /// Still looking for an embedded thumbnail.
     embedded: bool,
@@ -44,7 +95,7 @@ pub(crate) struct PrefixWatch {
 impl PrefixWatch {
     /// A watch for the routes `limits` take, or `None` when neither the
     /// embedded thumbnail nor the DC scans are taken.
-    pub(crate) fn new(target: TargetSize, limits: &DecodeLimits) -> Option<Self> {
+    fn new(target: TargetSize, limits: &DecodeLimits) -> Option<Self> {
         let watch = Self {
             target,
             embedded: limits.embedded_thumbnails,
@@ -55,25 +106,25 @@ impl PrefixWatch {
 
     /// Whether `body`, the bytes read so far (each call's a longer prefix
     /// of the same body), make the thumbnail.
-    pub(crate) fn check(&mut self, body: &[u8]) -> Prefix {
+    fn check(&mut self, body: &[u8]) -> Enough {
         if self.embedded {
             match exif::prefix_serves(body, self.target) {
-                Prefix::Enough => return Prefix::Enough,
-                Prefix::More if body.len() < MAX_EMBEDDED_BYTES => {}
-                Prefix::More | Prefix::Never => self.embedded = false,
+                Enough::Yes => return Enough::Yes,
+                Enough::NotYet if body.len() < MAX_EMBEDDED_BYTES => {}
+                Enough::NotYet | Enough::Never => self.embedded = false,
             }
         }
         if let Some(dc) = &mut self.dc {
             match dc.check(body, self.target) {
-                Prefix::Enough => return Prefix::Enough,
-                Prefix::More => {}
-                Prefix::Never => self.dc = None,
+                Enough::Yes => return Enough::Yes,
+                Enough::NotYet => {}
+                Enough::Never => self.dc = None,
             }
         }
         if self.embedded || self.dc.is_some() {
-            Prefix::More
+            Enough::NotYet
         } else {
-            Prefix::Never
+            Enough::Never
         }
     }
 }
@@ -97,13 +148,13 @@ struct DcWatch {
 }
 
 impl DcWatch {
-    fn check(&mut self, body: &[u8], target: TargetSize) -> Prefix {
+    fn check(&mut self, body: &[u8], target: TargetSize) -> Enough {
         if self.at == 0 {
             if body.len() < 2 {
-                return Prefix::More;
+                return Enough::NotYet;
             }
             if !body.starts_with(&[0xFF, 0xD8]) {
-                return Prefix::Never;
+                return Enough::Never;
             }
             self.at = 2;
         }
@@ -116,37 +167,37 @@ impl DcWatch {
                     }
                     Err(looked_to) => {
                         self.scan_from = Some(looked_to);
-                        return Prefix::More;
+                        return Enough::NotYet;
                     }
                 }
             }
             let (marker, segment, next) = match dc_headers::read_segment(body, self.at) {
                 Segment::Whole(marker, segment, next) => (marker, segment, next),
-                Segment::Cut => return Prefix::More,
-                Segment::Broken => return Prefix::Never,
+                Segment::Cut => return Enough::NotYet,
+                Segment::Broken => return Enough::Never,
             };
             self.at = next;
             match marker {
-                0xD9 => return Prefix::Never,
+                0xD9 => return Enough::Never,
                 0xE1 if !self.exif_read && segment.starts_with(b"Exif\0\0") => {
                     self.exif_read = true;
                     self.turned = Orientation::from_exif_chunk(&segment[6..])
                         .is_some_and(upright::quarter_turn);
                 }
                 // A second frame: the decode refuses the file.
-                0xC2 if !self.components.is_empty() => return Prefix::Never,
+                0xC2 if !self.components.is_empty() => return Enough::Never,
                 0xC2 => {
                     let Some(components) = self.frame(segment, target) else {
-                        return Prefix::Never;
+                        return Enough::Never;
                     };
                     self.components = components;
                 }
-                0xC0..=0xCF if !matches!(marker, 0xC4 | 0xC8 | 0xCC) => return Prefix::Never,
+                0xC0..=0xCF if !matches!(marker, 0xC4 | 0xC8 | 0xCC) => return Enough::Never,
                 0xC4 | 0xDB if self.tables.read(marker, segment).is_none() => {
-                    return Prefix::Never;
+                    return Enough::Never;
                 }
                 0xDD if dc_headers::read_restart_interval(segment).is_none() => {
-                    return Prefix::Never;
+                    return Enough::Never;
                 }
                 0xDA => {
                     // The decode's own reading of the header (none before
@@ -155,11 +206,11 @@ impl DcWatch {
                     let Some(scan) = dc_headers::read_scan_header(segment, |id| {
                         components.iter().position(|(c, ..)| *c == id)
                     }) else {
-                        return Prefix::Never;
+                        return Enough::Never;
                     };
                     if scan.band_start != 0 {
                         if self.components.iter().all(|(.., known)| known.is_some()) {
-                            return Prefix::Enough;
+                            return Enough::Yes;
                         }
                     } else {
                         // A DC scan the decode refuses, or one of a
@@ -171,7 +222,7 @@ impl DcWatch {
                                     !self.tables.serve(components[index].1, huffman)
                                 }))
                         {
-                            return Prefix::Never;
+                            return Enough::Never;
                         }
                         for &(index, _) in &scan.components {
                             self.components[index].2 = Some(scan.bit_low);
@@ -218,9 +269,9 @@ mod tests {
         while read < body.len() {
             read = (read + step).min(body.len());
             match watch.check(&body[..read]) {
-                Prefix::Enough => return Some(read),
-                Prefix::More => {}
-                Prefix::Never => return None,
+                Enough::Yes => return Some(read),
+                Enough::NotYet => {}
+                Enough::Never => return None,
             }
         }
         None
@@ -275,7 +326,7 @@ mod tests {
             .unwrap();
         for body in [baseline, b"GIF89a and more".to_vec()] {
             let mut watch = PrefixWatch::new(TargetSize::square(64), &LIMITS).unwrap();
-            assert_eq!(watch.check(&body), Prefix::Never);
+            assert_eq!(watch.check(&body), Enough::Never);
         }
     }
 

@@ -45,7 +45,7 @@ pub(crate) fn decode_thumbnail(
     target: TargetSize,
     limits: DecodeLimits,
 ) -> Result<Thumbnail, Error> {
-    decode(url, bytes, target, limits, None, Body::Whole)
+    decode(url, bytes, target, limits, None, Extent::Whole)
 }
 
 /// [`decode_thumbnail`] of the first bytes of a JPEG, which hold its
@@ -59,15 +59,15 @@ pub(crate) fn decode_thumbnail_from_prefix(
     target: TargetSize,
     limits: DecodeLimits,
 ) -> Result<Thumbnail, Error> {
-    decode(url, bytes, target, limits, None, Body::Prefix)
+    decode(url, bytes, target, limits, None, Extent::Start)
 }
 
 /// Whether a body is all of its file.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Body {
+enum Extent {
     Whole,
-    /// Its start, up to a JPEG's embedded thumbnail.
-    Prefix,
+    /// Its start, up to a JPEG's embedded thumbnail or its DC scans.
+    Start,
 }
 
 /// What a photo says of the thumbnail embedded in it, which is decoded in
@@ -86,7 +86,7 @@ fn decode(
     target: TargetSize,
     limits: DecodeLimits,
     photo: Option<&Photo>,
-    body: Body,
+    extent: Extent,
 ) -> Result<Thumbnail, Error> {
     let asked = target;
     let decode_error = |reason: String| Error::Decode {
@@ -212,7 +212,14 @@ fn decode(
                 orientation,
                 size: upright,
             };
-            match decode(url, embedded.jpeg, asked, limits, Some(&photo), Body::Whole) {
+            match decode(
+                url,
+                embedded.jpeg,
+                asked,
+                limits,
+                Some(&photo),
+                Extent::Whole,
+            ) {
                 Ok(thumbnail) => return Ok(thumbnail),
                 Err(error) => Some(error),
             }
@@ -272,7 +279,7 @@ fn decode(
             return Ok(finished(rgba));
         }
     }
-    if body == Body::Prefix {
+    if extent == Extent::Start {
         return Err(decode_error(match failed {
             Some(error) => format!(
                 "only the photo's start was read, up to its embedded thumbnail, which did \

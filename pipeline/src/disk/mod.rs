@@ -84,3 +84,51 @@ pub(crate) use stats::DiskCounters;
 pub use stats::DiskStats;
 #[cfg(feature = "disk-cache")]
 pub(crate) use tier::DiskTier;
+
+use std::sync::Arc;
+
+use crate::thumbnail::ThumbnailTier;
+use crate::{BuildError, Config, Fetch};
+
+/// Reads the disk cache's counters.
+pub(crate) type DiskStatsFn = Box<dyn Fn() -> DiskStats + Send + Sync>;
+
+/// The fetch stage as the load actor sees it, with the disk cache in front
+/// when the config asks for one, its counters, and its thumbnail tier.
+pub(crate) struct WithDisk {
+    pub(crate) fetcher: Arc<dyn Fetch>,
+    pub(crate) stats: Option<DiskStatsFn>,
+    pub(crate) thumbnails: Option<Arc<dyn ThumbnailTier>>,
+}
+
+/// `fetcher`, behind the disk cache if `config.disk.dir` is set (a config
+/// that sets it without the cargo feature `disk-cache` was refused by its
+/// validation). Thumbnails on disk are what the default decoder makes:
+/// kept only with `default_decoder`, and not while it plays animations
+/// (a thumbnail on disk holds one frame).
+pub(crate) fn with_disk(
+    fetcher: Arc<dyn Fetch>,
+    config: &Config,
+    default_decoder: bool,
+) -> Result<WithDisk, BuildError> {
+    #[cfg(feature = "disk-cache")]
+    if let Some(dir) = config.disk.dir.clone() {
+        let tier = Arc::new(DiskTier::open(fetcher, dir, &config.disk)?);
+        return Ok(WithDisk {
+            stats: Some(Box::new(tier.stats())),
+            thumbnails: if default_decoder && !config.decode.animation {
+                tier.thumbnails()
+            } else {
+                None
+            },
+            fetcher: tier,
+        });
+    }
+    #[cfg(not(feature = "disk-cache"))]
+    let _ = (config, default_decoder);
+    Ok(WithDisk {
+        fetcher,
+        stats: None,
+        thumbnails: None,
+    })
+}

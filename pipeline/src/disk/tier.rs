@@ -144,9 +144,8 @@ async fn load(
     mut request: FetchRequest,
     parts: http::request::Parts,
 ) -> Result<FetchResponse, Error> {
-    // Bodies are kept whole, to serve any size later: none is cut short
-    // at an embedded thumbnail or the DC scans.
-    request.thumbnail_only = None;
+    // Bodies are kept whole, to serve any size later: none is cut short.
+    request.stop_rule = None;
     let url = request.url.clone();
     let kept = Kept {
         disk: &disk,
@@ -227,7 +226,8 @@ impl Kept<'_> {
     /// `response`, after storing it as its headers allow (or, for
     /// `no-store`, removing any older copy). A `304` to a request without
     /// conditions is an error, as any other status outside `2xx`. A
-    /// response cut short ([`FetchResponse::partial`]) is not stored, nor is a
+    /// response cut short (its body not [`complete`](crate::Body::complete))
+    /// is not stored, nor is a
     /// response reached through a redirect: its freshness is
     /// the target's, not the URL's, which may point elsewhere next time.
     /// Nor is a response to a request with credentials that does not say
@@ -241,7 +241,7 @@ impl Kept<'_> {
             });
         }
         disk.count_miss();
-        if response.partial
+        if !response.body.complete
             || response.url != *url
             || (self.credentials && !may_be_shared(&response.headers))
         {
@@ -258,7 +258,7 @@ impl Kept<'_> {
         );
         // Written on a disk thread, from a copy: the body's reservation ends
         // with its decode, whatever the disk does.
-        disk.store(url, self.parts, policy, &response.body);
+        disk.store(url, self.parts, policy, &response.body.bytes);
         Ok(response)
     }
 }

@@ -304,7 +304,7 @@ pub(crate) fn color_image(thumbnail: &Thumbnail, max_side: usize) -> Result<Colo
              (draw it smaller)"
         ));
     }
-    let (source_width, source_height) = thumbnail.own_size();
+    let (source_width, source_height) = thumbnail.display_size();
     Ok(
         ColorImage::from_rgba_unmultiplied([width, height], &thumbnail.pixels)
             .with_source_size(::egui::vec2(source_width as f32, source_height as f32)),

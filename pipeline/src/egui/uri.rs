@@ -103,7 +103,7 @@ impl TextureLoader for UriLoader {
                 // egui's convention: a texture's size is the image's own
                 // (an SVG's in its units), which `fit_to_original_size`
                 // draws in points; other fits take its aspect ratio.
-                let (width, height) = thumbnail.own_size();
+                let (width, height) = thumbnail.display_size();
                 texture.size = Vec2::new(width as f32, height as f32);
                 Ok(TexturePoll::Ready { texture })
             }

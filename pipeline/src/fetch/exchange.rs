@@ -8,11 +8,12 @@
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use bytes::Bytes;
 use url::Url;
 
 use super::budget::{BodyBudget, Reservation};
-use crate::decode::PrefixWatch;
+use super::stop::StopRule;
+use crate::Body;
+use crate::request::TargetSize;
 
 /// What a [`Fetch`](crate::Fetch) is asked for: a URL, the largest body
 /// it may return, and any headers a layer in front of it adds (the disk
@@ -42,14 +43,17 @@ pub struct FetchRequest {
     /// ([`FetchConfig::body_budget_bytes`](crate::FetchConfig::body_budget_bytes));
     /// `None` outside a pipeline.
     budget: Option<Arc<BodyBudget>>,
-    /// The thumbnail a load wants, when its decoder may make it from a
-    /// JPEG's first bytes (its embedded thumbnail,
-    /// [`DecodeConfig::embedded_thumbnails`](crate::DecodeConfig::embedded_thumbnails),
-    /// or a progressive JPEG's DC scans,
-    /// [`DecodeConfig::progressive_dc_scans`](crate::DecodeConfig::progressive_dc_scans)):
-    /// the fetcher may stop reading once the bytes read make that
-    /// thumbnail, and answer them as [`FetchResponse::partial`].
-    pub(crate) thumbnail_only: Option<PrefixWatch>,
+    /// The thumbnail the body is read for, when the body's start may
+    /// serve it: set by the pipeline when its decoder takes bodies cut
+    /// short ([`Decode::takes_cut_short_bodies`](crate::Decode::takes_cut_short_bodies)),
+    /// except when it reads a body again whole after one cut short did not
+    /// decode. A layer that knows the format turns it into a
+    /// [`stop_rule`](Self::stop_rule).
+    pub cut_short_for: Option<TargetSize>,
+    /// When the fetcher may stop reading the body (see [`StopRule`]);
+    /// `None` (read it whole) unless a layer in front of the fetcher sets
+    /// it. A layer that keeps bodies clears it.
+    pub stop_rule: Option<StopRule>,
 }
 
 impl FetchRequest {
@@ -61,7 +65,8 @@ impl FetchRequest {
             max_bytes,
             headers: http::HeaderMap::new(),
             budget: None,
-            thumbnail_only: None,
+            cut_short_for: None,
+            stop_rule: None,
         }
     }
 
@@ -116,18 +121,9 @@ pub struct FetchResponse {
     /// Where the body came from, after any redirects. A body from another
     /// URL than the one asked for is not kept on disk.
     pub url: Url,
-    /// The body; empty for a `304`.
-    pub body: Bytes,
-    /// Whether the body is only the start of the resource: the default
-    /// fetcher stops reading a JPEG once it holds an embedded thumbnail
-    /// that serves the load
-    /// ([`DecodeConfig::embedded_thumbnails`](crate::DecodeConfig::embedded_thumbnails))
-    /// or, for a progressive JPEG bound for 1/8 of its size or less, its
-    /// DC scans
-    /// ([`DecodeConfig::progressive_dc_scans`](crate::DecodeConfig::progressive_dc_scans)).
-    /// A layer that keeps bodies must not keep a partial one as the
-    /// resource; thumbpipe's disk cache asks its fetcher for whole bodies.
-    pub partial: bool,
+    /// The body, whole or cut short by the request's
+    /// [`stop_rule`](FetchRequest::stop_rule); empty for a `304`.
+    pub body: Body,
     /// When its headers arrived: what HTTP's caching rules count a stored
     /// copy's age from (RFC 9111's `response_time`), so that reading the
     /// body, or waiting for the body budget, does not make it younger.
@@ -136,14 +132,13 @@ pub struct FetchResponse {
 
 impl FetchResponse {
     /// A `200 OK` from `url` with no headers (nothing the disk cache may
-    /// keep), received now.
-    pub fn new(url: Url, body: Bytes) -> Self {
+    /// keep), received now; `body` is whole when given as [`Bytes`](bytes::Bytes).
+    pub fn new(url: Url, body: impl Into<Body>) -> Self {
         Self {
             status: http::StatusCode::OK,
             headers: http::HeaderMap::new(),
             url,
-            body,
-            partial: false,
+            body: body.into(),
             received_at: SystemTime::now(),
         }
     }

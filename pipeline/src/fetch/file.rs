@@ -17,6 +17,7 @@ use std::sync::Arc;
 
 use url::Url;
 
+use super::stop::{BodySoFar, ReadOn, StopRule};
 use crate::workers::{Unfinished, Workers};
 use crate::{BuildError, Error};
 
@@ -37,16 +38,20 @@ impl FileReader {
         Ok(Self { root, thread })
     }
 
-    /// The bytes of the file at `url`, read on the file thread; dropping
+    /// The bytes of the file at `url`, read on the file thread until
+    /// `rule` says they are enough (then `true`) or to the end; dropping
     /// the future abandons the read if it has not started.
     pub(super) fn read(
         &self,
         url: Url,
         max_bytes: u64,
-    ) -> impl Future<Output = Result<Vec<u8>, Error>> + Send + 'static {
+        rule: Option<StopRule>,
+    ) -> impl Future<Output = Result<(BodySoFar, bool), Error>> + Send + 'static {
         let url_text = url.to_string();
         let root = Arc::clone(&self.root);
-        let read = self.thread.run(move || read_file(&url, &root, max_bytes));
+        let read = self
+            .thread
+            .run(move || read_file(&url, &root, max_bytes, rule));
         async move {
             match read.await {
                 Ok(read) => read,
@@ -87,9 +92,18 @@ fn open_without_blocking(path: &Path) -> std::io::Result<std::fs::File> {
     options.open(path)
 }
 
+/// How much of a file one read asks for: what a stop rule is asked after.
+const CHUNK_BYTES: usize = 64 * 1024;
+
 /// The bytes of a `file://` URL's file, if it lies under `root` (both with
-/// symbolic links resolved) and is no larger than `max_bytes`. Blocks.
-fn read_file(url: &Url, root: &Path, max_bytes: u64) -> Result<Vec<u8>, Error> {
+/// symbolic links resolved) and is no larger than `max_bytes`, read until
+/// `rule` says they are enough (`true`) or to the end. Blocks.
+fn read_file(
+    url: &Url,
+    root: &Path,
+    max_bytes: u64,
+    rule: Option<StopRule>,
+) -> Result<(BodySoFar, bool), Error> {
     let unreadable = |reason: String| Error::File {
         url: url.to_string(),
         reason,
@@ -130,19 +144,31 @@ fn read_file(url: &Url, root: &Path, max_bytes: u64) -> Result<Vec<u8>, Error> {
             setting: "fetch.max_body_bytes",
         });
     }
-    // The file may grow after the check: never read past the cap.
-    let mut body = Vec::with_capacity(metadata.len() as usize);
-    file.take(max_bytes.saturating_add(1))
-        .read_to_end(&mut body)
-        .map_err(|e| unreadable(io_reason(e)))?;
-    if body.len() as u64 > max_bytes {
-        return Err(Error::TooLarge {
+    // Read in chunks, for the stop rule to look at; a file that grows after
+    // the check is never read past the cap.
+    let capacity = match rule {
+        Some(_) => metadata.len().min(CHUNK_BYTES as u64 * 4),
+        None => metadata.len(),
+    };
+    let mut body = BodySoFar::new(capacity as usize, max_bytes, rule.as_ref());
+    let mut chunk = vec![0; CHUNK_BYTES];
+    let mut file = file;
+    loop {
+        let read = match file.read(&mut chunk) {
+            Ok(0) => return Ok((body, false)),
+            Ok(read) => read,
+            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(error) => return Err(unreadable(io_reason(error))),
+        };
+        let grew = || Error::TooLarge {
             url: url.to_string(),
             what: format!("the file grew past the {max_bytes}-byte limit while read"),
             setting: "fetch.max_body_bytes",
-        });
+        };
+        if body.push(&chunk[..read], grew)? == ReadOn::Stop {
+            return Ok((body, true));
+        }
     }
-    Ok(body)
 }
 
 pub(super) fn files_off(url: &str) -> Error {

@@ -7,12 +7,10 @@
 
 use std::time::Duration;
 
-use bytes::Bytes;
-
 use super::errors::classify;
+use super::stop::{BodySoFar, ReadOn};
 use super::{FetchLimits, FetchRequest, FetchResponse, HttpFetcher};
-use crate::Error;
-use crate::decode::Prefix;
+use crate::{Body, Error};
 
 /// The response at an `http` or `https` URL: a success with its body, or,
 /// for a conditional request, a `304 Not Modified` with none.
@@ -84,13 +82,13 @@ impl Network<'_> {
         let final_url = response.url().clone();
         let headers = response.headers().clone();
         let received_at = std::time::SystemTime::now();
-        let answered = |body: Bytes| {
+        let answered = |body: Body| {
             FetchResponse::new(final_url, body)
                 .with_headers(status, headers)
                 .received_at(received_at)
         };
         if status == reqwest::StatusCode::NOT_MODIFIED && self.conditional {
-            return Ok(answered(Bytes::new()));
+            return Ok(answered(Body::default()));
         }
         if !status.is_success() {
             return Err(Error::Status {
@@ -122,38 +120,31 @@ impl Network<'_> {
             .unwrap_or(64 * 1024)
             .min(max_bytes)
             .min(1024 * 1024);
-        // A JPEG whose start makes the thumbnail (an embedded one that
-        // serves the load, or a progressive JPEG's DC scans) is read no
-        // further: dropping the response closes its connection (HTTP/1.1)
-        // or resets its stream (HTTP/2).
-        let mut watching = self.request.thumbnail_only.clone();
+        // A body whose start makes the thumbnail (the request's stop rule
+        // says so) is read no further: dropping the response closes its
+        // connection (HTTP/1.1) or resets its stream (HTTP/2).
         let read = async {
-            let mut body = Vec::with_capacity(capacity as usize);
+            let mut body = BodySoFar::new(
+                capacity as usize,
+                max_bytes,
+                self.request.stop_rule.as_ref(),
+            );
             while let Some(chunk) = response
                 .chunk()
                 .await
                 .map_err(|error| classify(url, error, self.limits))?
             {
-                if (body.len() + chunk.len()) as u64 > max_bytes {
-                    return Err(too_large("larger".into()));
-                }
-                body.extend_from_slice(&chunk);
-                if let Some(watch) = &mut watching {
-                    match watch.check(&body) {
-                        Prefix::Enough => return Ok((body, true)),
-                        Prefix::More => {}
-                        Prefix::Never => watching = None,
-                    }
+                if body.push(&chunk, || too_large("larger".into()))? == ReadOn::Stop {
+                    return Ok((body, true));
                 }
             }
             Ok((body, false))
         };
-        let (body, partial) = tokio::time::timeout_at(deadline, read)
+        let (body, stopped) = tokio::time::timeout_at(deadline, read)
             .await
             .map_err(|_| self.timed_out())??;
-        let mut response = answered(reservation.hold(body));
-        response.partial = partial;
-        Ok(response)
+        let body = body.finish(stopped, |bytes| reservation.hold(bytes));
+        Ok(answered(body))
     }
 }
 

@@ -27,6 +27,7 @@ mod exchange;
 mod file;
 mod headers;
 mod http;
+mod stop;
 
 pub(crate) use budget::BodyBudget;
 pub use config::{FetchConfig, Proxy};
@@ -35,6 +36,7 @@ pub use exchange::{FetchRequest, FetchResponse};
 use file::{FileReader, files_off};
 pub use headers::HeaderHook;
 pub(crate) use headers::RequestHeaders;
+pub use stop::{Enough, StopRule};
 
 /// A source of image bytes.
 ///
@@ -311,7 +313,7 @@ pub(crate) fn body_only(
     max_bytes: u64,
 ) -> BoxFuture<'static, Result<Bytes, Error>> {
     let response = fetcher.fetch_response(FetchRequest::new(url, max_bytes));
-    Box::pin(response.map(|response| Ok(response?.body)))
+    Box::pin(response.map(|response| Ok(response?.body.bytes)))
 }
 
 impl Fetch for HttpFetcher {
@@ -333,8 +335,15 @@ impl Fetch for HttpFetcher {
             // The file's size is known only once it is open: the cap is
             // reserved, and the rest given back.
             let reservation = request.reserve(request.max_bytes).await;
-            let body = files.read(request.url.clone(), request.max_bytes).await?;
-            Ok(FetchResponse::new(request.url, reservation.hold(body)))
+            let (body, stopped) = files
+                .read(
+                    request.url.clone(),
+                    request.max_bytes,
+                    request.stop_rule.clone(),
+                )
+                .await?;
+            let body = body.finish(stopped, |bytes| reservation.hold(bytes));
+            Ok(FetchResponse::new(request.url, body))
         })
     }
 }

@@ -14,15 +14,14 @@ use futures::FutureExt as _;
 use futures::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 
-use super::registry::Stage;
+use super::registry::{Reading, Stage};
 use super::{Event, LoadActor};
 
-use crate::decode::PrefixWatch;
 use crate::error::panic_message;
 use crate::fetch::{Fetch, FetchRequest, FetchResponse, RequestHeaders};
 use crate::metrics::Metrics;
 use crate::request::TaskId;
-use crate::{Error, Thumbnail};
+use crate::{Body, Error, Thumbnail};
 
 impl LoadActor {
     /// Starts queued fetches while their hosts have free slots and the
@@ -69,11 +68,10 @@ impl LoadActor {
             self.parts.max_body_bytes,
             Arc::clone(&self.parts.body_budget),
         );
-        if let Some(limits) = &self.parts.cut_short_limits
-            && !task.read_whole
-        {
-            request.thumbnail_only = PrefixWatch::new(task.key.target, limits);
-        }
+        // The body's start may serve, until one cut short did not.
+        request.cut_short_for = (self.parts.takes_cut_short_bodies
+            && task.reading == Reading::AsNeeded)
+            .then_some(task.key.target);
         let cancel = task.cancel.clone();
         let fetch = guarded_fetch(&*self.parts.fetcher, &self.parts.request_headers, request);
         self.spawn(
@@ -128,12 +126,33 @@ impl LoadActor {
             Ok(response) => {
                 Metrics::add(&metrics.fetches_completed, 1);
                 Metrics::add(&metrics.bytes_fetched, response.body.len() as u64);
-                self.decode(task_id, response.body, response.partial);
+                self.body_arrived(task_id, response.body);
             }
             Err(error) => {
                 Metrics::add(&metrics.fetches_failed, 1);
                 self.finish(task_id, Err(error));
             }
+        }
+    }
+
+    /// `task_id`'s body arrived: to the decode pool, unless it came cut
+    /// short for a decoder that takes no such bodies (a fetcher of the
+    /// app's own may cut one short unasked); that one is read again whole,
+    /// as a body cut short whose decode failed is.
+    fn body_arrived(&mut self, task_id: TaskId, body: Body) {
+        self.registry.body_arrived(task_id, body.complete);
+        if body.complete || self.parts.takes_cut_short_bodies {
+            return self.decode(task_id, body);
+        }
+        if !self.read_again_whole(task_id)
+            && let Some(task) = self.registry.get(task_id)
+        {
+            let error = Error::Decode {
+                url: task.key.url.to_string(),
+                reason: "the fetcher answered only the start of the body, and the decoder                          takes whole bodies (does the fetcher honour FetchRequest::stop_rule?)"
+                    .into(),
+            };
+            self.finish(task_id, Err(error));
         }
     }
 

@@ -50,7 +50,6 @@ use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
 use tokio::runtime::Handle;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -63,13 +62,13 @@ use schedule::{FetchScheduler, Removed};
 use times::LoadTimes;
 
 use crate::cache::{CacheKey, CacheLimits, CacheView, ThumbnailCache};
-use crate::decode::{DecodeJob, DecodeLimits, DecodeOutcome, DecodePool};
+use crate::decode::{DecodeJob, DecodeOutcome, DecodePool};
 use crate::deliver::{Delivery, Outbox};
 use crate::fetch::{BodyBudget, Fetch, FetchResponse, RequestHeaders, host_key};
 use crate::metrics::Metrics;
 use crate::request::{Priority, RequestId, TaskId};
 use crate::thumbnail::ThumbnailTier;
-use crate::{CacheStats, Error, Thumbnail};
+use crate::{Body, CacheStats, Error, Thumbnail};
 
 /// From the fetch tasks and decode threads.
 enum Event {
@@ -107,11 +106,11 @@ pub(crate) struct Parts {
     pub(crate) root: CancellationToken,
     /// The headers of every request: the app's, and its hook's.
     pub(crate) request_headers: RequestHeaders,
-    /// The default decoder's limits, when it may make a thumbnail from a
-    /// JPEG's first bytes (its embedded thumbnail, a progressive JPEG's DC
-    /// scans): a fetch may then stop reading there, and the body cut short
-    /// is decoded under them.
-    pub(crate) cut_short_limits: Option<DecodeLimits>,
+    /// Whether the decoder takes bodies cut short
+    /// ([`Decode::takes_cut_short_bodies`](crate::Decode::takes_cut_short_bodies)):
+    /// the fetches then say the thumbnail they read for, and a layer in
+    /// front of the fetcher may stop reading once the body's start makes it.
+    pub(crate) takes_cut_short_bodies: bool,
 }
 
 /// Starts the actor on `runtime`; it runs until the returned handle is
@@ -312,14 +311,7 @@ impl LoadActor {
                     Metrics::add(&metrics.decodes_discarded, 1);
                     return;
                 }
-                // A body cut short (at an embedded thumbnail or the DC
-                // scans) that did not decode: read it whole, once.
-                if result.is_err()
-                    && let Some(task) = self.registry.read_again_whole(task_id)
-                {
-                    let host = host_key(&task.url);
-                    let priority = task.priority();
-                    self.scheduler.push(task_id, host, priority);
+                if result.is_err() && self.read_again_whole(task_id) {
                     return;
                 }
                 self.finish(task_id, result);
@@ -336,35 +328,44 @@ impl LoadActor {
         }
     }
 
-    /// Sends `task_id`'s body to the decode pool; `cut_short` if it is
-    /// only the start of its file, up to an embedded thumbnail or the
-    /// DC scans.
-    fn decode(&mut self, task_id: TaskId, bytes: Bytes, cut_short: bool) {
-        self.registry.set_cut_short(task_id, cut_short);
+    /// A body cut short (at an embedded thumbnail or the DC scans) that did
+    /// not make the thumbnail: its task goes back to the queue, to be read
+    /// whole. At most once a task; returns whether it went.
+    fn read_again_whole(&mut self, task_id: TaskId) -> bool {
+        let Some(task) = self.registry.read_again_whole(task_id) else {
+            return false;
+        };
+        let host = host_key(&task.url);
+        let priority = task.priority();
+        self.scheduler.push(task_id, host, priority);
+        true
+    }
+
+    /// Sends `task_id`'s body, whole or cut short, to the decode pool.
+    fn decode(&mut self, task_id: TaskId, body: Body) {
         let Some(task) = self.registry.advance(task_id, Stage::Decoding) else {
             return;
         };
         Metrics::add(&self.parts.metrics.decodes_started, 1);
         let events = self.events.clone();
-        let size = bytes.len() as u64;
+        let size = body.len() as u64;
         self.awaiting_decode += size;
         let target = task.key.target;
-        // The body goes with the thumbnail to the thumbnail tier, which
+        // A whole body goes with the thumbnail to the thumbnail tier, which
         // keeps the thumbnail if the body is the response it has for the
         // URL.
         let keep = self
             .parts
             .thumbnails
             .clone()
-            .filter(|tier| !cut_short && tier.keeps(&task.url, target))
-            .map(|tier| (tier, task.url.clone(), bytes.clone()));
+            .filter(|tier| body.complete && tier.keeps(&task.url, target))
+            .map(|tier| (tier, task.url.clone(), body.bytes.clone()));
         self.decodes.push(DecodeJob {
             task: task_id,
             priority: task.priority(),
             url: Arc::clone(&task.key.url),
-            bytes,
+            body,
             target,
-            cut_short: self.parts.cut_short_limits.filter(|_| cut_short),
             cancel: task.cancel.clone(),
             done: Box::new(move |outcome| {
                 if let (Some((tier, url, body)), DecodeOutcome::Done(Ok(thumbnail))) =

@@ -43,10 +43,21 @@ pub(crate) struct Task {
     /// without its wait in the queue, which a request at a higher
     /// priority would not share.
     pub(crate) fetch_started: Instant,
-    /// Its body was read only up to a JPEG's embedded thumbnail or DC scans.
-    pub(crate) cut_short: bool,
-    /// Its body is read whole: one cut short did not decode.
-    pub(crate) read_whole: bool,
+    /// How much of its body it reads.
+    pub(crate) reading: Reading,
+}
+
+/// How much of its body a task reads: as far as the thumbnail needs, until
+/// a body cut short does not make the thumbnail; then, once, the whole of
+/// it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Reading {
+    /// As far as the thumbnail needs: a layer may cut the body short.
+    AsNeeded,
+    /// Its body came cut short, and is being decoded.
+    CutShort,
+    /// All of it: a body cut short did not make the thumbnail.
+    Whole,
 }
 
 impl Task {
@@ -125,8 +136,7 @@ impl TaskRegistry {
                 stage: Stage::Queued,
                 ttl,
                 fetch_started: Instant::now(),
-                cut_short: false,
-                read_whole: false,
+                reading: Reading::AsNeeded,
             },
         );
         Joined::New(task_id)
@@ -180,24 +190,26 @@ impl TaskRegistry {
         Some(task)
     }
 
-    /// Records whether `task_id`'s body was cut short at an embedded
-    /// thumbnail.
-    pub(crate) fn set_cut_short(&mut self, task_id: TaskId, cut_short: bool) {
-        if let Some(task) = self.tasks.get_mut(&task_id) {
-            task.cut_short = cut_short;
+    /// Records that `task_id`'s body arrived, whole or cut short.
+    pub(crate) fn body_arrived(&mut self, task_id: TaskId, complete: bool) {
+        if let Some(task) = self.tasks.get_mut(&task_id)
+            && !complete
+            && task.reading == Reading::AsNeeded
+        {
+            task.reading = Reading::CutShort;
         }
     }
 
-    /// Sends a task whose cut-short body did not decode back to the queue,
-    /// to be read whole; returns it, or `None` if it is gone or was read
-    /// whole.
+    /// Sends a task whose body came cut short and did not make the
+    /// thumbnail back to the queue, to be read whole; returns it, or `None`
+    /// if it is gone or its body was not cut short (it was read whole, or
+    /// already read again whole: this happens at most once to a task).
     pub(crate) fn read_again_whole(&mut self, task_id: TaskId) -> Option<&Task> {
         let task = self.tasks.get_mut(&task_id)?;
-        if !task.cut_short {
+        if task.reading != Reading::CutShort {
             return None;
         }
-        task.cut_short = false;
-        task.read_whole = true;
+        task.reading = Reading::Whole;
         self.advance(task_id, Stage::Queued)
     }
 
@@ -335,6 +347,35 @@ mod tests {
         assert_eq!(registry.decoding(), 1);
         assert!(registry.advance(1, Stage::Decoding).is_none());
         assert_eq!(registry.decoding(), 1);
+    }
+
+    /// A body cut short that did not make the thumbnail is read again
+    /// whole, once: a second failure, or a failure of a body read whole
+    /// from the start, is the task's outcome.
+    #[test]
+    fn a_body_is_read_again_whole_only_after_it_came_cut_short_and_only_once() {
+        let mut registry = TaskRegistry::default();
+        subscribe(&mut registry, 1, "http://h/cut", 64);
+        subscribe(&mut registry, 2, "http://h/whole", 64);
+        for task in [1, 2] {
+            registry.advance(task, Stage::Fetching);
+        }
+        registry.body_arrived(1, false);
+        registry.body_arrived(2, true);
+        assert_eq!(registry.get(1).unwrap().reading, Reading::CutShort);
+        assert_eq!(registry.get(2).unwrap().reading, Reading::AsNeeded);
+        assert!(registry.read_again_whole(2).is_none());
+        let again = registry.read_again_whole(1).unwrap();
+        assert_eq!(
+            (again.stage, again.reading),
+            (Stage::Queued, Reading::Whole)
+        );
+        // Read whole, a body that still comes cut short (a fetcher that
+        // ignores the request) is not read a third time.
+        registry.advance(1, Stage::Fetching);
+        registry.body_arrived(1, false);
+        assert_eq!(registry.get(1).unwrap().reading, Reading::Whole);
+        assert!(registry.read_again_whole(1).is_none());
     }
 
     #[test]

@@ -8,14 +8,14 @@ use std::sync::{Arc, Mutex};
 use tokio::runtime::{Handle, Runtime};
 use tokio_util::sync::CancellationToken;
 
-use super::{DiskStatsFn, Pipeline};
+use super::Pipeline;
 use crate::cache::{CacheLimits, CacheView};
-use crate::decode::{DecodeLimits, DecodePool};
+use crate::decode::{DecodePool, read_as_needed};
 use crate::deliver::Outbox;
+use crate::disk::{WithDisk, with_disk};
 use crate::fetch::{BodyBudget, RequestHeaders};
 use crate::load::{self, Parts};
 use crate::metrics::Metrics;
-use crate::thumbnail::ThumbnailTier;
 use crate::{BuildError, CacheStats, Config, Decode, Fetch, HttpFetcher, ImageDecoder};
 
 /// Builds a [`Pipeline`] with a runtime, fetcher or decoder of your own.
@@ -79,10 +79,16 @@ impl<K> PipelineBuilder<K> {
         self
     }
 
-    /// The same parts, for a pipeline of another row key: how a front door
-    /// that keys its rows itself (the egui loader) takes an app's builder.
-    #[cfg(feature = "egui")]
-    pub(crate) fn for_rows<R>(self) -> PipelineBuilder<R> {
+    /// The same config, runtime, fetcher and decoder, for a pipeline whose
+    /// rows are keyed by `R`: how a front door that keys its rows itself
+    /// (thumbpipe's egui loader, or a toolkit's of your own) takes an app's
+    /// builder.
+    ///
+    /// ```
+    /// let app: thumbpipe::PipelineBuilder<()> = thumbpipe::Pipeline::builder();
+    /// let by_name: thumbpipe::PipelineBuilder<String> = app.for_rows();
+    /// ```
+    pub fn for_rows<R>(self) -> PipelineBuilder<R> {
         PipelineBuilder {
             config: self.config,
             runtime: self.runtime,
@@ -114,21 +120,22 @@ impl<K> PipelineBuilder<K> {
         };
         // The disk cache: a layer in front of the fetcher, and the
         // thumbnail tier beside it.
-        let Disk {
+        let WithDisk {
             fetcher,
             stats: disk_stats,
             thumbnails,
         } = with_disk(fetcher, &config, self.decoder.is_none())?;
-        // Only the default decoder is given a body cut short at a JPEG's
-        // embedded thumbnail or its DC scans.
-        let cut_short_limits = self
-            .decoder
-            .is_none()
-            .then(|| DecodeLimits::from(&config.decode))
-            .filter(|limits| limits.embedded_thumbnails || limits.progressive_dc);
         let decode: Arc<dyn Decode> = match self.decoder {
             Some(decoder) => decoder,
             None => Arc::new(ImageDecoder::new(&config.decode)),
+        };
+        // A decoder that takes bodies cut short gets JPEGs read only as far
+        // as their thumbnail needs: a layer in front of the others.
+        let takes_cut_short_bodies = decode.takes_cut_short_bodies();
+        let fetcher = if takes_cut_short_bodies {
+            read_as_needed(fetcher, &config.decode)
+        } else {
+            fetcher
         };
         let decode_pool = Arc::new(DecodePool::start(
             config.decode.threads,
@@ -167,7 +174,7 @@ impl<K> PipelineBuilder<K> {
                 config.fetch.headers.clone(),
                 config.fetch.header_hook.clone(),
             ),
-            cut_short_limits,
+            takes_cut_short_bodies,
         };
         let loads = load::start(parts, &handle);
         Ok(Pipeline {
@@ -188,46 +195,6 @@ impl<K> PipelineBuilder<K> {
             runtime,
         })
     }
-}
-
-/// The fetch stage as the load actor sees it, with the disk cache in front
-/// when the config asks for one, its counters, and its thumbnail tier.
-struct Disk {
-    fetcher: Arc<dyn Fetch>,
-    stats: Option<DiskStatsFn>,
-    thumbnails: Option<Arc<dyn ThumbnailTier>>,
-}
-
-/// `fetcher`, behind the disk cache if `config.disk.dir` is set (a config
-/// that sets it without the cargo feature `disk-cache` was refused by its
-/// validation). Thumbnails on disk are what the default decoder makes:
-/// kept only with `default_decoder`, and not while it plays animations
-/// (a thumbnail on disk holds one frame).
-fn with_disk(
-    fetcher: Arc<dyn Fetch>,
-    config: &Config,
-    default_decoder: bool,
-) -> Result<Disk, BuildError> {
-    #[cfg(feature = "disk-cache")]
-    if let Some(dir) = config.disk.dir.clone() {
-        let tier = Arc::new(crate::disk::DiskTier::open(fetcher, dir, &config.disk)?);
-        return Ok(Disk {
-            stats: Some(Box::new(tier.stats())),
-            thumbnails: if default_decoder && !config.decode.animation {
-                tier.thumbnails()
-            } else {
-                None
-            },
-            fetcher: tier,
-        });
-    }
-    #[cfg(not(feature = "disk-cache"))]
-    let _ = (config, default_decoder);
-    Ok(Disk {
-        fetcher,
-        stats: None,
-        thumbnails: None,
-    })
 }
 
 fn io_runtime(threads: usize) -> std::io::Result<Runtime> {

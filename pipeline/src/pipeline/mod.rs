@@ -21,13 +21,11 @@ pub use builder::PipelineBuilder;
 use crate::cache::CacheView;
 use crate::decode::{self, DecodePool};
 use crate::deliver::{Delivery, Waker, unset_waker};
+use crate::disk::DiskStatsFn;
 use crate::load::LoadHandle;
 use crate::metrics::Metrics;
 use crate::request::RequestId;
-use crate::{BuildError, CacheStats, Config, DiskStats, Stats};
-
-/// Reads the disk cache's counters.
-type DiskStatsFn = Box<dyn Fn() -> DiskStats + Send + Sync>;
+use crate::{BuildError, CacheStats, Config, Stats};
 
 /// The thumbnail pipeline, keyed by row keys of type `K` (a row index, an
 /// item id: anything small, hashable and cloneable).

@@ -10,7 +10,7 @@ use crate::common::{Scratch, drain_until};
 use crate::disk::{responses_only, scripted_server, written};
 
 /// A 2000x1500 photo (about 1 MB) whose EXIF embeds a 160x120 thumbnail.
-fn camera_photo() -> Vec<u8> {
+pub(crate) fn camera_photo() -> Vec<u8> {
     let options = fixture_server::photo::JpegOptions {
         thumbnail: Some((160, 120)),
         ..Default::default()

@@ -159,7 +159,7 @@ impl thumbpipe::Decode for HeldUntil {
     fn decode(
         &self,
         url: &Arc<str>,
-        _: &[u8],
+        _: &thumbpipe::Body,
         _: TargetSize,
     ) -> Result<thumbpipe::Thumbnail, Error> {
         std::thread::sleep(self.0.saturating_duration_since(std::time::Instant::now()));

@@ -17,6 +17,7 @@ mod coalescing;
 #[cfg(feature = "egui")]
 mod coasting;
 mod corpus;
+mod cut_short;
 mod disk;
 mod disk_layer;
 mod disk_untrusted;

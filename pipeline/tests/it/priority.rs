@@ -56,7 +56,12 @@ impl Gate {
 struct Gated(Arc<Gate>);
 
 impl Decode for Gated {
-    fn decode(&self, url: &Arc<str>, _: &[u8], _: TargetSize) -> Result<Thumbnail, Error> {
+    fn decode(
+        &self,
+        url: &Arc<str>,
+        _: &thumbpipe::Body,
+        _: TargetSize,
+    ) -> Result<Thumbnail, Error> {
         let gate = &self.0;
         gate.started.lock().unwrap().push(url.to_string());
         if url.contains("hold") {

@@ -24,8 +24,13 @@ impl Fetch for Echo {
 struct Measure;
 
 impl Decode for Measure {
-    fn decode(&self, url: &Arc<str>, bytes: &[u8], _: TargetSize) -> Result<Thumbnail, Error> {
-        assert_ne!(bytes, b"boom", "the decoder blew up");
+    fn decode(
+        &self,
+        url: &Arc<str>,
+        bytes: &thumbpipe::Body,
+        _: TargetSize,
+    ) -> Result<Thumbnail, Error> {
+        assert_ne!(&bytes[..], b"boom", "the decoder blew up");
         Ok(Thumbnail {
             url: Arc::clone(url),
             width: 1,
@@ -78,7 +83,12 @@ struct Endless {
 }
 
 impl Decode for Endless {
-    fn decode(&self, url: &Arc<str>, _: &[u8], _: TargetSize) -> Result<Thumbnail, Error> {
+    fn decode(
+        &self,
+        url: &Arc<str>,
+        _: &thumbpipe::Body,
+        _: TargetSize,
+    ) -> Result<Thumbnail, Error> {
         let _ = self.started.try_send(());
         let _ = self.finish.lock().unwrap().recv();
         Err(Error::Decode {
