@@ -69,10 +69,10 @@
 //!   budget. Its threads, `thumbpipe-disk-N` and
 //!   `thumbpipe-disk-scan`, are `workers.rs`, as is the `file://` thread.
 //! - `decode`: the [`Decode`] trait and its default [`ImageDecoder`] (JPEG's
-//!   scaled path in `decode/jpeg.rs`); the layer in front of the fetcher
-//!   that reads a JPEG only as far as its thumbnail needs
-//!   (`decode/prefix.rs`), when the decoder
-//!   [takes such bodies](Decode::takes_cut_short_bodies); and the decode
+//!   routes in `decode/jpeg/`, with the layer in front of the fetcher that
+//!   reads a JPEG only as far as its thumbnail needs,
+//!   `decode/jpeg/prefix.rs`, when the decoder
+//!   [takes such bodies](Decode::takes_cut_short_bodies)), and the decode
 //!   pool (`decode/pool.rs`,
 //!   threads `thumbpipe-decode-N`) where large images
 //!   ([`decode.large_image_pixels`](DecodeConfig::large_image_pixels)) never
@@ -115,7 +115,7 @@
 //!   order by it, and the registry gives a task its subscribers' highest.
 //! - **A layer in front of the network** (a cache, a header hook, a rate
 //!   limiter, reading only as far as a format needs): a [`Fetch`] that wraps
-//!   the pipeline's fetcher, as `disk/tier.rs` and `decode/prefix.rs` do,
+//!   the pipeline's fetcher, as `disk/tier.rs` and `decode/jpeg/prefix.rs` do,
 //!   made by the builder (`pipeline/builder.rs`).
 //! - **A new stage** the actor schedules: a `Stage` in
 //!   `load/registry.rs` and an `Event` the actor handles in `load/mod.rs`
@@ -128,7 +128,8 @@
 //! - **A new image format**: a cargo feature in `pipeline/Cargo.toml`
 //!   that turns on `image`'s, and an entry of `decode/formats.rs` (its
 //!   name, media type and `image`'s format) behind it; a faster path or a
-//!   fix for it in its own file like `decode/jpeg.rs` or `decode/ico.rs`.
+//!   fix for it in its own file like `decode/ico.rs` (or folder, like
+//!   `decode/jpeg/`).
 //! - **A new UI toolkit**: the row-keyed [`Pipeline`] is toolkit-free; a
 //!   module like `egui` turns its completions into the toolkit's textures
 //!   and its frame into `request` / `end_frame` calls, behind a cargo

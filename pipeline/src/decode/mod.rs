@@ -1,11 +1,12 @@
 //! Decode: bytes to a [`Thumbnail`]. The [`Decode`] trait is the stage's seam
 //! and [`ImageDecoder`] its default, which decodes the [`SUPPORTED_FORMATS`]
 //! under the config's size limits. A JPEG is decoded by libjpeg at the smallest
-//! DCT scale (1/8 to 8/8) that still covers the thumbnail (`jpeg.rs`), unless
+//! DCT scale (1/8 to 8/8) that still covers the thumbnail (`jpeg/`), unless
 //! [`DecodeConfig::jpeg_dct_scaling`](crate::DecodeConfig::jpeg_dct_scaling) is
 //! off or the binary is built with `panic = "abort"` (libjpeg's errors unwind);
 //! a progressive JPEG bound for 1/8 of its size or less is decoded from its
-//! DC scans alone (`dc_scans.rs`, its headers read by `dc_headers.rs`);
+//! DC scans alone (`jpeg/dc_scans.rs`), and a camera photo from the thumbnail
+//! its EXIF embeds where that serves (`jpeg/exif.rs`);
 //! everything else is decoded in full by
 //! `image`. Either way, fast_image_resize
 //! takes it the rest of the way (`resize.rs`), and the EXIF orientation turns
@@ -19,28 +20,20 @@
 //! Where to change what: a new format is a cargo feature in
 //! `pipeline/Cargo.toml` that turns on `image`'s, and an entry in
 //! `formats.rs`; a faster path or a fix for one format is a file like
-//! `jpeg.rs` or `ico.rs`, called from `route.rs`, which takes one image
+//! `jpeg/` or `ico.rs`, called from `route.rs`, which takes one image
 //! from its bytes to its thumbnail; the resize filter
 //! is `resize::FILTER`; how an image goes in its box (inside or a cover
 //! crop) is `thumbnail::Fitting`.
 
 mod animation;
 mod config;
-mod dc_headers;
-mod dc_pixels;
-mod dc_scans;
-mod exif;
 mod formats;
 mod gif;
-mod huffman;
 #[cfg(feature = "ico")]
 mod ico;
 mod jpeg;
-#[cfg(feature = "libjpeg")]
-mod libjpeg;
 mod png;
 mod pool;
-mod prefix;
 mod resize;
 mod route;
 #[cfg(feature = "svg")]
@@ -60,8 +53,8 @@ use std::sync::Arc;
 pub use config::DecodeConfig;
 pub use formats::SUPPORTED_FORMATS;
 pub(crate) use formats::accept_header;
+pub(crate) use jpeg::read_as_needed;
 pub(crate) use pool::{DecodeJob, DecodeOutcome, DecodePool, SHUTDOWN_PATIENCE};
-pub(crate) use prefix::read_as_needed;
 pub(crate) use route::decode_thumbnail;
 
 use crate::request::TargetSize;
@@ -172,7 +165,7 @@ pub(crate) struct DecodeLimits {
     /// A JPEG's EXIF thumbnail decoded instead of it where it serves.
     pub(crate) embedded_thumbnails: bool,
     /// A progressive JPEG bound for 1/8 of its size or less decoded from
-    /// its DC scans alone (`dc_scans.rs`, pure Rust: with or without
+    /// its DC scans alone (`jpeg/dc_scans.rs`, pure Rust: with or without
     /// libjpeg).
     pub(crate) progressive_dc: bool,
     #[cfg_attr(not(feature = "svg"), allow(dead_code))]

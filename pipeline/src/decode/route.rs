@@ -18,17 +18,12 @@ use image::{ColorType, ImageDecoder as _, ImageFormat, ImageReader, Limits};
 
 #[cfg(feature = "ico")]
 use super::ico;
-#[cfg(feature = "libjpeg")]
-use super::libjpeg;
 #[cfg(feature = "svg")]
 use super::svg;
 #[cfg(feature = "tiff")]
 use super::tiff;
 use super::upright::{fit, orientation_of, quarter_turn, swapped};
-use super::{
-    DecodeLimits, SUPPORTED_FORMATS, animation, dc_scans, exif, formats, gif, jpeg, png, resize,
-    webp,
-};
+use super::{DecodeLimits, SUPPORTED_FORMATS, animation, formats, gif, jpeg, png, resize, webp};
 use crate::request::TargetSize;
 use crate::thumbnail::Fitting;
 use crate::{Animation, Error, Thumbnail};
@@ -50,7 +45,7 @@ pub(crate) fn decode_thumbnail(
 
 /// [`decode_thumbnail`] of the first bytes of a JPEG, which hold its
 /// headers and an embedded thumbnail that serves `target` (the fetch read
-/// up to there: [`super::exif::prefix_serves`]). If that thumbnail does not
+/// up to there: `jpeg/exif.rs`). If that thumbnail does not
 /// decode, the error says the photo was cut short; the rest of the photo
 /// is never decoded as if it were all there.
 pub(crate) fn decode_thumbnail_from_prefix(
@@ -204,7 +199,7 @@ fn decode(
     // thumbnail comes out the same from it: a fraction of the work. One
     // that does not decode is no reason to fail the photo.
     let embedded = (format == ImageFormat::Jpeg && limits.embedded_thumbnails && photo.is_none())
-        .then(|| exif::covering(bytes, (width, height), target))
+        .then(|| jpeg::embedded_covering(bytes, (width, height), target))
         .flatten();
     let failed = match embedded {
         Some(embedded) => {
@@ -265,14 +260,14 @@ fn decode(
     if let Some(layout) = &jpeg_layout
         && limits.progressive_dc
         && layout.progressive
-        && dc_scans::covers(width, height, target)
+        && jpeg::dc_scans_cover(width, height, target)
     {
         let (dc_width, dc_height) = (jpeg::scaled_side(width, 1), jpeg::scaled_side(height, 1));
         let needed = (u64::from(dc_width) * u64::from(dc_height) * 3)
             .saturating_add(resize_bytes(dc_width, dc_height))
             .saturating_add(layout.dc_decoder_bytes());
         if needed <= limits.max_alloc
-            && let Some(pixels) = dc_scans::decode_dc(bytes)
+            && let Some(pixels) = jpeg::decode_dc(bytes)
         {
             let rgba = fit(pixels, &fitting, (width, height), Some(1), orientation)
                 .map_err(decode_error)?;
@@ -387,8 +382,9 @@ fn decode(
     }
     #[cfg(feature = "libjpeg")]
     let scaled = match jpeg_eighths {
-        Some(eighths) => libjpeg::decode_scaled(bytes, eighths)
-            .map_err(|e| decode_error(format!("JPEG: {e}")))?,
+        Some(eighths) => {
+            jpeg::decode_scaled(bytes, eighths).map_err(|e| decode_error(format!("JPEG: {e}")))?
+        }
         None => None,
     };
     // Without libjpeg, `jpeg_dct_scaling` is off: no JPEG is scaled.

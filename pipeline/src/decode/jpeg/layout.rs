@@ -8,6 +8,9 @@
 
 use image::metadata::Orientation;
 
+use super::frame::FrameHeader;
+use super::markers::{self, Segment, next_marker, read_segment, skip_entropy_coded};
+
 /// Most scans a JPEG may have. A progressive photo has about ten (libjpeg's
 /// default script has 10, mozjpeg's a dozen or so); a file with thousands
 /// of tiny scans, each of which makes the decoder walk every block of the
@@ -17,74 +20,72 @@ pub(super) const MAX_SCANS: usize = 100;
 
 /// What a JPEG's markers say about it, read without decoding.
 #[derive(Debug, Default, PartialEq, Eq)]
-pub(super) struct JpegLayout {
-    pub(super) progressive: bool,
+pub(in crate::decode) struct JpegLayout {
+    pub(in crate::decode) progressive: bool,
     /// Each component's horizontal and vertical sampling factors.
-    pub(super) sampling: Vec<(u8, u8)>,
-    pub(super) width: u32,
-    pub(super) height: u32,
+    pub(in crate::decode) sampling: Vec<(u8, u8)>,
+    pub(in crate::decode) width: u32,
+    pub(in crate::decode) height: u32,
     /// Scans counted, up to `MAX_SCANS + 1`.
-    pub(super) scans: usize,
+    pub(in crate::decode) scans: usize,
     /// Frame headers (SOF markers) found. A JPEG has one; libjpeg sizes
     /// its buffers by the first and fails only at a second, after it has
     /// allocated (and zeroed) for the first, so a file with two is refused
     /// before any decoder sees it.
-    pub(super) frames: usize,
+    pub(in crate::decode) frames: usize,
     /// The orientation the first EXIF segment (APP1) gives, if any.
-    pub(super) orientation: Option<Orientation>,
+    pub(in crate::decode) orientation: Option<Orientation>,
 }
 
 impl JpegLayout {
     /// Reads the markers of `bytes` up to the end of the image, skipping the
     /// entropy-coded data; stops counting scans past [`MAX_SCANS`]. A
     /// truncated file gives what was read so far: the decoder reports it.
-    pub(super) fn read(bytes: &[u8]) -> Self {
+    pub(in crate::decode) fn read(bytes: &[u8]) -> Self {
         let mut layout = Self::default();
         let mut at = 2; // past SOI
-        while let Some(marker_at) = next_marker(bytes, at) {
-            let marker = bytes[marker_at + 1];
-            at = marker_at + 2;
-            match marker {
-                0xD9 => break,                         // EOI
-                0xD0..=0xD7 | 0x01 | 0xD8 => continue, // no length
-                _ => {}
-            }
-            let Some(length) = bytes
-                .get(at..at + 2)
-                .map(|b| usize::from(u16::from_be_bytes([b[0], b[1]])))
-            else {
-                break;
+        loop {
+            let (marker, segment, next) = match read_segment(bytes, at) {
+                Segment::Whole(marker, segment, next) => (marker, segment, next),
+                // Bytes where a marker should be: skipped, as decoders
+                // skip them.
+                Segment::Broken => match next_marker(bytes, at + 1) {
+                    Some(marker_at) => {
+                        at = marker_at;
+                        continue;
+                    }
+                    None => break,
+                },
+                Segment::Cut => break,
             };
-            let segment = bytes.get(at + 2..at.saturating_add(length)).unwrap_or(&[]);
+            at = next;
             match marker {
-                // Start of frame; not DHT (C4), JPG (C8) or DAC (CC).
+                markers::EOI => break,
                 // Only the first frame describes the image: a later one
                 // is counted, never read over it.
-                0xC0..=0xCF if !matches!(marker, 0xC4 | 0xC8 | 0xCC) => {
+                marker if markers::is_frame(marker) => {
                     layout.frames += 1;
                     if layout.frames > 1 {
                         break;
                     }
-                    layout.progressive = matches!(marker, 0xC2 | 0xC6 | 0xCA | 0xCE);
+                    layout.progressive = markers::is_progressive_frame(marker);
                     layout.read_frame(segment);
                 }
-                0xE1 if layout.orientation.is_none() => {
+                markers::APP1 if layout.orientation.is_none() => {
                     layout.orientation = segment
                         .strip_prefix(b"Exif\0\0")
                         .and_then(Orientation::from_exif_chunk);
                 }
-                0xDA => {
+                markers::SOS => {
                     layout.scans += 1;
                     if layout.scans > MAX_SCANS {
                         break;
                     }
                     // The entropy-coded data runs to the next marker.
-                    at = skip_entropy_coded(bytes, at + length);
-                    continue;
+                    at = skip_entropy_coded(bytes, next);
                 }
                 _ => {}
             }
-            at += length;
         }
         layout
     }
@@ -93,7 +94,7 @@ impl JpegLayout {
     /// [`MAX_SCANS`], more than one frame header, or a frame whose size is
     /// not the `width` x `height` the header reader found (the limits were
     /// checked against that size, and libjpeg allocates by the frame's).
-    pub(super) fn check(&self, width: u32, height: u32) -> Result<(), String> {
+    pub(in crate::decode) fn check(&self, width: u32, height: u32) -> Result<(), String> {
         if self.scans > MAX_SCANS {
             return Err(format!(
                 "the JPEG has more than {MAX_SCANS} scans (a photo has about ten): decoding it \
@@ -112,16 +113,16 @@ impl JpegLayout {
         Ok(())
     }
 
-    fn read_frame(&mut self, frame: &[u8]) {
-        let [_precision, h1, h0, w1, w0, count, components @ ..] = frame else {
+    fn read_frame(&mut self, segment: &[u8]) {
+        let Some(header) = FrameHeader::read(segment) else {
             return;
         };
-        self.height = u32::from(u16::from_be_bytes([*h1, *h0]));
-        self.width = u32::from(u16::from_be_bytes([*w1, *w0]));
-        self.sampling = components
-            .chunks_exact(3)
-            .take(usize::from(*count))
-            .map(|c| ((c[1] >> 4).max(1), (c[1] & 0x0F).max(1)))
+        (self.width, self.height) = (header.width, header.height);
+        let factor = |f: usize| u8::try_from(f.max(1)).unwrap_or(u8::MAX);
+        self.sampling = header
+            .components
+            .iter()
+            .map(|c| (factor(c.h), factor(c.v)))
             .collect();
     }
 
@@ -131,7 +132,7 @@ impl JpegLayout {
     /// each), which must all be kept until the last scan. Components are
     /// padded to whole blocks of the largest sampling factor, as decoders
     /// allocate them.
-    pub(super) fn decoder_bytes(&self) -> u64 {
+    pub(in crate::decode) fn decoder_bytes(&self) -> u64 {
         let per_sample = if self.progressive { 1 + 2 } else { 1 };
         self.samples().saturating_mul(per_sample)
     }
@@ -151,7 +152,7 @@ impl JpegLayout {
 
 /// The size a JPEG's one frame header gives, if it has exactly one and
 /// the size is not zero, and the orientation its EXIF gives.
-pub(super) fn frame_size(bytes: &[u8]) -> Option<(u32, u32, Orientation)> {
+pub(in crate::decode) fn frame_size(bytes: &[u8]) -> Option<(u32, u32, Orientation)> {
     let layout = JpegLayout::read(bytes);
     (layout.frames == 1 && layout.width > 0 && layout.height > 0).then_some((
         layout.width,
@@ -160,59 +161,24 @@ pub(super) fn frame_size(bytes: &[u8]) -> Option<(u32, u32, Orientation)> {
     ))
 }
 
-/// Where the next marker starts at or after `from`: an 0xFF followed by a
-/// byte other than 0x00 (a stuffed 0xFF) or 0xFF (fill).
-pub(super) fn next_marker(bytes: &[u8], from: usize) -> Option<usize> {
-    let mut at = from;
-    loop {
-        at += memchr_ff(bytes.get(at..)?)?;
-        match bytes.get(at + 1)? {
-            0x00 | 0xFF => at += 1,
-            _ => return Some(at),
-        }
-    }
-}
-
-/// Where the entropy-coded data starting at `from` ends: the next marker
-/// that is not a restart marker (those sit inside the data), or the end of
-/// the bytes.
-pub(super) fn skip_entropy_coded(bytes: &[u8], from: usize) -> usize {
-    entropy_coded_end(bytes, from).unwrap_or(bytes.len())
-}
-
-/// Where the entropy-coded data starting at `from` ends, or, when `bytes`
-/// (the start of a body still arriving) hold no such marker yet, `Err`
-/// with where to look on from once more have come.
-pub(super) fn entropy_coded_end(bytes: &[u8], from: usize) -> Result<usize, usize> {
-    let mut at = from;
-    while let Some(marker_at) = next_marker(bytes, at) {
-        if matches!(bytes[marker_at + 1], 0xD0..=0xD7) {
-            at = marker_at + 2;
-        } else {
-            return Ok(marker_at);
-        }
-    }
-    // A last 0xFF may start a marker.
-    Err(bytes.len().saturating_sub(1).max(at))
-}
-
-fn memchr_ff(bytes: &[u8]) -> Option<usize> {
-    bytes.iter().position(|&b| b == 0xFF)
-}
-
 /// The DCT scale, in eighths (1 to 8), at which a `width` x `height` JPEG
 /// decodes to the smallest size that still covers `want_width` x
 /// `want_height`: libjpeg scales by any M/8 while decoding, and the IDCT of
 /// a scaled block is a smaller one, so a 4000x3000 photo bound for 256 px
 /// decodes at 1/8 (500x375) and is resized the rest of the way.
-pub(super) fn scale_eighths(width: u32, height: u32, want_width: u32, want_height: u32) -> u32 {
+pub(in crate::decode) fn scale_eighths(
+    width: u32,
+    height: u32,
+    want_width: u32,
+    want_height: u32,
+) -> u32 {
     (1..8)
         .find(|&m| scaled_side(width, m) >= want_width && scaled_side(height, m) >= want_height)
         .unwrap_or(8)
 }
 
 /// A side of `side` pixels decoded at `eighths`/8, as libjpeg rounds it.
-pub(super) fn scaled_side(side: u32, eighths: u32) -> u32 {
+pub(in crate::decode) fn scaled_side(side: u32, eighths: u32) -> u32 {
     (u64::from(side) * u64::from(eighths)).div_ceil(8) as u32
 }
 
@@ -222,7 +188,7 @@ impl JpegLayout {
     /// and for a file of several scans (progressive), every DCT coefficient
     /// of the full image (two bytes a sample), which it keeps until the
     /// last scan whatever the scale.
-    pub(super) fn scaled_decoder_bytes(&self, eighths: u32) -> u64 {
+    pub(in crate::decode) fn scaled_decoder_bytes(&self, eighths: u32) -> u64 {
         let samples = self.samples();
         let planes = (samples * u64::from(eighths * eighths)).div_ceil(64);
         let coefficients = if self.progressive || self.scans > 1 {
@@ -236,7 +202,7 @@ impl JpegLayout {
     /// Bytes the DC-scan decoder (`dc_scans.rs`) allocates for this image,
     /// besides the output the caller counts: each block's DC (two bytes),
     /// and a plane at 1/8 of the image's size for each component.
-    pub(super) fn dc_decoder_bytes(&self) -> u64 {
+    pub(in crate::decode) fn dc_decoder_bytes(&self) -> u64 {
         let plane = u64::from(self.width.div_ceil(8)) * u64::from(self.height.div_ceil(8));
         (self.samples().div_ceil(64).saturating_mul(2))
             .saturating_add(plane.saturating_mul(self.sampling.len() as u64))
@@ -247,13 +213,13 @@ impl JpegLayout {
 mod tests {
     use std::sync::Arc;
 
-    use super::super::decode_thumbnail;
-    use super::super::route::tests::LIMITS;
-    use super::*;
     #[cfg(feature = "libjpeg")]
-    use crate::decode::libjpeg::decode_scaled;
+    use super::super::libjpeg::decode_scaled;
+    use super::*;
+    use crate::decode::decode_thumbnail;
     #[cfg(feature = "libjpeg")]
     use crate::decode::resize::Layout;
+    use crate::decode::route::tests::LIMITS;
     use crate::request::TargetSize;
 
     /// A JPEG is decoded at the smallest DCT scale that covers the

@@ -1,6 +1,6 @@
 //! libjpeg's route for JPEGs (cargo feature `libjpeg`): decoding at 1/8 to
 //! 8/8 of the size by scaling in the DCT domain, at the smallest scale that
-//! still covers the thumbnail (`jpeg::scale_eighths`), through the `mozjpeg`
+//! still covers the thumbnail (`layout.rs`, `scale_eighths`), through the `mozjpeg`
 //! crate's libjpeg-turbo.
 //!
 //! Runs inside a decode, on the decode thread that called it; it starts no
@@ -10,7 +10,7 @@ use std::panic::AssertUnwindSafe;
 
 use mozjpeg::ColorSpace;
 
-use super::resize::{Layout, Pixels};
+use crate::decode::resize::{Layout, Pixels};
 
 /// A JPEG decoded by libjpeg at `eighths`/8 of its size, on this thread:
 /// RGB, or grey for a greyscale file. `Ok(None)` for a CMYK or YCCK file,
@@ -18,7 +18,10 @@ use super::resize::{Layout, Pixels};
 /// them by unwinding) is `Err` with its message; damaged data that libjpeg
 /// can get past (a truncated file, a bad Huffman code) decodes, with grey
 /// where the data is missing, as browsers show it.
-pub(super) fn decode_scaled(bytes: &[u8], eighths: u32) -> Result<Option<Pixels>, String> {
+pub(in crate::decode) fn decode_scaled(
+    bytes: &[u8],
+    eighths: u32,
+) -> Result<Option<Pixels>, String> {
     let decode = || -> std::io::Result<Option<Pixels>> {
         let mut decompress = mozjpeg::Decompress::new_mem(bytes)?;
         decompress.scale(u8::try_from(eighths.clamp(1, 8)).unwrap_or(8));

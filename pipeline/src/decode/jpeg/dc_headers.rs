@@ -1,14 +1,15 @@
 //! The headers of a progressive JPEG as the DC-scan decoder
-//! (`dc_scans.rs`) reads them: the segments, the frame header, the DHT and
-//! DQT tables and the scan headers. The fetch's watch (`prefix.rs`) reads
-//! them with the same functions, so that it stops a fetch only where the
-//! decode will take what was read; the EXIF reader (`exif.rs`) walks the
-//! segments with [`read_segment`] too.
+//! (`dc_scans.rs`) reads them, besides the segments (`markers.rs`) and the
+//! frame (`frame.rs`): the DHT and DQT tables, the restart interval and the
+//! scan headers. The fetch's watch (`prefix.rs`) reads them with the same
+//! functions, so that it stops a fetch only where the decode will take what
+//! was read.
 //!
 //! Plain functions over bytes, run by whichever caller reads them (a decode
 //! thread, or the fetch task); they keep nothing.
 
 use super::huffman::HuffmanTable;
+use super::markers::{DHT, DQT};
 
 /// The state of the markers read so far.
 #[derive(Default)]
@@ -18,83 +19,6 @@ pub(super) struct Tables {
     pub(super) restart_interval: usize,
     pub(super) jfif: bool,
     pub(super) adobe_transform: Option<u8>,
-}
-
-/// A JPEG's marker segment, as [`read_segment`] reads it.
-pub(super) enum Segment<'a> {
-    /// Its marker, its body (after the length; empty for a marker without
-    /// one) and where the next marker is looked for.
-    Whole(u8, &'a [u8], usize),
-    /// The bytes end inside it.
-    Cut,
-    /// Not a marker where one must be, or a length shorter than itself.
-    Broken,
-}
-
-/// The segment at `at`, after any fill bytes. The decoders, the fetch's
-/// watch and the EXIF reader all read segments with it.
-pub(super) fn read_segment(bytes: &[u8], mut at: usize) -> Segment<'_> {
-    while bytes.get(at) == Some(&0xFF) && bytes.get(at + 1) == Some(&0xFF) {
-        at += 1;
-    }
-    let marker = match (bytes.get(at), bytes.get(at + 1)) {
-        (None, _) | (Some(0xFF), None) => return Segment::Cut,
-        (Some(0xFF), Some(&marker)) => marker,
-        _ => return Segment::Broken,
-    };
-    if matches!(marker, 0xD0..=0xD9 | 0x01) {
-        return Segment::Whole(marker, &[], at + 2);
-    }
-    let (Some(&high), Some(&low)) = (bytes.get(at + 2), bytes.get(at + 3)) else {
-        return Segment::Cut;
-    };
-    let length = usize::from(u16::from_be_bytes([high, low]));
-    if length < 2 {
-        return Segment::Broken;
-    }
-    match bytes.get(at + 4..at + 2 + length) {
-        Some(body) => Segment::Whole(marker, body, at + 2 + length),
-        None => Segment::Cut,
-    }
-}
-
-/// What a progressive frame header says, checked as the decode needs it:
-/// 8-bit samples, a size, one or three components with sampling factors
-/// of 1 to 4 and quantisation tables 0 to 3. The fetch's watch reads the
-/// frame with it too, so that it stops reading only at a frame the decode
-/// takes.
-pub(super) struct FrameHeader {
-    pub(super) width: u32,
-    pub(super) height: u32,
-    /// Per component: its id, its horizontal and vertical sampling factors
-    /// and its quantisation table.
-    pub(super) components: Vec<(u8, usize, usize, usize)>,
-}
-
-pub(super) fn read_frame_header(segment: &[u8]) -> Option<FrameHeader> {
-    let [precision, h1, h0, w1, w0, count, rest @ ..] = segment else {
-        return None;
-    };
-    let (width, height) = (
-        u32::from(u16::from_be_bytes([*w1, *w0])),
-        u32::from(u16::from_be_bytes([*h1, *h0])),
-    );
-    if *precision != 8 || width == 0 || height == 0 || !matches!(count, 1 | 3) {
-        return None;
-    }
-    let mut components = Vec::new();
-    for c in rest.chunks_exact(3).take(usize::from(*count)) {
-        let (h, v) = (usize::from(c[1] >> 4), usize::from(c[1] & 0x0F));
-        if !(1..=4).contains(&h) || !(1..=4).contains(&v) || c[2] > 3 {
-            return None;
-        }
-        components.push((c[0], h, v, usize::from(c[2])));
-    }
-    (components.len() == usize::from(*count)).then_some(FrameHeader {
-        width,
-        height,
-        components,
-    })
 }
 
 /// Which DC Huffman tables and quantisation tables the segments read so
@@ -107,13 +31,13 @@ pub(super) struct TablesSeen {
 }
 
 impl TablesSeen {
-    /// Takes a DHT (`0xC4`) or DQT (`0xDB`) segment; `None` if the decode
+    /// Takes a DHT or DQT segment; `None` if the decode
     /// refuses it. Other markers are not tables: nothing changes.
     pub(super) fn read(&mut self, marker: u8, segment: &[u8]) -> Option<()> {
         let mut tables = Tables::default();
         match marker {
-            0xC4 => read_huffman(segment, &mut tables)?,
-            0xDB => read_quant(segment, &mut tables)?,
+            DHT => read_huffman(segment, &mut tables)?,
+            DQT => read_quant(segment, &mut tables)?,
             _ => return Some(()),
         }
         for id in 0..4 {

@@ -18,52 +18,27 @@
 //! Runs inside a decode, on the decode thread that called it; keeps nothing.
 
 use super::dc_headers::{
-    Scan, Segment, Tables, dc_scan_follows, read_frame_header, read_huffman, read_quant,
-    read_restart_interval, read_scan_header, read_segment,
+    Scan, Tables, dc_scan_follows, read_huffman, read_quant, read_restart_interval,
+    read_scan_header,
 };
+use super::dc_pixels::{Component, Frame, to_pixels};
+use super::frame::FrameHeader;
 use super::huffman::{BitReader, HuffmanTable};
-use super::resize::Pixels;
+use super::layout::scale_eighths;
+use super::markers::{
+    self, APP0, APP14, DHT, DQT, DRI, EOI, SOF2, SOS, Segment, is_frame, read_segment,
+    skip_entropy_coded,
+};
+use crate::decode::resize::Pixels;
 use crate::request::TargetSize;
 use crate::thumbnail::Fitting;
 
 /// Whether a thumbnail of `target` (turned as the photo's orientation
 /// turns it) of a `width` x `height` JPEG needs at most 1/8 of its size, as
 /// this decoder gives it.
-pub(crate) fn covers(width: u32, height: u32, target: TargetSize) -> bool {
+pub(in crate::decode) fn covers(width: u32, height: u32, target: TargetSize) -> bool {
     let (want_width, want_height) = Fitting::new(width, height, target).scaled_whole(width, height);
-    super::jpeg::scale_eighths(width, height, want_width, want_height) == 1
-}
-
-/// What a progressive JPEG's markers say, up to where its DC is complete.
-pub(super) struct Frame {
-    pub(super) width: u32,
-    pub(super) height: u32,
-    pub(super) components: Vec<Component>,
-    /// MCUs across and down the image (an interleaved scan's grid).
-    pub(super) mcus_across: usize,
-    mcus_down: usize,
-    pub(super) h_max: usize,
-    pub(super) v_max: usize,
-}
-
-pub(super) struct Component {
-    pub(super) id: u8,
-    pub(super) h: usize,
-    pub(super) v: usize,
-    quant_table: usize,
-    /// The DC of each block, padded to whole MCUs: `mcus_across * h`
-    /// blocks a row.
-    pub(super) dc: Vec<i16>,
-    /// The DC's quantisation step, from its table when its first scan began.
-    pub(super) step: i32,
-    /// The lowest bit of the DC known so far, once its first scan is read.
-    pub(super) known_from_bit: Option<u8>,
-}
-
-impl Component {
-    pub(super) fn stride(&self, frame_mcus_across: usize) -> usize {
-        frame_mcus_across * self.h
-    }
+    scale_eighths(width, height, want_width, want_height) == 1
 }
 
 /// `bytes`, a progressive JPEG (or its start, through its DC scans),
@@ -71,11 +46,11 @@ impl Component {
 /// greyscale file, `ceil(width / 8)` x `ceil(height / 8)` as libjpeg gives
 /// it at 1/8. `None` when its DC scans do not serve (see the module's
 /// header).
-pub(super) fn decode_dc(bytes: &[u8]) -> Option<Pixels> {
+pub(in crate::decode) fn decode_dc(bytes: &[u8]) -> Option<Pixels> {
     let mut tables = Tables::default();
     let mut frame: Option<Frame> = None;
     let mut at = 2;
-    if !bytes.starts_with(&[0xFF, 0xD8]) {
+    if !bytes.starts_with(&[0xFF, markers::SOI]) {
         return None;
     }
     // To the end of what was read, if no AC scan comes first: the DC must
@@ -83,23 +58,23 @@ pub(super) fn decode_dc(bytes: &[u8]) -> Option<Pixels> {
     while let Segment::Whole(marker, segment, next) = read_segment(bytes, at) {
         at = next;
         match marker {
-            0xD9 => break,
-            0xC2 => {
+            EOI => break,
+            SOF2 => {
                 if frame.is_some() {
                     return None;
                 }
                 frame = Some(read_frame(segment, bytes.len())?);
             }
             // Any other frame kind: baseline, lossless, arithmetic-coded.
-            0xC0..=0xCF if !matches!(marker, 0xC4 | 0xC8 | 0xCC) => return None,
-            0xC4 => read_huffman(segment, &mut tables)?,
-            0xDB => read_quant(segment, &mut tables)?,
-            0xDD => tables.restart_interval = read_restart_interval(segment)?,
-            0xE0 if segment.starts_with(b"JFIF\0") => tables.jfif = true,
-            0xEE if segment.starts_with(b"Adobe") => {
+            marker if is_frame(marker) => return None,
+            DHT => read_huffman(segment, &mut tables)?,
+            DQT => read_quant(segment, &mut tables)?,
+            DRI => tables.restart_interval = read_restart_interval(segment)?,
+            APP0 if segment.starts_with(b"JFIF\0") => tables.jfif = true,
+            APP14 if segment.starts_with(b"Adobe") => {
                 tables.adobe_transform = segment.get(11).copied();
             }
-            0xDA => {
+            SOS => {
                 let frame = frame.as_mut()?;
                 let scan = read_scan_header(segment, |id| {
                     frame.components.iter().position(|c| c.id == id)
@@ -109,7 +84,7 @@ pub(super) fn decode_dc(bytes: &[u8]) -> Option<Pixels> {
                         break;
                     }
                     // An AC scan before some component's DC: skipped.
-                    at = super::jpeg::skip_entropy_coded(bytes, at);
+                    at = skip_entropy_coded(bytes, at);
                     continue;
                 }
                 let mut reader = BitReader::new(bytes, at);
@@ -117,7 +92,7 @@ pub(super) fn decode_dc(bytes: &[u8]) -> Option<Pixels> {
                 if reader.overran {
                     return None;
                 }
-                at = super::jpeg::skip_entropy_coded(bytes, reader.position());
+                at = skip_entropy_coded(bytes, reader.position());
             }
             _ => {}
         }
@@ -126,7 +101,7 @@ pub(super) fn decode_dc(bytes: &[u8]) -> Option<Pixels> {
     if frame.components.iter().any(|c| c.known_from_bit.is_none()) {
         return None;
     }
-    Some(super::dc_pixels::to_pixels(&frame, &tables))
+    Some(to_pixels(&frame, &tables))
 }
 
 /// The frame of a file of `file_bytes`, its DC arrays allocated, if the
@@ -134,15 +109,15 @@ pub(super) fn decode_dc(bytes: &[u8]) -> Option<Pixels> {
 /// claiming more blocks than the file has bits is refused before they are
 /// allocated (a 147-byte file may claim 16000x16000).
 fn read_frame(segment: &[u8], file_bytes: usize) -> Option<Frame> {
-    let header = read_frame_header(segment)?;
+    let header = FrameHeader::read(segment).filter(FrameHeader::dc_decodable)?;
     let mut components: Vec<Component> = header
         .components
         .iter()
-        .map(|&(id, h, v, quant_table)| Component {
-            id,
-            h,
-            v,
-            quant_table,
+        .map(|c| Component {
+            id: c.id,
+            h: c.h,
+            v: c.v,
+            quant_table: c.quant,
             dc: Vec::new(),
             step: 0,
             known_from_bit: None,
@@ -295,8 +270,8 @@ impl ScanState<'_> {
 
 #[cfg(test)]
 pub(super) mod tests {
-    use super::super::resize::Layout;
     use super::*;
+    use crate::decode::resize::Layout;
 
     fn picture(width: u32, height: u32) -> Vec<u8> {
         fixture_server::picture::render(31, width, height).pixels
@@ -430,7 +405,7 @@ pub(super) mod tests {
             // subsampled both ways: the same pixels.
             #[cfg(feature = "libjpeg")]
             if sampling != SamplingFactor::F_2_2 {
-                let libjpeg = crate::decode::libjpeg::decode_scaled(&jpeg, 1)
+                let libjpeg = super::super::libjpeg::decode_scaled(&jpeg, 1)
                     .unwrap()
                     .unwrap();
                 assert_eq!(libjpeg.data, pixels.data, "{sampling:?} {restarts:?}");
@@ -517,8 +492,8 @@ pub(super) mod tests {
     /// bytes up to the AC scans are not enough.
     #[test]
     fn the_route_makes_small_thumbnails_from_the_dc_scans() {
-        use super::super::route::tests::LIMITS;
-        use super::super::route::{decode_thumbnail, decode_thumbnail_from_prefix};
+        use crate::decode::route::tests::LIMITS;
+        use crate::decode::route::{decode_thumbnail, decode_thumbnail_from_prefix};
         let rgb = fixture_server::picture::render(77, 800, 600).pixels;
         let jpeg = progressive(&rgb, (800, 600), jpeg_encoder::SamplingFactor::F_2_2, None);
         let dc = &jpeg[..first_ac_scan(&jpeg)];

@@ -11,8 +11,10 @@
 
 use image::metadata::Orientation;
 
-use super::dc_headers::{Segment, read_segment};
-use super::upright;
+use super::frame::FrameHeader;
+use super::layout::frame_size;
+use super::markers::{APP1, SOS, Segment, headers, is_frame, is_not_jpeg};
+use crate::decode::upright;
 use crate::fetch::Enough;
 use crate::request::TargetSize;
 use crate::thumbnail::Fitting;
@@ -20,17 +22,17 @@ use crate::thumbnail::Fitting;
 /// An embedded thumbnail: its JPEG bytes and the size its frame header
 /// gives.
 #[derive(Debug, PartialEq, Eq)]
-pub(super) struct Embedded<'a> {
-    pub(super) jpeg: &'a [u8],
-    pub(super) width: u32,
-    pub(super) height: u32,
+pub(in crate::decode) struct Embedded<'a> {
+    pub(in crate::decode) jpeg: &'a [u8],
+    pub(in crate::decode) width: u32,
+    pub(in crate::decode) height: u32,
 }
 
 /// The embedded thumbnail of the `photo_size` JPEG `photo`, if it has one
 /// that shows the same picture and from which `target` (already turned as
 /// the photo's orientation turns it) comes out the size it would from the
 /// photo: never scaled up, never cropped differently.
-pub(super) fn covering(
+pub(in crate::decode) fn covering(
     photo: &[u8],
     photo_size: (u32, u32),
     target: TargetSize,
@@ -55,29 +57,25 @@ pub(super) fn covering(
 /// thumbnail that [`covering`] takes, [`Enough::Never`] once they show it
 /// has none that serves (or is no JPEG), [`Enough::NotYet`] before.
 pub(super) fn prefix_serves(prefix: &[u8], target: TargetSize) -> Enough {
-    if prefix.len() >= 2 && !prefix.starts_with(&[0xFF, 0xD8]) {
+    if is_not_jpeg(prefix) {
         return Enough::Never;
     }
     let (mut exif, mut size) = (None, None);
-    for segment in segments(prefix) {
+    for segment in headers(prefix) {
         let (marker, body) = match segment {
             Segment::Whole(marker, body, _) => (marker, body),
             Segment::Cut => return Enough::NotYet,
             Segment::Broken => return Enough::Never,
         };
         match marker {
-            0xE1 if exif.is_none() => exif = body.strip_prefix(b"Exif\0\0"),
-            // Start of frame; not DHT (C4), JPG (C8) or DAC (CC).
-            0xC0..=0xCF if !matches!(marker, 0xC4 | 0xC8 | 0xCC) => {
-                let [_, h1, h0, w1, w0, ..] = body else {
+            APP1 if exif.is_none() => exif = body.strip_prefix(b"Exif\0\0"),
+            marker if is_frame(marker) => {
+                let Some(frame) = FrameHeader::read(body) else {
                     return Enough::Never;
                 };
-                size = Some((
-                    u32::from(u16::from_be_bytes([*w1, *w0])),
-                    u32::from(u16::from_be_bytes([*h1, *h0])),
-                ));
+                size = Some((frame.width, frame.height));
             }
-            0xDA => {
+            SOS => {
                 let (Some(tiff), Some((width, height))) = (exif, size) else {
                     return Enough::Never;
                 };
@@ -106,7 +104,7 @@ pub(super) fn prefix_serves(prefix: &[u8], target: TargetSize) -> Enough {
 pub(super) fn embedded(jpeg: &[u8]) -> Option<Embedded<'_>> {
     let tiff = exif_segment(jpeg)?;
     let thumbnail = ifd1_jpeg(tiff)?;
-    let (width, height, _) = super::jpeg::frame_size(thumbnail)?;
+    let (width, height, _) = frame_size(thumbnail)?;
     Some(Embedded {
         jpeg: thumbnail,
         width,
@@ -117,35 +115,12 @@ pub(super) fn embedded(jpeg: &[u8]) -> Option<Embedded<'_>> {
 /// The TIFF structure of the first APP1 segment that holds EXIF, among the
 /// segments before the first scan.
 fn exif_segment(jpeg: &[u8]) -> Option<&[u8]> {
-    if !jpeg.starts_with(&[0xFF, 0xD8]) {
+    if !jpeg.starts_with(&[0xFF, super::markers::SOI]) {
         return None;
     }
-    segments(jpeg).find_map(|segment| match segment {
-        Segment::Whole(0xE1, body, _) => body.strip_prefix(b"Exif\0\0"),
+    headers(jpeg).find_map(|segment| match segment {
+        Segment::Whole(APP1, body, _) => body.strip_prefix(b"Exif\0\0"),
         _ => None,
-    })
-}
-
-/// The segments of `jpeg` after its start marker, up to and including the
-/// first scan's header (SOS): the headers; none after end of image. Ends
-/// after a `Cut` or `Broken` one.
-fn segments(jpeg: &[u8]) -> impl Iterator<Item = Segment<'_>> {
-    let mut at = 2;
-    let mut done = false;
-    std::iter::from_fn(move || {
-        if done {
-            return None;
-        }
-        let segment = read_segment(jpeg, at);
-        match segment {
-            Segment::Whole(0xD9, ..) => return None,
-            Segment::Whole(marker, _, next) => {
-                at = next;
-                done = marker == 0xDA;
-            }
-            Segment::Cut | Segment::Broken => done = true,
-        }
-        Some(segment)
     })
 }
 
@@ -178,7 +153,9 @@ fn ifd1_jpeg(tiff: &[u8]) -> Option<&[u8]> {
     }
     let (offset, length) = (offset?, length?);
     let thumbnail = tiff.get(offset..offset.checked_add(length)?)?;
-    thumbnail.starts_with(&[0xFF, 0xD8]).then_some(thumbnail)
+    thumbnail
+        .starts_with(&[0xFF, super::markers::SOI])
+        .then_some(thumbnail)
 }
 
 /// Numbers read from a TIFF structure in its byte order.
@@ -359,7 +336,7 @@ mod tests {
         );
         // What it is enough for: the thumbnail the whole file gives.
         let url: Arc<str> = "camera.jpg".into();
-        let from_prefix = super::super::route::decode_thumbnail_from_prefix(
+        let from_prefix = crate::decode::route::decode_thumbnail_from_prefix(
             &url,
             &jpeg[..enough],
             target,

@@ -1,11 +1,43 @@
-//! The DC-scan decoder's last step (`dc_scans.rs`): from each block's DC
-//! coefficient to the image at 1/8 of its size, RGB or grey.
+//! The image's DC as the DC-scan decoder (`dc_scans.rs`) fills it in, and
+//! its last step: from each block's DC coefficient to the image at 1/8 of
+//! its size, RGB or grey.
 //!
 //! Runs inside a decode, on the decode thread that called it; keeps nothing.
 
 use super::dc_headers::Tables;
-use super::dc_scans::Frame;
-use super::resize::{Layout, Pixels};
+use crate::decode::resize::{Layout, Pixels};
+
+/// What a progressive JPEG's markers say, up to where its DC is complete.
+pub(super) struct Frame {
+    pub(super) width: u32,
+    pub(super) height: u32,
+    pub(super) components: Vec<Component>,
+    /// MCUs across and down the image (an interleaved scan's grid).
+    pub(super) mcus_across: usize,
+    pub(super) mcus_down: usize,
+    pub(super) h_max: usize,
+    pub(super) v_max: usize,
+}
+
+pub(super) struct Component {
+    pub(super) id: u8,
+    pub(super) h: usize,
+    pub(super) v: usize,
+    pub(super) quant_table: usize,
+    /// The DC of each block, padded to whole MCUs: `mcus_across * h`
+    /// blocks a row.
+    pub(super) dc: Vec<i16>,
+    /// The DC's quantisation step, from its table when its first scan began.
+    pub(super) step: i32,
+    /// The lowest bit of the DC known so far, once its first scan is read.
+    pub(super) known_from_bit: Option<u8>,
+}
+
+impl Component {
+    pub(super) fn stride(&self, frame_mcus_across: usize) -> usize {
+        frame_mcus_across * self.h
+    }
+}
 
 /// The image at 1/8: each block's DC as its pixels' value (libjpeg's 1x1
 /// inverse DCT), chroma repeated over the blocks it covers, then turned to

@@ -23,9 +23,13 @@ use futures::future::BoxFuture;
 use image::metadata::Orientation;
 use url::Url;
 
-use super::dc_headers::Segment;
-use super::{DecodeConfig, DecodeLimits, dc_headers, dc_scans, exif, jpeg, upright};
+use super::frame::FrameHeader;
+use super::markers::{
+    self, APP1, DHT, DQT, DRI, EOI, SOF2, SOS, Segment, entropy_coded_end, is_frame, read_segment,
+};
+use super::{dc_headers, dc_scans, exif};
 use crate::Error;
+use crate::decode::{DecodeConfig, DecodeLimits, upright};
 use crate::fetch::{Enough, Fetch, FetchRequest, FetchResponse, StopRule, body_only};
 use crate::request::TargetSize;
 
@@ -153,14 +157,14 @@ impl DcWatch {
             if body.len() < 2 {
                 return Enough::NotYet;
             }
-            if !body.starts_with(&[0xFF, 0xD8]) {
+            if markers::is_not_jpeg(body) {
                 return Enough::Never;
             }
             self.at = 2;
         }
         loop {
             if let Some(from) = self.scan_from {
-                match jpeg::entropy_coded_end(body, from) {
+                match entropy_coded_end(body, from) {
                     Ok(end) => {
                         self.at = end;
                         self.scan_from = None;
@@ -171,75 +175,87 @@ impl DcWatch {
                     }
                 }
             }
-            let (marker, segment, next) = match dc_headers::read_segment(body, self.at) {
+            let (marker, segment, next) = match read_segment(body, self.at) {
                 Segment::Whole(marker, segment, next) => (marker, segment, next),
                 Segment::Cut => return Enough::NotYet,
                 Segment::Broken => return Enough::Never,
             };
             self.at = next;
-            match marker {
-                0xD9 => return Enough::Never,
-                0xE1 if !self.exif_read && segment.starts_with(b"Exif\0\0") => {
-                    self.exif_read = true;
-                    self.turned = Orientation::from_exif_chunk(&segment[6..])
-                        .is_some_and(upright::quarter_turn);
-                }
-                // A second frame: the decode refuses the file.
-                0xC2 if !self.components.is_empty() => return Enough::Never,
-                0xC2 => {
-                    let Some(components) = self.frame(segment, target) else {
-                        return Enough::Never;
-                    };
-                    self.components = components;
-                }
-                0xC0..=0xCF if !matches!(marker, 0xC4 | 0xC8 | 0xCC) => return Enough::Never,
-                0xC4 | 0xDB if self.tables.read(marker, segment).is_none() => {
-                    return Enough::Never;
-                }
-                0xDD if dc_headers::read_restart_interval(segment).is_none() => {
-                    return Enough::Never;
-                }
-                0xDA => {
-                    // The decode's own reading of the header (none before
-                    // the frame: no component is known).
-                    let components = &self.components;
-                    let Some(scan) = dc_headers::read_scan_header(segment, |id| {
-                        components.iter().position(|(c, ..)| *c == id)
-                    }) else {
-                        return Enough::Never;
-                    };
-                    if scan.band_start != 0 {
-                        if self.components.iter().all(|(.., known)| known.is_some()) {
-                            return Enough::Yes;
-                        }
-                    } else {
-                        // A DC scan the decode refuses, or one of a
-                        // component with no table to read it by.
-                        let components = &self.components;
-                        if !dc_headers::dc_scan_follows(&scan, |index| components[index].2)
-                            || (scan.bit_high == 0
-                                && scan.components.iter().any(|&(index, huffman)| {
-                                    !self.tables.serve(components[index].1, huffman)
-                                }))
-                        {
-                            return Enough::Never;
-                        }
-                        for &(index, _) in &scan.components {
-                            self.components[index].2 = Some(scan.bit_low);
-                        }
-                    }
-                    self.scan_from = Some(next);
-                }
-                _ => {}
+            if let Some(verdict) = self.segment(marker, segment, target) {
+                return verdict;
+            }
+            if marker == SOS {
+                self.scan_from = Some(next);
             }
         }
+    }
+
+    /// Takes one segment as the decode would: a verdict if it decides the
+    /// body's fate, `None` to read on.
+    fn segment(&mut self, marker: u8, segment: &[u8], target: TargetSize) -> Option<Enough> {
+        match marker {
+            EOI => Some(Enough::Never),
+            APP1 if !self.exif_read && segment.starts_with(b"Exif\0\0") => {
+                self.exif_read = true;
+                self.turned =
+                    Orientation::from_exif_chunk(&segment[6..]).is_some_and(upright::quarter_turn);
+                None
+            }
+            // A second frame: the decode refuses the file.
+            SOF2 if !self.components.is_empty() => Some(Enough::Never),
+            SOF2 => match self.frame(segment, target) {
+                Some(components) => {
+                    self.components = components;
+                    None
+                }
+                None => Some(Enough::Never),
+            },
+            marker if is_frame(marker) => Some(Enough::Never),
+            DHT | DQT if self.tables.read(marker, segment).is_none() => Some(Enough::Never),
+            DRI if dc_headers::read_restart_interval(segment).is_none() => Some(Enough::Never),
+            SOS => self.scan(segment),
+            _ => None,
+        }
+    }
+
+    /// Takes a scan's header: [`Enough::Yes`] at the first AC scan after
+    /// every component's DC, [`Enough::Never`] at a scan the decode
+    /// refuses, `None` to read on through its data.
+    fn scan(&mut self, segment: &[u8]) -> Option<Enough> {
+        // The decode's own reading of the header (none before the frame:
+        // no component is known).
+        let components = &self.components;
+        let Some(scan) = dc_headers::read_scan_header(segment, |id| {
+            components.iter().position(|(c, ..)| *c == id)
+        }) else {
+            return Some(Enough::Never);
+        };
+        if scan.band_start != 0 {
+            let complete = self.components.iter().all(|(.., known)| known.is_some());
+            return complete.then_some(Enough::Yes);
+        }
+        // A DC scan the decode refuses, or one of a component with no
+        // table to read it by.
+        if !dc_headers::dc_scan_follows(&scan, |index| components[index].2)
+            || (scan.bit_high == 0
+                && scan
+                    .components
+                    .iter()
+                    .any(|&(index, huffman)| !self.tables.serve(components[index].1, huffman)))
+        {
+            return Some(Enough::Never);
+        }
+        for &(index, _) in &scan.components {
+            self.components[index].2 = Some(scan.bit_low);
+        }
+        None
     }
 
     /// The component ids of a progressive frame whose DC scans the decode
     /// takes for `target`, turned as the EXIF read before it says (the
     /// decode's own reading of the header).
     fn frame(&self, segment: &[u8], target: TargetSize) -> Option<Vec<(u8, usize, Option<u8>)>> {
-        let header = dc_headers::read_frame_header(segment)?;
+        let header = FrameHeader::read(segment).filter(FrameHeader::dc_decodable)?;
         let target = if self.turned {
             upright::swapped(target)
         } else {
@@ -247,9 +263,7 @@ impl DcWatch {
         };
         dc_scans::covers(header.width, header.height, target).then(|| {
             let components = header.components.iter();
-            components
-                .map(|&(id, _, _, quant)| (id, quant, None))
-                .collect()
+            components.map(|c| (c.id, c.quant, None)).collect()
         })
     }
 }
@@ -259,8 +273,8 @@ mod tests {
     use jpeg_encoder::SamplingFactor;
 
     use super::super::dc_scans::tests::{damaged_copies, first_ac_scan, progressive};
-    use super::super::route::tests::LIMITS;
     use super::*;
+    use crate::decode::route::tests::LIMITS;
 
     /// The bytes read, `step` more at a time, until the watch says more
     /// are not needed; `None` if it never says so.

@@ -1,0 +1,208 @@
+//! JPEG's markers: the table of the ones thumbpipe reads, and the one
+//! reader of a JPEG's segments that every JPEG reader here uses (the layout
+//! checked before a decode, the DC-scan decoder, the EXIF reader and the
+//! fetch's watch), with the walk over entropy-coded data to the marker
+//! after it.
+//!
+//! Plain functions over bytes, run by whichever caller reads them (a decode
+//! thread, or the fetch task); they keep nothing.
+
+/// Start of image.
+pub(super) const SOI: u8 = 0xD8;
+/// End of image.
+pub(super) const EOI: u8 = 0xD9;
+/// Start of scan: the scan's header, then its entropy-coded data.
+pub(super) const SOS: u8 = 0xDA;
+/// Huffman tables.
+pub(super) const DHT: u8 = 0xC4;
+/// Quantisation tables.
+pub(super) const DQT: u8 = 0xDB;
+/// Restart interval.
+pub(super) const DRI: u8 = 0xDD;
+/// A progressive frame, Huffman-coded: the one the DC-scan decoder reads.
+pub(super) const SOF2: u8 = 0xC2;
+/// JFIF's segment (APP0).
+pub(super) const APP0: u8 = 0xE0;
+/// EXIF's segment (APP1).
+pub(super) const APP1: u8 = 0xE1;
+/// Adobe's segment (APP14), with its colour transform.
+pub(super) const APP14: u8 = 0xEE;
+
+/// Whether `marker` starts a frame (SOF0 to SOF15): C0 to CF but DHT (C4),
+/// JPG (C8) and DAC (CC).
+pub(super) fn is_frame(marker: u8) -> bool {
+    matches!(marker, 0xC0..=0xCF) && !matches!(marker, DHT | 0xC8 | 0xCC)
+}
+
+/// Whether a frame `marker` is progressive (SOF2, 6, 10 and 14).
+pub(super) fn is_progressive_frame(marker: u8) -> bool {
+    matches!(marker, 0xC2 | 0xC6 | 0xCA | 0xCE)
+}
+
+/// Whether `marker` stands alone, with no length or body: the restart
+/// markers, SOI, EOI and TEM.
+fn stands_alone(marker: u8) -> bool {
+    matches!(marker, 0xD0..=0xD9 | 0x01)
+}
+
+/// Whether a JPEG's first bytes say it is not one (its start marker is
+/// missing); `false` while fewer than two bytes are known.
+pub(super) fn is_not_jpeg(start: &[u8]) -> bool {
+    start.len() >= 2 && !start.starts_with(&[0xFF, SOI])
+}
+
+/// A JPEG's marker segment, as [`read_segment`] reads it.
+pub(super) enum Segment<'a> {
+    /// Its marker, its body (after the length; empty for a marker without
+    /// one) and where the next marker is looked for.
+    Whole(u8, &'a [u8], usize),
+    /// The bytes end inside it.
+    Cut,
+    /// Not a marker where one must be, or a length shorter than itself.
+    Broken,
+}
+
+/// The segment at `at`, after any fill bytes.
+pub(super) fn read_segment(bytes: &[u8], mut at: usize) -> Segment<'_> {
+    while bytes.get(at) == Some(&0xFF) && bytes.get(at + 1) == Some(&0xFF) {
+        at += 1;
+    }
+    let marker = match (bytes.get(at), bytes.get(at + 1)) {
+        (None, _) | (Some(0xFF), None) => return Segment::Cut,
+        (Some(0xFF), Some(&marker)) => marker,
+        _ => return Segment::Broken,
+    };
+    if stands_alone(marker) {
+        return Segment::Whole(marker, &[], at + 2);
+    }
+    let (Some(&high), Some(&low)) = (bytes.get(at + 2), bytes.get(at + 3)) else {
+        return Segment::Cut;
+    };
+    let length = usize::from(u16::from_be_bytes([high, low]));
+    if length < 2 {
+        return Segment::Broken;
+    }
+    match bytes.get(at + 4..at + 2 + length) {
+        Some(body) => Segment::Whole(marker, body, at + 2 + length),
+        None => Segment::Cut,
+    }
+}
+
+/// The segments of `jpeg` after its start marker, up to and including the
+/// first scan's header (SOS): the headers; none after end of image. Ends
+/// after a `Cut` or `Broken` one.
+pub(super) fn headers(jpeg: &[u8]) -> impl Iterator<Item = Segment<'_>> {
+    let mut at = 2;
+    let mut done = false;
+    std::iter::from_fn(move || {
+        if done {
+            return None;
+        }
+        let segment = read_segment(jpeg, at);
+        match segment {
+            Segment::Whole(EOI, ..) => return None,
+            Segment::Whole(marker, _, next) => {
+                at = next;
+                done = marker == SOS;
+            }
+            Segment::Cut | Segment::Broken => done = true,
+        }
+        Some(segment)
+    })
+}
+
+/// Where the next marker starts at or after `from`: an 0xFF followed by a
+/// byte other than 0x00 (a stuffed 0xFF) or 0xFF (fill).
+pub(super) fn next_marker(bytes: &[u8], from: usize) -> Option<usize> {
+    let mut at = from;
+    loop {
+        at += memchr_ff(bytes.get(at..)?)?;
+        match bytes.get(at + 1)? {
+            0x00 | 0xFF => at += 1,
+            _ => return Some(at),
+        }
+    }
+}
+
+/// Where the entropy-coded data starting at `from` ends: the next marker
+/// that is not a restart marker (those sit inside the data), or the end of
+/// the bytes.
+pub(super) fn skip_entropy_coded(bytes: &[u8], from: usize) -> usize {
+    entropy_coded_end(bytes, from).unwrap_or(bytes.len())
+}
+
+/// Where the entropy-coded data starting at `from` ends, or, when `bytes`
+/// (the start of a body still arriving) hold no such marker yet, `Err`
+/// with where to look on from once more have come.
+pub(super) fn entropy_coded_end(bytes: &[u8], from: usize) -> Result<usize, usize> {
+    let mut at = from;
+    while let Some(marker_at) = next_marker(bytes, at) {
+        if matches!(bytes[marker_at + 1], 0xD0..=0xD7) {
+            at = marker_at + 2;
+        } else {
+            return Ok(marker_at);
+        }
+    }
+    // A last 0xFF may start a marker.
+    Err(bytes.len().saturating_sub(1).max(at))
+}
+
+fn memchr_ff(bytes: &[u8]) -> Option<usize> {
+    bytes.iter().position(|&b| b == 0xFF)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_frame_markers_are_the_sofs_only() {
+        let frames: Vec<u8> = (0..=255).filter(|&m| is_frame(m)).collect();
+        assert_eq!(
+            frames,
+            [
+                0xC0, 0xC1, 0xC2, 0xC3, 0xC5, 0xC6, 0xC7, 0xC9, 0xCA, 0xCB, 0xCD, 0xCE, 0xCF
+            ]
+        );
+        assert!(
+            frames
+                .iter()
+                .filter(|&&m| is_progressive_frame(m))
+                .eq([0xC2, 0xC6, 0xCA, 0xCE].iter())
+        );
+    }
+
+    #[test]
+    fn segments_are_read_whole_cut_or_broken() {
+        let bytes = [0xFF, SOI, 0xFF, 0xFF, APP1, 0, 4, 7, 8, 0xFF, DQT, 0, 9, 1];
+        let Segment::Whole(SOI, [], 2) = read_segment(&bytes, 0) else {
+            panic!("SOI");
+        };
+        // Fill bytes are skipped.
+        let Segment::Whole(APP1, [7, 8], 9) = read_segment(&bytes, 2) else {
+            panic!("APP1");
+        };
+        assert!(matches!(read_segment(&bytes, 9), Segment::Cut));
+        assert!(matches!(read_segment(&bytes, 7), Segment::Broken));
+        assert!(matches!(
+            read_segment(&[0xFF, DQT, 0, 1], 0),
+            Segment::Broken
+        ));
+        let headers: Vec<u8> = headers(&bytes)
+            .map(|segment| match segment {
+                Segment::Whole(marker, ..) => marker,
+                Segment::Cut => 0,
+                Segment::Broken => 1,
+            })
+            .collect();
+        assert_eq!(headers, [APP1, 0]);
+    }
+
+    #[test]
+    fn entropy_coded_data_runs_to_a_marker_that_is_no_restart() {
+        let data = [1, 0xFF, 0x00, 2, 0xFF, 0xD3, 3, 0xFF, 0xFF, EOI];
+        assert_eq!(entropy_coded_end(&data, 0), Ok(8));
+        assert_eq!(skip_entropy_coded(&data[..6], 0), 6);
+        assert_eq!(entropy_coded_end(&data[..8], 0), Err(7));
+    }
+}

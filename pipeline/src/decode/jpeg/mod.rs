@@ -1,0 +1,43 @@
+//! JPEG: everything thumbpipe reads of a JPEG itself, in one place. The
+//! camera photos and progressive web images a list shows are JPEGs, and
+//! most of their thumbnails need only part of the file:
+//!
+//! - `markers.rs`: the marker table and the one segment reader every file
+//!   here uses; `frame.rs`: the one frame-header reader.
+//! - `layout.rs`: the file's layout, checked before any decoder runs (scans
+//!   counted, a second frame refused), what each route allocates, and the
+//!   DCT scale that covers a thumbnail, which `libjpeg.rs` decodes at
+//!   (cargo feature `libjpeg`).
+//! - `exif.rs`: the thumbnail a camera embeds in its EXIF, decoded in the
+//!   photo's place where it serves.
+//! - `dc_scans.rs`: a progressive JPEG bound for 1/8 of its size or less,
+//!   decoded from its DC scans alone; its tables and scan headers are read
+//!   by `dc_headers.rs`, its Huffman codes by `huffman.rs`, its pixels made
+//!   by `dc_pixels.rs`.
+//! - `prefix.rs`: reading a JPEG only as far as its thumbnail needs, a
+//!   [`Fetch`](crate::Fetch) layer in front of any fetcher, whose watch
+//!   reads the headers as the decoders above do.
+//!
+//! The route (`decode/route.rs`) chooses among them. Everything here runs
+//! on the thread that calls it (a decode thread; the fetch task for the
+//! watch) and keeps nothing between calls, but the layer, which lives as
+//! long as the fetcher it wraps.
+
+mod dc_headers;
+mod dc_pixels;
+mod dc_scans;
+mod exif;
+mod frame;
+mod huffman;
+mod layout;
+#[cfg(feature = "libjpeg")]
+mod libjpeg;
+mod markers;
+mod prefix;
+
+pub(super) use dc_scans::{covers as dc_scans_cover, decode_dc};
+pub(super) use exif::covering as embedded_covering;
+pub(super) use layout::{JpegLayout, frame_size, scale_eighths, scaled_side};
+#[cfg(feature = "libjpeg")]
+pub(super) use libjpeg::decode_scaled;
+pub(crate) use prefix::read_as_needed;
