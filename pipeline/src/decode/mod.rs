@@ -29,23 +29,34 @@ mod animation;
 mod config;
 mod formats;
 mod gif;
-#[cfg(feature = "ico")]
-mod ico;
+mod header;
 mod jpeg;
+mod off;
 mod png;
 mod pool;
 mod resize;
 mod route;
+mod upright;
+mod webp;
+
+// The formats behind cargo features; without one, its stand-in in
+// `off.rs`, so the route names no feature.
+#[cfg(feature = "ico")]
+mod ico;
+#[cfg(not(feature = "ico"))]
+use off::ico;
 #[cfg(feature = "svg")]
 mod svg;
 #[cfg(feature = "svg")]
 mod svg_cost;
 #[cfg(feature = "svg")]
 mod svg_refs;
+#[cfg(not(feature = "svg"))]
+use off::svg;
 #[cfg(feature = "tiff")]
 mod tiff;
-mod upright;
-mod webp;
+#[cfg(not(feature = "tiff"))]
+use off::tiff;
 
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;

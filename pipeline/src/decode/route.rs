@@ -1,11 +1,13 @@
-//! Route: one image, from its bytes to its thumbnail. The header is read
-//! (size, EXIF orientation), the format checked against this build's, a
-//! JPEG's embedded thumbnail taken in its place where it serves
-//! (`exif.rs`), what the decode would allocate counted against the limits,
-//! then the route taken: libjpeg at a DCT scale (`jpeg.rs`, `libjpeg.rs`)
-//! or `image`'s full decode with each format's fixes (`gif.rs`, `png.rs`,
-//! `ico.rs`, `tiff.rs`), the resize to the target (`resize.rs`; a cover
-//! crop is part of it) and the EXIF turn (`upright.rs`).
+//! Route: one image, from its bytes to its thumbnail, as a choice. The
+//! header is read (`header.rs`); a JPEG's own shortcuts are tried first,
+//! each reading only part of it and falling through when it does not
+//! serve: the thumbnail a camera embedded (`jpeg/exif.rs`), then a
+//! progressive photo's DC scans (`jpeg/dc_scans.rs`); otherwise the whole
+//! image takes libjpeg at a DCT scale or `image`'s full decode
+//! ([`choose`]), what that allocates counted against the limit before it
+//! runs; an animation may take every frame (`animation.rs`). The resize to
+//! the target (`resize.rs`; a cover crop is part of it) and the EXIF turn
+//! (`upright.rs`) end every route.
 //!
 //! Runs on the thread that calls it (a decode thread, or the caller's for
 //! [`thumbnail_from_bytes`](super::thumbnail_from_bytes)); keeps nothing.
@@ -13,17 +15,13 @@
 use std::io::Cursor;
 use std::sync::Arc;
 
-use image::metadata::Orientation;
-use image::{ColorType, ImageDecoder as _, ImageFormat, ImageReader, Limits};
+use image::{ImageFormat, ImageReader, Limits};
 
-#[cfg(feature = "ico")]
-use super::ico;
-#[cfg(feature = "svg")]
-use super::svg;
-#[cfg(feature = "tiff")]
-use super::tiff;
-use super::upright::{fit, orientation_of, quarter_turn, swapped};
-use super::{DecodeLimits, SUPPORTED_FORMATS, animation, formats, gif, jpeg, png, resize, webp};
+use super::header::{self, Image, Opened, Photo, full_rgba};
+use super::jpeg::{self, JpegLayout};
+use super::resize::Pixels;
+use super::upright::fit;
+use super::{DecodeLimits, animation, gif, png, resize, svg};
 use crate::request::TargetSize;
 use crate::thumbnail::Fitting;
 use crate::{Animation, Error, Thumbnail};
@@ -44,9 +42,9 @@ pub(crate) fn decode_thumbnail(
 }
 
 /// [`decode_thumbnail`] of the first bytes of a JPEG, which hold its
-/// headers and an embedded thumbnail that serves `target` (the fetch read
-/// up to there: `jpeg/exif.rs`). If that thumbnail does not
-/// decode, the error says the photo was cut short; the rest of the photo
+/// headers and an embedded thumbnail that serves `target`, or its DC scans
+/// (the fetch read up to there: `jpeg/prefix.rs`). If neither makes the
+/// thumbnail, the error says the photo was cut short; the rest of the photo
 /// is never decoded as if it were all there.
 pub(crate) fn decode_thumbnail_from_prefix(
     url: &Arc<str>,
@@ -65,378 +63,326 @@ enum Extent {
     Start,
 }
 
-/// What a photo says of the thumbnail embedded in it, which is decoded in
-/// its place: how to turn it, and the photo's size.
-struct Photo {
-    orientation: Orientation,
-    /// The photo's size, upright.
-    size: (u32, u32),
-}
-
 /// [`decode_thumbnail`] of `bytes`, or of the thumbnail embedded in
 /// `photo` when `bytes` are it.
 fn decode(
     url: &Arc<str>,
     bytes: &[u8],
-    target: TargetSize,
+    asked: TargetSize,
     limits: DecodeLimits,
     photo: Option<&Photo>,
     extent: Extent,
 ) -> Result<Thumbnail, Error> {
-    let asked = target;
     let decode_error = |reason: String| Error::Decode {
         url: url.to_string(),
         reason,
     };
-    // An icon: the entry of the size that best fits the target.
-    #[cfg(feature = "ico")]
-    let best_icon = ico::best_entry(bytes, target);
-    #[cfg(feature = "ico")]
-    let (bytes, icon_size) = match &best_icon {
-        Some(best) => (best.icon.as_slice(), Some(best.largest)),
-        None => (bytes, None),
+    let image = match header::open(url, bytes, asked, &limits, photo)? {
+        Opened::Vector => return svg::rasterise(url, bytes, asked, limits),
+        Opened::Raster(image) => image,
     };
-    #[cfg(not(feature = "ico"))]
-    let icon_size = None;
-    let Some(format) = formats::guess(bytes) else {
-        // Markup, not magic bytes: a vector image, drawn at the target's
-        // size.
-        #[cfg(feature = "svg")]
-        if svg::looks_like_svg(bytes) {
-            return svg::rasterise(url, bytes, target, limits);
+    let target = image.stored_target(asked);
+    // A JPEG's shortcuts, each reading part of it: the embedded thumbnail
+    // first, decoded on its own terms.
+    let embedded_failed = match from_embedded(url, &image, asked, target, limits, photo) {
+        Ok(Some(thumbnail)) => return Ok(thumbnail),
+        Ok(None) => None,
+        Err(error) => Some(error),
+    };
+    // What the markers say, before any decoder reads past them.
+    let layout = match image.format {
+        ImageFormat::Jpeg => {
+            let layout = JpegLayout::read(&image.bytes);
+            layout
+                .check(image.width, image.height)
+                .map_err(decode_error)?;
+            Some(layout)
         }
-        return Err(decode_error(not_an_image(bytes)));
-    };
-    if formats::supported(format).is_none() {
-        return Err(decode_error(format!(
-            "the image is {format:?}, which this build does not decode (it decodes {}; BMP, \
-             ICO, TIFF and SVG need thumbpipe's cargo features of those names)",
-            SUPPORTED_FORMATS.join(", ")
-        )));
-    }
-    // TIFF's decoder buffers, or its refusal of a layout it panics on.
-    #[cfg(feature = "tiff")]
-    let tiff_decoder_bytes = match format {
-        ImageFormat::Tiff => tiff::inspect(bytes).map_err(decode_error)?,
-        _ => 0,
-    };
-    #[cfg(not(feature = "tiff"))]
-    let tiff_decoder_bytes = 0;
-    let reader = || ImageReader::with_format(Cursor::new(bytes), format);
-    let probe = reader();
-    let (width, height, orientation, full_decode_bytes) = match probe.into_decoder() {
-        Ok(mut header) => {
-            let (width, height) = header.dimensions();
-            if width == 0 || height == 0 {
-                return Err(decode_error(format!(
-                    "the {format:?} header says the image is {width}x{height} pixels"
-                )));
-            }
-            // How the camera held the picture (EXIF, where the format has
-            // it); an unreadable tag is no reason to refuse the image, and
-            // a WebP whose chunks claim more than the file holds is not
-            // asked (its decoder would allocate what the EXIF chunk claims).
-            let orientation = if let Some(photo) = photo {
-                photo.orientation
-            } else if format == ImageFormat::WebP && !webp::chunks_fit(bytes) {
-                Orientation::NoTransforms
-            } else {
-                orientation_of(&mut header, format)
-            };
-            // What a full decode allocates: the decoder's output in its own
-            // layout (16 bits a sample for a 16-bit PNG), and an 8-bit RGBA
-            // copy of it when that layout is not one the resize takes.
-            let full_decode_bytes =
-                header
-                    .total_bytes()
-                    .saturating_add(match header.color_type() {
-                        ColorType::L8 | ColorType::La8 | ColorType::Rgb8 | ColorType::Rgba8 => 0,
-                        _ => full_rgba(width, height),
-                    });
-            (width, height, orientation, full_decode_bytes)
-        }
-        // The pure-Rust header reader refuses some JPEGs that libjpeg (and
-        // browsers) decode, such as one whose APP14 segment is shorter
-        // than its kind (Pillow's `truncated_app14.jpg`): with libjpeg's
-        // route, the frame header says the size.
-        Err(error) => match (format == ImageFormat::Jpeg && limits.jpeg_dct_scaling)
-            .then(|| jpeg::frame_size(bytes))
-            .flatten()
-        {
-            Some((width, height, orientation)) => (width, height, orientation, 0),
-            None => {
-                return Err(decode_error(format!(
-                    "unreadable {format:?} header: {error}"
-                )));
-            }
-        },
-    };
-    // The upright image fits the target, so a photo turned a quarter is
-    // fitted (and scaled) with the target's sides swapped, then turned:
-    // the thumbnail is turned, never the full image.
-    let quarter_turn = quarter_turn(orientation);
-    let target = if quarter_turn {
-        swapped(target)
-    } else {
-        target
-    };
-    if width > limits.max_dimension || height > limits.max_dimension {
-        return Err(Error::TooLarge {
-            url: url.to_string(),
-            what: format!(
-                "image is {width}x{height}, over the {} limit",
-                limits.max_dimension
-            ),
-            setting: "decode.max_dimension",
-        });
-    }
-    let upright = if quarter_turn {
-        (height, width)
-    } else {
-        (width, height)
-    };
-    // A camera's own small rendering of the photo (EXIF), when the
-    // thumbnail comes out the same from it: a fraction of the work. One
-    // that does not decode is no reason to fail the photo.
-    let embedded = (format == ImageFormat::Jpeg && limits.embedded_thumbnails && photo.is_none())
-        .then(|| jpeg::embedded_covering(bytes, (width, height), target))
-        .flatten();
-    let failed = match embedded {
-        Some(embedded) => {
-            let photo = Photo {
-                orientation,
-                size: upright,
-            };
-            match decode(
-                url,
-                embedded.jpeg,
-                asked,
-                limits,
-                Some(&photo),
-                Extent::Whole,
-            ) {
-                Ok(thumbnail) => return Ok(thumbnail),
-                Err(error) => Some(error),
-            }
-        }
-        None => None,
+        _ => None,
     };
     // The size comes from the original dimensions: a DCT-scaled image is
     // only a step on the way.
-    let fitting = Fitting::new(width, height, target);
-    let (thumb_width, thumb_height) = fitting.size;
-    let resize_bytes = |decoded_width: u32, decoded_height: u32| {
-        resize::working_bytes((decoded_width, decoded_height), fitting.size)
-    };
-    let source_size = match (photo, icon_size) {
-        (Some(photo), _) => photo.size,
-        (None, Some(size)) => size,
-        (None, None) => upright,
-    };
-    let finished = |rgba: image::RgbaImage| {
-        let (width, height) = rgba.dimensions();
-        Thumbnail {
-            url: Arc::clone(url),
-            width,
-            height,
-            pixels: Arc::from(rgba.into_raw()),
-            source_size,
-            animation: None,
-        }
-    };
-    // What the route allocates: the decoded pixels and the decoder's own
-    // buffers, which for a progressive JPEG outweigh the pixels. A JPEG is
-    // decoded at the smallest DCT scale that covers the thumbnail (4:4:4
-    // or 4:2:0; CMYK takes the full decode).
-    let jpeg_layout = match format {
-        ImageFormat::Jpeg => Some(jpeg::JpegLayout::read(bytes)),
-        _ => None,
-    };
-    if let Some(layout) = &jpeg_layout {
-        layout.check(width, height).map_err(decode_error)?;
-    }
-    // A progressive JPEG bound for 1/8 of its size or less: its DC scans
-    // alone, when they hold every block's DC.
-    if let Some(layout) = &jpeg_layout
-        && limits.progressive_dc
-        && layout.progressive
-        && jpeg::dc_scans_cover(width, height, target)
+    let fitting = Fitting::new(image.width, image.height, target);
+    if let Some(layout) = &layout
+        && let Some(pixels) = from_dc_scans(&image, layout, &fitting, target, limits)
     {
-        let (dc_width, dc_height) = (jpeg::scaled_side(width, 1), jpeg::scaled_side(height, 1));
-        let needed = (u64::from(dc_width) * u64::from(dc_height) * 3)
-            .saturating_add(resize_bytes(dc_width, dc_height))
-            .saturating_add(layout.dc_decoder_bytes());
-        if needed <= limits.max_alloc
-            && let Some(pixels) = jpeg::decode_dc(bytes)
-        {
-            let rgba = fit(pixels, &fitting, (width, height), Some(1), orientation)
-                .map_err(decode_error)?;
-            return Ok(finished(rgba));
-        }
+        let rgba = fit(
+            pixels,
+            &fitting,
+            (image.width, image.height),
+            Some(1),
+            image.orientation,
+        )
+        .map_err(decode_error)?;
+        return Ok(image.thumbnail(url, rgba));
     }
     if extent == Extent::Start {
-        return Err(decode_error(match failed {
-            Some(error) => format!(
-                "only the photo's start was read, up to its embedded thumbnail, which did \
-                 not decode: {error}"
-            ),
-            None => "only the photo's start was read, and neither an embedded thumbnail nor \
-                     its DC scans make this size"
-                .into(),
-        }));
+        return Err(decode_error(cut_short(embedded_failed)));
     }
-    // CMYK and YCCK (four components) take the full decode.
-    let jpeg_eighths = jpeg_layout
-        .as_ref()
+    // The whole image.
+    let route = choose(&image, layout.as_ref(), &fitting, limits);
+    route.check(url, &image, limits)?;
+    if let Some(thumbnail) = animated(url, &image, &route, &fitting, limits) {
+        return Ok(thumbnail);
+    }
+    let pixels = run(&image, &route, &image_limits(limits)).map_err(decode_error)?;
+    let rgba = fit(
+        pixels,
+        &fitting,
+        (image.width, image.height),
+        route.eighths,
+        image.orientation,
+    )
+    .map_err(decode_error)?;
+    Ok(image.thumbnail(url, rgba))
+}
+
+/// A camera's own small rendering of a JPEG photo (EXIF), decoded in its
+/// place when the thumbnail comes out the same from it: `Ok(None)` when
+/// there is none that serves, `Err` when it did not decode (which is no
+/// reason to fail the photo).
+fn from_embedded(
+    url: &Arc<str>,
+    image: &Image<'_>,
+    asked: TargetSize,
+    target: TargetSize,
+    limits: DecodeLimits,
+    photo: Option<&Photo>,
+) -> Result<Option<Thumbnail>, Error> {
+    if image.format != ImageFormat::Jpeg || !limits.embedded_thumbnails || photo.is_some() {
+        return Ok(None);
+    }
+    let Some(embedded) = jpeg::embedded_covering(&image.bytes, (image.width, image.height), target)
+    else {
+        return Ok(None);
+    };
+    let photo = Photo {
+        orientation: image.orientation,
+        size: image.upright(),
+    };
+    decode(
+        url,
+        embedded.jpeg,
+        asked,
+        limits,
+        Some(&photo),
+        Extent::Whole,
+    )
+    .map(Some)
+}
+
+/// A progressive JPEG bound for 1/8 of its size or less, from its DC scans
+/// alone, when they hold every block's DC and what they take is within
+/// the limit: the image at 1/8.
+fn from_dc_scans(
+    image: &Image<'_>,
+    layout: &JpegLayout,
+    fitting: &Fitting,
+    target: TargetSize,
+    limits: DecodeLimits,
+) -> Option<Pixels> {
+    let (width, height) = (image.width, image.height);
+    if !limits.progressive_dc || !layout.progressive || !jpeg::dc_scans_cover(width, height, target)
+    {
+        return None;
+    }
+    let decoded = (jpeg::scaled_side(width, 1), jpeg::scaled_side(height, 1));
+    let needed = (u64::from(decoded.0) * u64::from(decoded.1) * 3)
+        .saturating_add(resize::working_bytes(decoded, fitting.size))
+        .saturating_add(layout.dc_decoder_bytes());
+    (needed <= limits.max_alloc)
+        .then(|| jpeg::decode_dc(&image.bytes))
+        .flatten()
+}
+
+/// Why a body cut short made no thumbnail.
+fn cut_short(embedded_failed: Option<Error>) -> String {
+    match embedded_failed {
+        Some(error) => format!(
+            "only the photo's start was read, up to its embedded thumbnail, which did not \
+             decode: {error}"
+        ),
+        None => "only the photo's start was read, and neither an embedded thumbnail nor its DC \
+                 scans make this size"
+            .into(),
+    }
+}
+
+/// How a whole image is decoded, and what that allocates.
+struct Route {
+    /// libjpeg's DCT scale, in eighths; `None` for `image`'s full decode.
+    eighths: Option<u32>,
+    /// The decoded pixels, and the resize's working memory.
+    pixel_bytes: u64,
+    /// The decoder's own buffers, which for a progressive JPEG outweigh
+    /// the pixels.
+    decoder_bytes: u64,
+}
+
+/// The route of a whole image: a JPEG at the smallest DCT scale that covers
+/// the thumbnail (4:4:4 or 4:2:0; CMYK and YCCK take the full decode), and
+/// anything else in full, each counted as its format reckons.
+fn choose(
+    image: &Image<'_>,
+    layout: Option<&JpegLayout>,
+    fitting: &Fitting,
+    limits: DecodeLimits,
+) -> Route {
+    let (width, height) = (image.width, image.height);
+    let eighths = layout
         .filter(|layout| limits.jpeg_dct_scaling && layout.sampling.len() != 4)
         .map(|_| {
             let (want_width, want_height) = fitting.scaled_whole(width, height);
             jpeg::scale_eighths(width, height, want_width, want_height)
         });
-    let (decoded_width, decoded_height, decoded_bytes, decoder_bytes) =
-        match (&jpeg_layout, jpeg_eighths) {
-            (Some(layout), Some(eighths)) => {
-                let (w, h) = (
-                    jpeg::scaled_side(width, eighths),
-                    jpeg::scaled_side(height, eighths),
-                );
-                let rgb = u64::from(w) * u64::from(h) * 3;
-                (w, h, rgb, layout.scaled_decoder_bytes(eighths))
-            }
-            (Some(layout), None) => (
-                width,
-                height,
-                full_rgba(width, height),
-                layout.decoder_bytes(),
-            ),
-            (None, _) if format == ImageFormat::WebP => (
-                width,
-                height,
-                full_rgba(width, height),
-                webp::decoder_bytes(bytes, width, height),
-            ),
-            (None, _) if format == ImageFormat::Gif => {
-                (width, height, full_decode_bytes, gif::decoder_bytes(bytes))
-            }
-            (None, _) if format == ImageFormat::Tiff => {
-                (width, height, full_decode_bytes, tiff_decoder_bytes)
-            }
-            (None, _) if format == ImageFormat::Png => {
-                (width, height, full_decode_bytes, png::DECODER_BYTES)
-            }
-            (None, _) => (width, height, full_decode_bytes, 0),
-        };
-    let decoded_bytes = decoded_bytes.saturating_add(resize_bytes(decoded_width, decoded_height));
-    let needed = decoded_bytes.saturating_add(decoder_bytes);
-    if needed > limits.max_alloc {
-        return Err(Error::TooLarge {
+    let (decoded, decoded_bytes, decoder_bytes) = match (layout, eighths) {
+        (Some(layout), Some(eighths)) => {
+            let decoded = (
+                jpeg::scaled_side(width, eighths),
+                jpeg::scaled_side(height, eighths),
+            );
+            let rgb = u64::from(decoded.0) * u64::from(decoded.1) * 3;
+            (decoded, rgb, layout.scaled_decoder_bytes(eighths))
+        }
+        (Some(layout), None) => (
+            (width, height),
+            full_rgba(width, height),
+            layout.decoder_bytes(),
+        ),
+        (None, _) if image.format == ImageFormat::WebP => (
+            (width, height),
+            full_rgba(width, height),
+            image.decoder_bytes,
+        ),
+        (None, _) => (
+            (width, height),
+            image.full_decode_bytes,
+            image.decoder_bytes,
+        ),
+    };
+    Route {
+        eighths,
+        pixel_bytes: decoded_bytes.saturating_add(resize::working_bytes(decoded, fitting.size)),
+        decoder_bytes,
+    }
+}
+
+impl Route {
+    /// What it allocates in all.
+    fn needed(&self) -> u64 {
+        self.pixel_bytes.saturating_add(self.decoder_bytes)
+    }
+
+    /// Refuses a route that allocates past the decode limit.
+    fn check(&self, url: &Arc<str>, image: &Image<'_>, limits: DecodeLimits) -> Result<(), Error> {
+        let needed = self.needed();
+        if needed <= limits.max_alloc {
+            return Ok(());
+        }
+        Err(Error::TooLarge {
             url: url.to_string(),
             what: format!(
-                "image is {width}x{height}: decoding it takes {needed} bytes ({decoded_bytes} of \
-                 pixels, {decoder_bytes} of decoder buffers), over the {}-byte decode limit",
-                limits.max_alloc
+                "image is {}x{}: decoding it takes {needed} bytes ({} of pixels, {} of decoder \
+                 buffers), over the {}-byte decode limit",
+                image.width, image.height, self.pixel_bytes, self.decoder_bytes, limits.max_alloc
             ),
             setting: "decode.max_alloc_bytes",
-        });
+        })
     }
+}
+
+/// `image`'s limits for a decode under `limits`.
+fn image_limits(limits: DecodeLimits) -> Limits {
     let mut image_limits = Limits::default();
     image_limits.max_image_width = Some(limits.max_dimension);
     image_limits.max_image_height = Some(limits.max_dimension);
     image_limits.max_alloc = Some(limits.max_alloc);
-    let fit_frame = |pixels| fit(pixels, &fitting, (width, height), jpeg_eighths, orientation);
-    // Every frame of an animation, when animations are played and its
-    // canvases and frames fit in the decode limit too.
-    if let Some(animation) = limits.animation
-        && needed
-            .saturating_add(animation::canvas_bytes(width, height))
-            .saturating_add(animation.max_bytes)
-            <= limits.max_alloc
-        && let Some(frames) = animation::frames(
-            bytes,
-            format,
-            (width, height),
-            u64::from(thumb_width) * u64::from(thumb_height) * 4,
-            animation,
-            // The frames kept are outside the decoder's count.
-            {
-                let mut frame_limits = image_limits.clone();
-                frame_limits.max_alloc = Some(limits.max_alloc.saturating_sub(animation.max_bytes));
-                frame_limits
-            },
-            fit_frame,
-        )
-    {
-        let (width, height) = if quarter_turn {
-            (thumb_height, thumb_width)
-        } else {
-            (thumb_width, thumb_height)
-        };
-        return Ok(Thumbnail {
-            url: Arc::clone(url),
-            width,
-            height,
-            pixels: Arc::clone(&frames[0].pixels),
-            source_size,
-            animation: Animation::new(frames).map(Arc::new),
-        });
+    image_limits
+}
+
+/// Every frame of an animation, when animations are played and its
+/// canvases and frames fit in the decode limit beside the route's own.
+fn animated(
+    url: &Arc<str>,
+    image: &Image<'_>,
+    route: &Route,
+    fitting: &Fitting,
+    limits: DecodeLimits,
+) -> Option<Thumbnail> {
+    let animation = limits.animation?;
+    let (width, height) = (image.width, image.height);
+    let needed = route
+        .needed()
+        .saturating_add(animation::canvas_bytes(width, height))
+        .saturating_add(animation.max_bytes);
+    if needed > limits.max_alloc {
+        return None;
     }
-    #[cfg(feature = "libjpeg")]
-    let scaled = match jpeg_eighths {
-        Some(eighths) => {
-            jpeg::decode_scaled(bytes, eighths).map_err(|e| decode_error(format!("JPEG: {e}")))?
-        }
-        None => None,
-    };
-    // Without libjpeg, `jpeg_dct_scaling` is off: no JPEG is scaled.
-    #[cfg(not(feature = "libjpeg"))]
-    let scaled = None;
-    let pixels = match scaled {
-        Some(pixels) => pixels,
-        None => {
-            let mut reader = reader();
-            reader.limits(image_limits.clone());
-            let mut image = match reader.decode() {
-                Ok(image) => image,
-                // A GIF with no colour table, which `image` refuses.
-                Err(error) => match (format == ImageFormat::Gif)
-                    .then(|| gif::without_colour_table(bytes, image_limits))
-                    .flatten()
-                {
-                    Some(image) => image,
-                    None => return Err(decode_error(format!("{format:?}: {error}"))),
-                },
-            };
-            if format == ImageFormat::Png {
-                png::restore_grey_key(bytes, &mut image);
-            }
-            resize::Pixels::from_image(image)
-        }
-    };
-    let rgba = fit_frame(pixels).map_err(decode_error)?;
-    Ok(finished(rgba))
-}
-
-/// Bytes of a `width` x `height` RGBA image.
-fn full_rgba(width: u32, height: u32) -> u64 {
-    u64::from(width) * u64::from(height) * 4
-}
-
-/// Says what the bytes look like when they are not an image.
-fn not_an_image(bytes: &[u8]) -> String {
-    let start = &bytes[..bytes.len().min(64)];
-    let text = String::from_utf8_lossy(start).to_ascii_lowercase();
-    if bytes.is_empty() {
-        "the response was empty".into()
-    } else if text.trim_start().starts_with("<!doctype html") || text.contains("<html") {
-        "the server sent an HTML page, not an image".into()
+    let (thumb_width, thumb_height) = fitting.size;
+    // The frames kept are outside the decoder's count.
+    let mut frame_limits = image_limits(limits);
+    frame_limits.max_alloc = Some(limits.max_alloc.saturating_sub(animation.max_bytes));
+    let frames = animation::frames(
+        &image.bytes,
+        image.format,
+        (width, height),
+        u64::from(thumb_width) * u64::from(thumb_height) * 4,
+        animation,
+        frame_limits,
+        |pixels| {
+            fit(
+                pixels,
+                fitting,
+                (width, height),
+                route.eighths,
+                image.orientation,
+            )
+        },
+    )?;
+    let (width, height) = if image.quarter_turn() {
+        (thumb_height, thumb_width)
     } else {
-        format!(
-            "not one of {} ({} bytes starting {:02x?})",
-            SUPPORTED_FORMATS.join(", "),
-            bytes.len(),
-            &bytes[..bytes.len().min(4)]
-        )
+        (thumb_width, thumb_height)
+    };
+    Some(Thumbnail {
+        url: Arc::clone(url),
+        width,
+        height,
+        pixels: Arc::clone(&frames[0].pixels),
+        source_size: image.source_size,
+        animation: Animation::new(frames).map(Arc::new),
+    })
+}
+
+/// The image's pixels by `route`: libjpeg at its scale, or `image`'s full
+/// decode with each format's fixes (a GIF without a colour table, a PNG's
+/// grey key).
+fn run(image: &Image<'_>, route: &Route, limits: &Limits) -> Result<Pixels, String> {
+    let bytes: &[u8] = &image.bytes;
+    if let Some(eighths) = route.eighths
+        && let Some(pixels) =
+            jpeg::decode_scaled(bytes, eighths).map_err(|e| format!("JPEG: {e}"))?
+    {
+        return Ok(pixels);
     }
+    let format = image.format;
+    let mut reader = ImageReader::with_format(Cursor::new(bytes), format);
+    reader.limits(limits.clone());
+    let mut decoded = match reader.decode() {
+        Ok(decoded) => decoded,
+        // A GIF with no colour table, which `image` refuses.
+        Err(error) => match (format == ImageFormat::Gif)
+            .then(|| gif::without_colour_table(bytes, limits.clone()))
+            .flatten()
+        {
+            Some(decoded) => decoded,
+            None => return Err(format!("{format:?}: {error}")),
+        },
+    };
+    if format == ImageFormat::Png {
+        png::restore_grey_key(bytes, &mut decoded);
+    }
+    Ok(Pixels::from_image(decoded))
 }
 
 #[cfg(test)]

@@ -73,52 +73,10 @@ pub(super) fn rasterise(
     target: TargetSize,
     limits: DecodeLimits,
 ) -> Result<Thumbnail, Error> {
-    let refused = |reason: String| Error::Decode {
-        url: url.to_string(),
-        reason: format!("SVG: {reason}"),
-    };
-    let too_large = |what: String, setting| Error::TooLarge {
-        url: url.to_string(),
-        what,
-        setting,
-    };
-    let text = std::str::from_utf8(bytes).map_err(|_| refused("not UTF-8 text".into()))?;
-    let max_elements = limits.svg_max_elements;
-    let options = roxmltree::ParsingOptions {
-        allow_dtd: true,
-        // Text and comments are nodes too: the element count is the limit
-        // that matters, this one bounds the parse.
-        nodes_limit: max_elements.saturating_mul(4),
-        ..Default::default()
-    };
-    let document = roxmltree::Document::parse_with_options(text, options).map_err(|e| match e {
-        roxmltree::Error::NodesLimitReached => too_large(
-            format!(
-                "the SVG has more than {} XML nodes",
-                max_elements.saturating_mul(4)
-            ),
-            "decode.svg_max_elements",
-        ),
-        other => refused(other.to_string()),
-    })?;
-    let elements = svg_refs::count_drawn(&document, u64::from(max_elements)).map_err(|over| {
-        let what = match over {
-            Over::Depth => {
-                format!("the SVG nests deeper than {MAX_DEPTH} levels, its references followed")
-            }
-            Over::Elements(count) => format!(
-                "the SVG draws {count} elements or more with its references expanded, \
-                     over the limit of {max_elements}"
-            ),
-            Over::StyleMatches(matches) => format!(
-                "the SVG's style sheet takes {matches} selector matches (its rules times \
-                     its elements), over {}",
-                svg_refs::MAX_STYLE_MATCHES
-            ),
-            Over::Loop(name) => return refused(format!("its references loop back to {name}")),
-        };
-        too_large(what, "decode.svg_max_elements")
-    })?;
+    let refusals = Refusals(url);
+    let text = std::str::from_utf8(bytes).map_err(|_| refusals.refused("not UTF-8 text".into()))?;
+    let document = parse(text, limits.svg_max_elements, &refusals)?;
+    let elements = count_elements(&document, limits.svg_max_elements, &refusals)?;
     let options = usvg::Options {
         // Nothing outside the file: no paths on this machine, no nested
         // documents, whose elements were not counted.
@@ -128,11 +86,12 @@ pub(super) fn rasterise(
         },
         ..usvg::Options::default()
     };
-    let tree = usvg::Tree::from_xmltree(&document, &options).map_err(|e| refused(e.to_string()))?;
+    let tree = usvg::Tree::from_xmltree(&document, &options)
+        .map_err(|e| refusals.refused(e.to_string()))?;
     let size = tree.size();
     let (scale, width, height) = drawn_size(size.width(), size.height(), target);
     if width > limits.max_dimension || height > limits.max_dimension {
-        return Err(too_large(
+        return Err(refusals.too_large(
             format!(
                 "drawn at {width}x{height}, over the {} limit",
                 limits.max_dimension
@@ -146,38 +105,16 @@ pub(super) fn rasterise(
         (height as f32 - size.height() * scale) / 2.0,
     );
     let transform = Transform::from_scale(scale, scale).post_translate(dx, dy);
-    let cost = svg_cost::reckon(tree.root(), transform, width, height);
-    // The canvas, and beside it the layers at their peak, or the canvas's
-    // unpremultiplied copy and then the thumbnail's.
-    let pixels = u64::from(width) * u64::from(height) * 4;
-    let needed = pixels
-        .saturating_add(cost.peak_bytes.max(pixels))
-        .saturating_add(elements.saturating_mul(ELEMENT_BYTES))
-        .saturating_add(FIXED_BYTES);
-    if needed > limits.max_alloc {
-        return Err(too_large(
-            format!(
-                "drawing the SVG at {width}x{height} takes {needed} bytes ({} of layers, masks, \
-                 filters and pattern tiles at once), over the {}-byte decode limit",
-                cost.peak_bytes, limits.max_alloc
-            ),
-            "decode.max_alloc_bytes",
-        ));
-    }
-    let max_fill = limits.max_alloc.saturating_mul(MAX_FILL_PER_ALLOC);
-    if cost.fill_bytes > max_fill {
-        return Err(too_large(
-            format!(
-                "drawing the SVG at {width}x{height} fills {} bytes of pixels (its layers, \
-                 masks, filters, pattern tiles for every path they paint, and paths), over \
-                 {max_fill}: {MAX_FILL_PER_ALLOC} times the decode limit",
-                cost.fill_bytes
-            ),
-            "decode.max_alloc_bytes",
-        ));
-    }
-    let mut pixmap =
-        Pixmap::new(width, height).ok_or_else(|| refused(format!("no {width}x{height} canvas")))?;
+    check_cost(
+        &tree,
+        transform,
+        (width, height),
+        elements,
+        limits,
+        &refusals,
+    )?;
+    let mut pixmap = Pixmap::new(width, height)
+        .ok_or_else(|| refusals.refused(format!("no {width}x{height} canvas")))?;
     resvg::render(&tree, transform, &mut pixmap.as_mut());
     let mut rgba = pixmap.take();
     demultiply(&mut rgba);
@@ -189,6 +126,124 @@ pub(super) fn rasterise(
         source_size: (units(size.width()), units(size.height())),
         animation: None,
     })
+}
+
+/// The errors of one SVG's drawing, for its URL.
+struct Refusals<'a>(&'a Arc<str>);
+
+impl Refusals<'_> {
+    fn refused(&self, reason: String) -> Error {
+        Error::Decode {
+            url: self.0.to_string(),
+            reason: format!("SVG: {reason}"),
+        }
+    }
+
+    fn too_large(&self, what: String, setting: &'static str) -> Error {
+        Error::TooLarge {
+            url: self.0.to_string(),
+            what,
+            setting,
+        }
+    }
+}
+
+/// The XML of `text`, its nodes bounded by `max_elements`.
+fn parse<'t>(
+    text: &'t str,
+    max_elements: u32,
+    refusals: &Refusals<'_>,
+) -> Result<roxmltree::Document<'t>, Error> {
+    let options = roxmltree::ParsingOptions {
+        allow_dtd: true,
+        // Text and comments are nodes too: the element count is the limit
+        // that matters, this one bounds the parse.
+        nodes_limit: max_elements.saturating_mul(4),
+        ..Default::default()
+    };
+    roxmltree::Document::parse_with_options(text, options).map_err(|e| match e {
+        roxmltree::Error::NodesLimitReached => refusals.too_large(
+            format!(
+                "the SVG has more than {} XML nodes",
+                max_elements.saturating_mul(4)
+            ),
+            "decode.svg_max_elements",
+        ),
+        other => refusals.refused(other.to_string()),
+    })
+}
+
+/// The elements `document` draws, its references expanded, if they are
+/// within `max_elements` and its references neither nest too deep nor
+/// loop.
+fn count_elements(
+    document: &roxmltree::Document<'_>,
+    max_elements: u32,
+    refusals: &Refusals<'_>,
+) -> Result<u64, Error> {
+    svg_refs::count_drawn(document, u64::from(max_elements)).map_err(|over| {
+        let what = match over {
+            Over::Depth => {
+                format!("the SVG nests deeper than {MAX_DEPTH} levels, its references followed")
+            }
+            Over::Elements(count) => format!(
+                "the SVG draws {count} elements or more with its references expanded, \
+                     over the limit of {max_elements}"
+            ),
+            Over::StyleMatches(matches) => format!(
+                "the SVG's style sheet takes {matches} selector matches (its rules times \
+                     its elements), over {}",
+                svg_refs::MAX_STYLE_MATCHES
+            ),
+            Over::Loop(name) => {
+                return refusals.refused(format!("its references loop back to {name}"));
+            }
+        };
+        refusals.too_large(what, "decode.svg_max_elements")
+    })
+}
+
+/// Refuses a drawing of `tree` at `size` whose memory, at its peak, or
+/// whose pixels filled pass the decode limit.
+fn check_cost(
+    tree: &usvg::Tree,
+    transform: Transform,
+    (width, height): (u32, u32),
+    elements: u64,
+    limits: DecodeLimits,
+    refusals: &Refusals<'_>,
+) -> Result<(), Error> {
+    let cost = svg_cost::reckon(tree.root(), transform, width, height);
+    // The canvas, and beside it the layers at their peak, or the canvas's
+    // unpremultiplied copy and then the thumbnail's.
+    let pixels = u64::from(width) * u64::from(height) * 4;
+    let needed = pixels
+        .saturating_add(cost.peak_bytes.max(pixels))
+        .saturating_add(elements.saturating_mul(ELEMENT_BYTES))
+        .saturating_add(FIXED_BYTES);
+    if needed > limits.max_alloc {
+        return Err(refusals.too_large(
+            format!(
+                "drawing the SVG at {width}x{height} takes {needed} bytes ({} of layers, masks, \
+                 filters and pattern tiles at once), over the {}-byte decode limit",
+                cost.peak_bytes, limits.max_alloc
+            ),
+            "decode.max_alloc_bytes",
+        ));
+    }
+    let max_fill = limits.max_alloc.saturating_mul(MAX_FILL_PER_ALLOC);
+    if cost.fill_bytes > max_fill {
+        return Err(refusals.too_large(
+            format!(
+                "drawing the SVG at {width}x{height} fills {} bytes of pixels (its layers, \
+                 masks, filters, pattern tiles for every path they paint, and paths), over \
+                 {max_fill}: {MAX_FILL_PER_ALLOC} times the decode limit",
+                cost.fill_bytes
+            ),
+            "decode.max_alloc_bytes",
+        ));
+    }
+    Ok(())
 }
 
 /// tiny-skia's pixels are premultiplied; a thumbnail's are not. In place,

@@ -32,12 +32,13 @@ mod huffman;
 mod layout;
 #[cfg(feature = "libjpeg")]
 mod libjpeg;
+#[cfg(not(feature = "libjpeg"))]
+use super::off::libjpeg;
 mod markers;
 mod prefix;
 
 pub(super) use dc_scans::{covers as dc_scans_cover, decode_dc};
 pub(super) use exif::covering as embedded_covering;
 pub(super) use layout::{JpegLayout, frame_size, scale_eighths, scaled_side};
-#[cfg(feature = "libjpeg")]
 pub(super) use libjpeg::decode_scaled;
 pub(crate) use prefix::read_as_needed;
