@@ -36,8 +36,9 @@
 //! `egui` (cargo feature `egui`). In the order a request travels:
 //!
 //! - `request`: what a request is made of, [`Priority`] and [`TargetSize`]
-//!   (with its [`Fit`]),
-//!   and the ids of requests and loads; a leaf every stage may use.
+//!   (with its [`Fit`]), the ids of requests and loads, and the URL parsed
+//!   once with the host its fetch counts against; a leaf every stage may
+//!   use.
 //! - `body`: the [`Body`] a fetch answers and a decode reads, whole or cut
 //!   short; a leaf too.
 //! - `pipeline`: the [`Pipeline`] handle and its builder
@@ -77,7 +78,8 @@
 //!   threads `thumbpipe-decode-N`) where large images
 //!   ([`decode.large_image_pixels`](DecodeConfig::large_image_pixels)) never
 //!   hold the last free thread.
-//! - `thumbnail`: the [`Thumbnail`] every stage after decode shares.
+//! - `thumbnail`: the [`Thumbnail`] every stage after decode shares (how an
+//!   image is fitted to its target is the decode's, `decode/fitting.rs`).
 //! - `coast`: [`CoastPrediction`], where a kinetic scroll comes to rest and
 //!   how long each row it passes is on screen, for the UI side to request
 //!   the rows a list will stop on first and skip the ones it flies past.

@@ -1,6 +1,11 @@
 //! Request: what a request for a thumbnail is made of, and the ids that
-//! name requests and loads. A leaf of the crate: every stage may use it,
-//! and it uses none of them.
+//! name requests and loads; its URL parsed once, on the UI side, and the
+//! host its fetch counts against, both handed on as data. A leaf of the
+//! crate: every stage may use it, and it uses none of them.
+
+use url::Url;
+
+use crate::Error;
 
 /// Identifies one load task for its whole life; allocated by the load
 /// actor's registry, increasing.
@@ -139,4 +144,80 @@ pub enum Fit {
         /// The scale, in hundredths: 100 is the image's own size.
         percent: u16,
     },
+}
+
+/// Checks that `url` is an absolute `http` or `https` URL, or a `file` URL
+/// when `files` is on: what every request is parsed by, once, on the UI
+/// side. Whether a file lies under the root is checked when it is read,
+/// off the UI thread.
+pub(crate) fn parse_url(url: &str, files: bool) -> Result<Url, Error> {
+    let unsupported = |reason: String| Error::UnsupportedUrl {
+        url: url.to_owned(),
+        reason,
+    };
+    let parsed = Url::parse(url).map_err(|e| unsupported(format!("not a URL ({e})")))?;
+    match parsed.scheme() {
+        "http" | "https" if parsed.host_str().is_some() => Ok(parsed),
+        "http" | "https" => Err(unsupported("the URL has no host".into())),
+        "file" if !files => Err(files_off(url)),
+        "file" if parsed.to_file_path().is_err() => {
+            Err(unsupported("not a local file path".into()))
+        }
+        "file" => Ok(parsed),
+        scheme => Err(unsupported(format!(
+            "scheme '{scheme}' is not supported; use http or https"
+        ))),
+    }
+}
+
+/// The host (and port) a URL's fetch counts against.
+pub(crate) fn host_key(url: &Url) -> String {
+    format!(
+        "{}:{}",
+        url.host_str().unwrap_or(""),
+        url.port_or_known_default().unwrap_or(0)
+    )
+}
+
+/// Why a `file` URL is refused when files are off.
+pub(crate) fn files_off(url: &str) -> Error {
+    Error::UnsupportedUrl {
+        url: url.to_owned(),
+        reason: "file URLs are off; set config.fetch.file_root to a directory to allow the files \
+                 under it"
+            .into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_http_and_https_urls_are_accepted() {
+        assert!(parse_url("http://127.0.0.1:8080/a.jpg", false).is_ok());
+        assert!(parse_url("https://example.com/a.jpg", false).is_ok());
+        assert!(parse_url("file:///srv/a.jpg", true).is_ok());
+        assert!(parse_url("file://host/a.jpg", true).is_err());
+        for bad in [
+            "ftp://example.com/a.jpg",
+            "file:///etc/passwd",
+            "a.jpg",
+            "",
+            "http://",
+        ] {
+            assert!(
+                matches!(parse_url(bad, false), Err(Error::UnsupportedUrl { .. })),
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn hosts_include_the_port() {
+        let a = parse_url("http://h:1/x", false).unwrap();
+        let b = parse_url("http://h:2/x", false).unwrap();
+        assert_ne!(host_key(&a), host_key(&b));
+        assert_eq!(host_key(&parse_url("https://h/x", false).unwrap()), "h:443");
+    }
 }

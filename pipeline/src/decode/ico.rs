@@ -7,8 +7,8 @@
 //! Runs inside a decode, on the decode thread that called it, before the
 //! header is read; keeps nothing.
 
+use super::fitting::Fitting;
 use crate::request::{Fit, TargetSize};
-use crate::thumbnail::Fitting;
 
 /// The directory's header: reserved (0), type (1 for an icon, 2 for a
 /// cursor), and the number of entries.

@@ -27,6 +27,7 @@
 
 mod animation;
 mod config;
+mod fitting;
 mod formats;
 mod gif;
 mod header;

@@ -17,13 +17,13 @@ use std::sync::Arc;
 
 use image::{ImageFormat, ImageReader, Limits};
 
+use super::fitting::Fitting;
 use super::header::{self, Image, Opened, Photo, full_rgba};
 use super::jpeg::{self, JpegLayout};
 use super::resize::Pixels;
 use super::upright::fit;
 use super::{DecodeLimits, animation, gif, png, resize, svg};
 use crate::request::TargetSize;
-use crate::thumbnail::Fitting;
 use crate::{Animation, Error, Thumbnail};
 
 /// Decodes `bytes` (in a format [`ImageDecoder`] lists) and scales the

@@ -8,9 +8,9 @@
 use image::metadata::Orientation;
 use image::{DynamicImage, ImageFormat};
 
+use super::fitting::Fitting;
 use super::{jpeg, resize};
 use crate::request::TargetSize;
-use crate::thumbnail::Fitting;
 
 /// Whether `orientation` turns the picture a quarter, swapping its sides.
 pub(super) fn quarter_turn(orientation: Orientation) -> bool {

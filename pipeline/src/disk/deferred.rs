@@ -12,44 +12,13 @@
 
 use std::sync::PoisonError;
 
-use bytes::Bytes;
-use http_cache_semantics::CachePolicy;
-
-use super::removal::Which;
-use super::store::Store;
-use super::{DiskCounters, Head};
+use super::DiskCounters;
+use super::store::{Deferred, Store};
+use super::unlink::Which;
 
 /// Bytes of bodies held for writes asked for during the scan; past it,
 /// they are not written. As many as may wait for a disk thread besides.
 pub(super) const DEFERRED_LIMIT: usize = super::MAX_QUEUED_WRITE_BYTES as usize;
-
-/// An operation on an entry waiting for the scan. (A policy is half a
-/// kilobyte: boxed, so that a removal is not as large.)
-#[derive(Debug)]
-pub(super) enum Deferred {
-    Write {
-        key: String,
-        policy: Box<CachePolicy>,
-        body: Bytes,
-    },
-    Refresh {
-        head: Box<Head>,
-        policy: Box<CachePolicy>,
-    },
-    Forget {
-        key: String,
-        which: Which,
-        /// Counted as corrupt, if it is still there.
-        corrupt: bool,
-    },
-}
-
-/// The operations waiting for the scan, and the bytes of bodies they hold.
-#[derive(Debug, Default)]
-pub(super) struct Waiting {
-    operations: Vec<Deferred>,
-    held: usize,
-}
 
 impl Store {
     /// Runs `operation` now (returned), or queues it behind the scan while
@@ -138,6 +107,8 @@ impl Store {
 
 #[cfg(test)]
 mod tests {
+    use bytes::Bytes;
+
     use super::super::layout;
     use super::super::policy::fresh_policy;
     use super::*;

@@ -8,7 +8,8 @@
 //! truncated or missing file) is removed, counted, and fetched again. The
 //! ledger keeps the directory within its byte budget by evicting the least
 //! recently used entries (`ledger.rs`); the entries themselves are
-//! `store.rs` (and `entry.rs`). Beside the responses it may keep the
+//! `store.rs` (and `entry.rs`), their removal `removal.rs` (the files
+//! unlinked by `unlink.rs`). Beside the responses it may keep the
 //! thumbnails decoded from them, served only while their response is on
 //! disk, unchanged and fresh (`thumbnails.rs`).
 //!
@@ -71,6 +72,8 @@ mod store;
 mod thumbnails;
 #[cfg(feature = "disk-cache")]
 mod tier;
+#[cfg(feature = "disk-cache")]
+mod unlink;
 
 #[cfg(feature = "disk-cache")]
 pub(crate) use cache::{DiskCache, Head, MAX_QUEUED_WRITE_BYTES};
@@ -87,7 +90,7 @@ pub(crate) use tier::DiskTier;
 
 use std::sync::Arc;
 
-use crate::thumbnail::ThumbnailTier;
+use crate::load::ThumbnailTier;
 use crate::{BuildError, Config, Fetch};
 
 /// Reads the disk cache's counters.

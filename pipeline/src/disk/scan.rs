@@ -16,8 +16,8 @@ use std::time::{Duration, SystemTime};
 
 use super::entry::entry_cost;
 use super::layout;
-use super::removal::{Which, missing_is_fine};
 use super::store::Store;
+use super::unlink::{Which, missing_is_fine};
 
 /// How old a file in cacache's `tmp` directory, or a content file no
 /// index line names, must be to be removed when the cache opens: a write

@@ -17,14 +17,13 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use bytes::Bytes;
 use http_cache_semantics::CachePolicy;
 
-use super::deferred::{Deferred, Waiting};
 use super::entry::{
     ENVELOPE_VERSION, Envelope, entry_cost, frame, frame_len, line_cost, stored_policy, unframe,
 };
 use super::layout::{self, Unreadable};
 use super::ledger::Ledger;
-use super::removal::{Which, remove_entry_keeping, remove_line};
 use super::stall::Stall;
+use super::unlink::{Which, remove_entry_keeping, remove_line};
 use super::{DiskCounters, Head};
 
 /// The shared state of the disk threads.
@@ -344,4 +343,32 @@ impl Store {
         };
         self.counters.set_usage(bytes, entries);
     }
+}
+
+/// An operation on an entry waiting for the scan. (A policy is half a
+/// kilobyte: boxed, so that a removal is not as large.)
+#[derive(Debug)]
+pub(super) enum Deferred {
+    Write {
+        key: String,
+        policy: Box<CachePolicy>,
+        body: Bytes,
+    },
+    Refresh {
+        head: Box<Head>,
+        policy: Box<CachePolicy>,
+    },
+    Forget {
+        key: String,
+        which: Which,
+        /// Counted as corrupt, if it is still there.
+        corrupt: bool,
+    },
+}
+
+/// The operations waiting for the scan, and the bytes of bodies they hold.
+#[derive(Debug, Default)]
+pub(super) struct Waiting {
+    pub(super) operations: Vec<Deferred>,
+    pub(super) held: usize,
 }

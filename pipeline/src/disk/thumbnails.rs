@@ -18,9 +18,9 @@ use super::entry::{
     thumbnail_key, unframe,
 };
 use super::layout::{self, Unreadable};
-use super::removal::Which;
 use super::request_parts;
 use super::store::Store;
+use super::unlink::Which;
 use crate::Thumbnail;
 use crate::request::{Fit, TargetSize};
 

@@ -21,9 +21,9 @@ use url::Url;
 
 use super::policy::{carries_credentials, may_be_shared};
 use super::{DiskCache, DiskStats, cache_options, request_parts, response_parts};
-use crate::fetch::{Fetch, FetchRequest, FetchResponse, body_only};
+use crate::fetch::{Fetch, FetchRequest, FetchResponse, body_only, check_status};
+use crate::load::ThumbnailTier;
 use crate::request::{Fit, TargetSize};
-use crate::thumbnail::ThumbnailTier;
 use crate::{BuildError, DiskConfig, Error, Thumbnail};
 
 /// An HTTP cache on disk in front of `inner`.
@@ -234,12 +234,7 @@ impl Kept<'_> {
     /// it may be shared: entries are keyed by URL alone.
     fn fetched(&self, response: FetchResponse) -> Result<FetchResponse, Error> {
         let (disk, url) = (self.disk, self.url);
-        if !response.status.is_success() {
-            return Err(Error::Status {
-                url: url.to_string(),
-                status: response.status.as_u16(),
-            });
-        }
+        check_status(url, response.status)?;
         disk.count_miss();
         if !response.body.complete
             || response.url != *url

@@ -156,3 +156,20 @@ impl FetchResponse {
         self
     }
 }
+
+/// The one rule for statuses: a success (`2xx`) carries a body to decode;
+/// any other status (a `304` nobody asked for among them) is
+/// [`Error::Status`](crate::Error::Status).
+pub(crate) fn check_status(
+    url: &impl std::fmt::Display,
+    status: http::StatusCode,
+) -> Result<(), crate::Error> {
+    if status.is_success() {
+        Ok(())
+    } else {
+        Err(crate::Error::Status {
+            url: url.to_string(),
+            status: status.as_u16(),
+        })
+    }
+}

@@ -170,12 +170,3 @@ fn read_file(
         }
     }
 }
-
-pub(super) fn files_off(url: &str) -> Error {
-    Error::UnsupportedUrl {
-        url: url.to_owned(),
-        reason: "file URLs are off; set config.fetch.file_root to a directory to allow the files \
-                 under it"
-            .into(),
-    }
-}

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use super::errors::classify;
 use super::stop::{BodySoFar, ReadOn};
-use super::{FetchLimits, FetchRequest, FetchResponse, HttpFetcher};
+use super::{FetchLimits, FetchRequest, FetchResponse, HttpFetcher, check_status};
 use crate::{Body, Error};
 
 /// The response at an `http` or `https` URL: a success with its body, or,
@@ -90,12 +90,7 @@ impl Network<'_> {
         if status == reqwest::StatusCode::NOT_MODIFIED && self.conditional {
             return Ok(answered(Body::default()));
         }
-        if !status.is_success() {
-            return Err(Error::Status {
-                url: url.to_string(),
-                status: status.as_u16(),
-            });
-        }
+        check_status(url, status)?;
         let too_large = |size: String| Error::TooLarge {
             url: url.to_string(),
             what: format!("the body is {size}, over the {max_bytes}-byte limit"),

@@ -18,6 +18,7 @@ use futures::FutureExt as _;
 use futures::future::BoxFuture;
 use url::Url;
 
+use crate::request::files_off;
 use crate::{BuildError, Error};
 
 mod budget;
@@ -32,8 +33,9 @@ mod stop;
 pub(crate) use budget::BodyBudget;
 pub use config::{FetchConfig, Proxy};
 use errors::{causes, redirect_policy};
+pub(crate) use exchange::check_status;
 pub use exchange::{FetchRequest, FetchResponse};
-use file::{FileReader, files_off};
+use file::FileReader;
 pub use headers::HeaderHook;
 pub(crate) use headers::RequestHeaders;
 pub use stop::{Enough, StopRule};
@@ -345,70 +347,5 @@ impl Fetch for HttpFetcher {
             let body = body.finish(stopped, |bytes| reservation.hold(bytes));
             Ok(FetchResponse::new(request.url, body))
         })
-    }
-}
-
-/// Checks that `url` is an absolute `http` or `https` URL, or a `file` URL
-/// when `files` is on. Whether a file lies under the root is checked when
-/// it is read, off the UI thread.
-pub(crate) fn parse_url(url: &str, files: bool) -> Result<Url, Error> {
-    let unsupported = |reason: String| Error::UnsupportedUrl {
-        url: url.to_owned(),
-        reason,
-    };
-    let parsed = Url::parse(url).map_err(|e| unsupported(format!("not a URL ({e})")))?;
-    match parsed.scheme() {
-        "http" | "https" if parsed.host_str().is_some() => Ok(parsed),
-        "http" | "https" => Err(unsupported("the URL has no host".into())),
-        "file" if !files => Err(files_off(url)),
-        "file" if parsed.to_file_path().is_err() => {
-            Err(unsupported("not a local file path".into()))
-        }
-        "file" => Ok(parsed),
-        scheme => Err(unsupported(format!(
-            "scheme '{scheme}' is not supported; use http or https"
-        ))),
-    }
-}
-
-/// The host (and port) a URL's fetch counts against.
-pub(crate) fn host_key(url: &Url) -> String {
-    format!(
-        "{}:{}",
-        url.host_str().unwrap_or(""),
-        url.port_or_known_default().unwrap_or(0)
-    )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn only_http_and_https_urls_are_accepted() {
-        assert!(parse_url("http://127.0.0.1:8080/a.jpg", false).is_ok());
-        assert!(parse_url("https://example.com/a.jpg", false).is_ok());
-        assert!(parse_url("file:///srv/a.jpg", true).is_ok());
-        assert!(parse_url("file://host/a.jpg", true).is_err());
-        for bad in [
-            "ftp://example.com/a.jpg",
-            "file:///etc/passwd",
-            "a.jpg",
-            "",
-            "http://",
-        ] {
-            assert!(
-                matches!(parse_url(bad, false), Err(Error::UnsupportedUrl { .. })),
-                "{bad}"
-            );
-        }
-    }
-
-    #[test]
-    fn hosts_include_the_port() {
-        let a = parse_url("http://h:1/x", false).unwrap();
-        let b = parse_url("http://h:2/x", false).unwrap();
-        assert_ne!(host_key(&a), host_key(&b));
-        assert_eq!(host_key(&parse_url("https://h/x", false).unwrap()), "h:443");
     }
 }

@@ -18,7 +18,7 @@ use super::registry::{Reading, Stage};
 use super::{Event, LoadActor};
 
 use crate::error::panic_message;
-use crate::fetch::{Fetch, FetchRequest, FetchResponse, RequestHeaders};
+use crate::fetch::{Fetch, FetchRequest, FetchResponse, RequestHeaders, check_status};
 use crate::metrics::Metrics;
 use crate::request::TaskId;
 use crate::{Body, Error, Thumbnail};
@@ -112,16 +112,8 @@ impl LoadActor {
         // A fetcher answers a success, or a 304 to a conditional request
         // that a layer in front of it turns into one; any other status it
         // returns is not a body to decode.
-        let result = result.and_then(|response| {
-            if response.status.is_success() {
-                Ok(response)
-            } else {
-                Err(Error::Status {
-                    url: task.key.url.to_string(),
-                    status: response.status.as_u16(),
-                })
-            }
-        });
+        let result = result
+            .and_then(|response| check_status(&task.key.url, response.status).map(|()| response));
         match result {
             Ok(response) => {
                 Metrics::add(&metrics.fetches_completed, 1);

@@ -44,6 +44,7 @@ mod fetches;
 mod handle;
 mod registry;
 mod schedule;
+mod tier;
 mod times;
 
 use std::sync::atomic::AtomicBool;
@@ -59,15 +60,15 @@ pub(crate) use handle::LoadHandle;
 use handle::{Command, EndGuard, LiveTasks};
 use registry::{Joined, Left, Stage, TaskRegistry};
 use schedule::{FetchScheduler, Removed};
+pub(crate) use tier::ThumbnailTier;
 use times::LoadTimes;
 
 use crate::cache::{CacheKey, CacheLimits, CacheView, ThumbnailCache};
 use crate::decode::{DecodeJob, DecodeOutcome, DecodePool};
 use crate::deliver::{Delivery, Outbox};
-use crate::fetch::{BodyBudget, Fetch, FetchResponse, RequestHeaders, host_key};
+use crate::fetch::{BodyBudget, Fetch, FetchResponse, RequestHeaders};
 use crate::metrics::Metrics;
-use crate::request::{Priority, RequestId, TaskId};
-use crate::thumbnail::ThumbnailTier;
+use crate::request::{Priority, RequestId, TaskId, host_key};
 use crate::{Body, CacheStats, Error, Thumbnail};
 
 /// From the fetch tasks and decode threads.

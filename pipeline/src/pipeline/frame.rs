@@ -12,8 +12,9 @@ use std::time::{Duration, Instant};
 use super::rows::Asked;
 use crate::deliver::Delivery;
 use crate::metrics::Metrics;
+use crate::request::parse_url;
 use crate::request::{Priority, RequestId, TargetSize};
-use crate::{Completion, Error, Pipeline, Thumbnail, fetch};
+use crate::{Completion, Error, Pipeline, Thumbnail};
 
 impl<K: Hash + Eq + Clone> Pipeline<K> {
     /// Asks for `url`'s thumbnail, fitted inside `target`, for `row`.
@@ -86,7 +87,7 @@ impl<K: Hash + Eq + Clone> Pipeline<K> {
             }
         };
         Metrics::add(&self.metrics.requested, 1);
-        match fetch::parse_url(&url, self.files_allowed) {
+        match parse_url(&url, self.files_allowed) {
             // No work starts, and only the id is kept: the error is made
             // by the next `drain`.
             _ if refused => self.refused.push(id),

@@ -29,9 +29,9 @@ use super::markers::{
     self, APP0, APP14, DHT, DQT, DRI, EOI, SOF2, SOS, Segment, is_frame, read_segment,
     skip_entropy_coded,
 };
+use crate::decode::fitting::Fitting;
 use crate::decode::resize::Pixels;
 use crate::request::TargetSize;
-use crate::thumbnail::Fitting;
 
 /// Whether a thumbnail of `target` (turned as the photo's orientation
 /// turns it) of a `width` x `height` JPEG needs at most 1/8 of its size, as

@@ -14,10 +14,10 @@ use image::metadata::Orientation;
 use super::frame::FrameHeader;
 use super::layout::frame_size;
 use super::markers::{APP1, SOS, Segment, headers, is_frame, is_not_jpeg};
+use crate::decode::fitting::Fitting;
 use crate::decode::upright;
 use crate::fetch::Enough;
 use crate::request::TargetSize;
-use crate::thumbnail::Fitting;
 
 /// An embedded thumbnail: its JPEG bytes and the size its frame header
 /// gives.
