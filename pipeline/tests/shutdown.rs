@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use common::{census_available, eventually, server};
+use common::{eventually, require_census, server};
 use fixture_server::{FixtureServer, ThreadCensus};
 use thumbpipe::{Config, Pipeline, Priority, TargetSize};
 
@@ -28,11 +28,16 @@ enum Setup {
     Callers,
 }
 
+#[cfg_attr(
+    not(all(
+        target_os = "linux",
+        any(target_arch = "x86_64", target_arch = "aarch64")
+    )),
+    ignore = "counts threads: needs Linux's /proc/self/task on x86_64 or aarch64"
+)]
 #[test]
 fn drop_with_a_thousand_requests_in_flight_ends_every_thread_and_task() {
-    if !census_available() {
-        return;
-    }
+    require_census();
     let server = server(500);
     let caller = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

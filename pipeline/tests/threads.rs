@@ -6,15 +6,20 @@
 
 mod common;
 
-use common::{census_available, drain_until, server};
+use common::{drain_until, require_census, server};
 use fixture_server::ThreadCensus;
 use thumbpipe::{Config, Pipeline, Priority, TargetSize};
 
+#[cfg_attr(
+    not(all(
+        target_os = "linux",
+        any(target_arch = "x86_64", target_arch = "aarch64")
+    )),
+    ignore = "counts threads: needs Linux's /proc/self/task on x86_64 or aarch64"
+)]
 #[test]
 fn a_thousand_concurrent_requests_use_only_the_fixed_threads() {
-    if !census_available() {
-        return;
-    }
+    require_census();
     // The server's threads are named fixture-* and left out of the count.
     let server = server(200);
     let outside_server = |census: &ThreadCensus| census.total - census.with_prefix("fixture-");
@@ -62,12 +67,17 @@ fn a_thousand_concurrent_requests_use_only_the_fixed_threads() {
 /// decoders) starts no thread. A watcher takes a census every millisecond
 /// while this thread decodes; the process never has more threads than
 /// before plus the watcher.
+#[cfg_attr(
+    not(all(
+        target_os = "linux",
+        any(target_arch = "x86_64", target_arch = "aarch64")
+    )),
+    ignore = "counts threads: needs Linux's /proc/self/task on x86_64 or aarch64"
+)]
 #[test]
 fn a_decode_starts_no_threads() {
     use std::sync::atomic::{AtomicBool, Ordering};
-    if !census_available() {
-        return;
-    }
+    require_census();
     let corpus = fixture_server::photo::corpus().unwrap();
     let baseline = ThreadCensus::take().unwrap().total;
     let done = AtomicBool::new(false);

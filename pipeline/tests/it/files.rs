@@ -131,11 +131,9 @@ fn a_root_that_is_not_a_directory_is_a_build_error() {
 fn a_fifo_under_the_root_is_refused_without_blocking_other_loads() {
     let root = Scratch::new("fifo");
     let fifo = root.0.join("pipe.png");
+    // mkfifo is POSIX's, in every Unix's base system.
     let made = std::process::Command::new("mkfifo").arg(&fifo).status();
-    if !made.is_ok_and(|status| status.success()) {
-        eprintln!("no mkfifo here: skipped");
-        return;
-    }
+    assert!(made.unwrap().success(), "mkfifo failed");
     let image = root.png("after.png", 21);
     let server = crate::common::server(0);
     // By name, so that the load needs a host-name lookup on the blocking
