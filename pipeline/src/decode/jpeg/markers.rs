@@ -148,7 +148,7 @@ pub(super) fn entropy_coded_end(bytes: &[u8], from: usize) -> Result<usize, usiz
 }
 
 fn memchr_ff(bytes: &[u8]) -> Option<usize> {
-    bytes.iter().position(|&b| b == 0xFF)
+    memchr::memchr(0xFF, bytes)
 }
 
 #[cfg(test)]
