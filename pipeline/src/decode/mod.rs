@@ -19,11 +19,12 @@
 //!
 //! Where to change what: a new format is a cargo feature in
 //! `pipeline/Cargo.toml` that turns on `image`'s, and an entry in
-//! `formats.rs`; a faster path or a fix for one format is a file like
-//! `jpeg/` or `ico.rs`, called from `route.rs`, which takes one image
-//! from its bytes to its thumbnail; the resize filter
+//! `formats.rs` (with its stand-in in `off.rs` when the feature is off); a
+//! faster path or a fix for one format is a file like `ico.rs` or a folder
+//! like `jpeg/`, chosen by `route.rs`, which takes one image from its bytes
+//! to its thumbnail once `header.rs` has read what it is; the resize filter
 //! is `resize::FILTER`; how an image goes in its box (inside or a cover
-//! crop) is `thumbnail::Fitting`.
+//! crop) is `fitting.rs`.
 
 mod animation;
 mod config;
