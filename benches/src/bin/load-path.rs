@@ -2,8 +2,8 @@
 //! in a headless egui context against an in-process fixture server, paced
 //! so that a profiler can watch the load alone: it prints `ready` once the
 //! pipeline, the server and egui are up (and one image has been loaded and
-//! forgotten, so that first-use work is done), waits for a line on standard
-//! input, loads the image (its JPEG read and decoded, its texture drawn),
+//! forgotten, so that first-use work is done, and the server has drawn the
+//! image to load), waits for a line on standard input, loads the image (its JPEG read and decoded, its texture drawn),
 //! prints `loaded`, and waits for another line before it ends.
 //!
 //! `benches/scripts/load_path_files.py` runs it under callgrind, turns the
@@ -79,9 +79,14 @@ fn main() -> anyhow::Result<()> {
     let base = server.base_url();
     load(&ctx, &args.image.url(&base, 1))?;
     loader.clear();
+    // The image to load, drawn by the server now: its encoding is not the
+    // load's work.
+    let url = args.image.url(&base, 2);
+    fixture_server::blocking_client::get(&url)
+        .map_err(|error| anyhow::anyhow!("{url}: {error}"))?;
     println!("ready");
     wait_for_a_line()?;
-    load(&ctx, &args.image.url(&base, 2))?;
+    load(&ctx, &url)?;
     println!("loaded");
     wait_for_a_line()?;
     drop(loader);
