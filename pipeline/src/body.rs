@@ -24,7 +24,7 @@ use bytes::Bytes;
 /// assert!(!start.complete);
 /// assert_eq!(start.len(), 3);
 /// ```
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Body {
     /// The bytes read.
     pub bytes: Bytes,
@@ -51,6 +51,13 @@ impl Body {
             bytes: bytes.into(),
             complete: false,
         }
+    }
+}
+
+/// A whole body of no bytes (a `304 Not Modified`'s).
+impl Default for Body {
+    fn default() -> Self {
+        Self::whole(Bytes::new())
     }
 }
 

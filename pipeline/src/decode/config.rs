@@ -65,13 +65,19 @@ pub struct DecodeConfig {
     /// resize, its JPEG quality); off, every thumbnail is made from the
     /// photo itself. Default: `true`.
     ///
-    /// In a pipeline with the default decoder, the fetch then stops
-    /// reading a JPEG once its first bytes hold the photo's headers and
-    /// an embedded thumbnail that serves the load (tens of KB of a file
-    /// of megabytes): the connection is closed (HTTP/1.1) or the stream
-    /// reset (HTTP/2). If that thumbnail does not decode, the photo is
-    /// fetched again and read whole. With the disk cache on, bodies are
-    /// read whole and kept, so that any size can be made from them later.
+    /// In a pipeline whose decoder takes bodies cut short (the default
+    /// decoder does: [`Decode::takes_cut_short_bodies`](crate::Decode::takes_cut_short_bodies)),
+    /// the fetch then stops reading a JPEG, over HTTP or from a `file://`
+    /// path, once its first bytes hold the photo's headers and an embedded
+    /// thumbnail that serves the load (tens of KB of a file of megabytes):
+    /// the connection is closed (HTTP/1.1) or the stream reset (HTTP/2).
+    /// If that thumbnail does not decode, the photo is fetched again and
+    /// read whole. With the disk cache on, bodies are read whole and kept,
+    /// so that any size can be made from them later. This setting of the
+    /// pipeline's [`Config::decode`](crate::Config::decode) is what the
+    /// fetch follows: a decoder of your own, or an
+    /// [`ImageDecoder`](crate::ImageDecoder) made from another config, is
+    /// given what it allows.
     pub embedded_thumbnails: bool,
     /// Whether a progressive JPEG bound for 1/8 of its size or less (a 12
     /// MP photo to 256 px and under) is decoded from its DC scans alone,
@@ -85,9 +91,9 @@ pub struct DecodeConfig {
     /// arithmetic-coded, 12-bit or CMYK) takes the other route. Default:
     /// `true`.
     ///
-    /// In a pipeline with the default decoder, the fetch then stops
-    /// reading such a JPEG at the end of its DC scans, as it does at an
-    /// [embedded thumbnail](Self::embedded_thumbnails).
+    /// In a pipeline whose decoder takes bodies cut short, the fetch then
+    /// stops reading such a JPEG at the end of its DC scans, as it does at
+    /// an [embedded thumbnail](Self::embedded_thumbnails).
     pub progressive_dc_scans: bool,
     /// Decode threads, named `thumbpipe-decode-N`. Default: one per core.
     pub threads: usize,

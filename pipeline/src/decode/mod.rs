@@ -114,7 +114,9 @@ pub trait Decode: Send + Sync + 'static {
     /// [`DecodeConfig::progressive_dc_scans`] allow). When its decode of
     /// such a body fails, the pipeline reads the body again whole, once.
     /// Default `false`: every body it is given is whole. [`ImageDecoder`]
-    /// takes them when either setting is on.
+    /// takes them when either of its settings is on; how far a fetch reads
+    /// follows the pipeline's [`Config::decode`](crate::Config::decode),
+    /// so give it the same [`DecodeConfig`].
     fn takes_cut_short_bodies(&self) -> bool {
         false
     }

@@ -144,8 +144,10 @@ async fn load(
     mut request: FetchRequest,
     parts: http::request::Parts,
 ) -> Result<FetchResponse, Error> {
-    // Bodies are kept whole, to serve any size later: none is cut short.
+    // Bodies are kept whole, to serve any size later: none is cut short,
+    // nor may a layer behind this one cut it.
     request.stop_rule = None;
+    request.cut_short_for = None;
     let url = request.url.clone();
     let kept = Kept {
         disk: &disk,

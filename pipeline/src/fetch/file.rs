@@ -146,11 +146,14 @@ fn read_file(
     }
     // Read in chunks, for the stop rule to look at; a file that grows after
     // the check is never read past the cap.
+    // With a stop rule, room for a few chunks first: most reads it cuts
+    // short end within them; one read whole gets the file's size at once.
+    let whole = metadata.len() as usize;
     let capacity = match rule {
-        Some(_) => metadata.len().min(CHUNK_BYTES as u64 * 4),
-        None => metadata.len(),
+        Some(_) => whole.min(CHUNK_BYTES * 4),
+        None => whole,
     };
-    let mut body = BodySoFar::new(capacity as usize, max_bytes, rule.as_ref());
+    let mut body = BodySoFar::of_known_size(capacity, whole, max_bytes, rule.as_ref());
     let mut chunk = vec![0; CHUNK_BYTES];
     let mut file = file;
     loop {

@@ -80,6 +80,9 @@ pub(crate) struct BodySoFar {
     /// `None` once the rule has said the whole body is needed, or without
     /// a rule.
     watch: Option<Watch>,
+    /// The whole body's size, when known (a file's): room for it is made
+    /// once the rule says the whole body is needed.
+    whole: usize,
 }
 
 /// Whether to read on after a chunk.
@@ -98,6 +101,21 @@ impl BodySoFar {
             bytes: Vec::with_capacity(capacity),
             max_bytes,
             watch: rule.map(|rule| (rule.0)()),
+            whole: 0,
+        }
+    }
+
+    /// The same, for a body known to be `whole` bytes long: it starts at
+    /// `capacity` and grows to `whole` at once when it must be read whole.
+    pub(crate) fn of_known_size(
+        capacity: usize,
+        whole: usize,
+        max_bytes: u64,
+        rule: Option<&StopRule>,
+    ) -> Self {
+        Self {
+            whole,
+            ..Self::new(capacity, max_bytes, rule)
         }
     }
 
@@ -115,7 +133,11 @@ impl BodySoFar {
             match watch(&self.bytes) {
                 Enough::Yes => return Ok(ReadOn::Stop),
                 Enough::NotYet => {}
-                Enough::Never => self.watch = None,
+                Enough::Never => {
+                    self.watch = None;
+                    self.bytes
+                        .reserve_exact(self.whole.saturating_sub(self.bytes.len()));
+                }
             }
         }
         Ok(ReadOn::More)

@@ -141,7 +141,8 @@ impl LoadActor {
         {
             let error = Error::Decode {
                 url: task.key.url.to_string(),
-                reason: "the fetcher answered only the start of the body, and the decoder                          takes whole bodies (does the fetcher honour FetchRequest::stop_rule?)"
+                reason: "the fetcher answered only the start of the body, and the decoder \
+                         takes whole bodies (does the fetcher honour FetchRequest::stop_rule?)"
                     .into(),
             };
             self.finish(task_id, Err(error));

@@ -365,6 +365,26 @@ mod tests {
         bomb
     }
 
+    /// Regression: a stuffed byte (`FF 00`) where a marker should be was
+    /// read as a marker whose length was the next two bytes: before a
+    /// scan's `FF DA`, a jump of 65,498 bytes, past every scan of a bomb
+    /// (and past the end), which the count then missed. Decoders skip
+    /// such bytes; so does the walk.
+    #[test]
+    fn a_stuffed_byte_between_segments_hides_no_scan() {
+        let bomb = scan_bomb(3_000);
+        let first_scan_of_the_bomb = bomb
+            .windows(10)
+            .position(|w| w[..4] == [0xFF, 0xDA, 0, 8] && w[6..] == [0x01, 1, 63, 0])
+            .unwrap();
+        let mut hidden = bomb.clone();
+        hidden.splice(first_scan_of_the_bomb..first_scan_of_the_bomb, [0xFF, 0x00]);
+        assert_eq!(JpegLayout::read(&hidden).scans, MAX_SCANS + 1);
+        let url: Arc<str> = "http://x/hidden.jpg".into();
+        let error = decode_thumbnail(&url, &hidden, TargetSize::square(256), LIMITS).unwrap_err();
+        assert!(error.to_string().contains("scans"), "{error}");
+    }
+
     /// Regression: the DCT-scaled path (jpeg-decoder) had no cap on scans,
     /// and every scan walks every block: 100,000 scans in 1.2 MB kept a
     /// decode thread busy for tens of seconds.

@@ -58,7 +58,8 @@ pub(super) enum Segment<'a> {
     Whole(u8, &'a [u8], usize),
     /// The bytes end inside it.
     Cut,
-    /// Not a marker where one must be, or a length shorter than itself.
+    /// Not a marker where one must be (a stuffed `FF 00` is none), or a
+    /// length shorter than itself.
     Broken,
 }
 
@@ -69,6 +70,8 @@ pub(super) fn read_segment(bytes: &[u8], mut at: usize) -> Segment<'_> {
     }
     let marker = match (bytes.get(at), bytes.get(at + 1)) {
         (None, _) | (Some(0xFF), None) => return Segment::Cut,
+        // FF 00 is a stuffed byte of entropy-coded data, not a marker.
+        (Some(0xFF), Some(0x00)) => return Segment::Broken,
         (Some(0xFF), Some(&marker)) => marker,
         _ => return Segment::Broken,
     };
