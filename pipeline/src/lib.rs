@@ -41,6 +41,9 @@
 //!   use.
 //! - `body`: the [`Body`] a fetch answers and a decode reads, whole or cut
 //!   short; a leaf too.
+//! - `formats`: the one table of the formats this build decodes
+//!   ([`SUPPORTED_FORMATS`]), which the fetch's `Accept` header and the
+//!   decode both read; a leaf.
 //! - `pipeline`: the [`Pipeline`] handle and its builder
 //!   (`pipeline/builder.rs`), and the UI side, `pipeline/rows.rs`:
 //!   [`Pipeline::request`] / [`Pipeline::drain`], one live request per row,
@@ -128,7 +131,7 @@
 //!   egui's in `egui/config.rs`), with its default and its check in that
 //!   config's `validate`.
 //! - **A new image format**: a cargo feature in `pipeline/Cargo.toml`
-//!   that turns on `image`'s, and an entry of `decode/formats.rs` (its
+//!   that turns on `image`'s, and an entry of `formats.rs` (its
 //!   name, media type and `image`'s format) behind it; a faster path or a
 //!   fix for it in its own file like `decode/ico.rs` (or folder, like
 //!   `decode/jpeg/`).
@@ -242,6 +245,7 @@ mod disk;
 pub mod egui;
 mod error;
 mod fetch;
+mod formats;
 mod load;
 mod metrics;
 mod pipeline;
@@ -254,7 +258,7 @@ pub use body::Body;
 pub use cache::{CacheConfig, CacheStats};
 pub use coast::{CoastModel, CoastPrediction, ExponentialDecay, ListGeometry, RowVisit};
 pub use config::Config;
-pub use decode::{Decode, DecodeConfig, ImageDecoder, SUPPORTED_FORMATS, thumbnail_from_bytes};
+pub use decode::{Decode, DecodeConfig, ImageDecoder, thumbnail_from_bytes};
 pub use deliver::Completion;
 pub use disk::{DiskConfig, DiskStats};
 pub use error::{BuildError, Error};
@@ -262,6 +266,7 @@ pub use fetch::{
     Enough, Fetch, FetchConfig, FetchFn, FetchRequest, FetchResponse, HeaderHook, HttpFetcher,
     Proxy, StopRule, fetch_fn,
 };
+pub use formats::SUPPORTED_FORMATS;
 /// The `http` crate, whose header types [`FetchConfig::headers`],
 /// [`HeaderHook`] and [`FetchRequest`] use.
 pub use http;

@@ -16,7 +16,8 @@ use image::metadata::Orientation;
 use image::{ColorType, ImageDecoder as _, ImageFormat, ImageReader};
 
 use super::upright::{orientation_of, quarter_turn, swapped};
-use super::{DecodeLimits, SUPPORTED_FORMATS, formats, gif, ico, jpeg, png, svg, tiff, webp};
+use super::{DecodeLimits, gif, ico, jpeg, png, svg, tiff, webp};
+use crate::formats::{self, SUPPORTED_FORMATS};
 use crate::request::TargetSize;
 use crate::{Error, Thumbnail};
 

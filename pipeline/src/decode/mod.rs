@@ -19,7 +19,8 @@
 //!
 //! Where to change what: a new format is a cargo feature in
 //! `pipeline/Cargo.toml` that turns on `image`'s, and an entry in
-//! `formats.rs` (with its stand-in in `off.rs` when the feature is off); a
+//! the crate's `formats.rs` (with its stand-in in `off.rs` when the feature
+//! is off); a
 //! faster path or a fix for one format is a file like `ico.rs` or a folder
 //! like `jpeg/`, chosen by `route.rs`, which takes one image from its bytes
 //! to its thumbnail once `header.rs` has read what it is; the resize filter
@@ -29,7 +30,6 @@
 mod animation;
 mod config;
 mod fitting;
-mod formats;
 mod gif;
 mod header;
 mod jpeg;
@@ -64,8 +64,6 @@ use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
 pub use config::DecodeConfig;
-pub use formats::SUPPORTED_FORMATS;
-pub(crate) use formats::accept_header;
 pub(crate) use jpeg::read_as_needed;
 pub(crate) use pool::{DecodeJob, DecodeOutcome, DecodePool, SHUTDOWN_PATIENCE};
 pub(crate) use route::decode_thumbnail;

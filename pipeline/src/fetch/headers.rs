@@ -18,11 +18,11 @@ use http::header::{ACCEPT, HeaderMap, HeaderValue, USER_AGENT};
 use url::Url;
 
 /// The media types of the formats the default decoder reads in this build
-/// (`decode/formats.rs`): the `Accept` header of every request unless the
+/// (`formats.rs`): the `Accept` header of every request unless the
 /// app sets its own, so that a server that picks a format by it never
 /// sends one the decoder refuses.
 fn accept_images() -> HeaderValue {
-    HeaderValue::try_from(crate::decode::accept_header())
+    HeaderValue::try_from(crate::formats::accept_header())
         .unwrap_or(HeaderValue::from_static("image/*"))
 }
 

@@ -1,6 +1,8 @@
 //! Formats: the one table of the image formats this build decodes, which
 //! the rest of the crate reads: [`SUPPORTED_FORMATS`], the `Accept` header
-//! of every request, and the decoder's check of what it was given.
+//! of every request (the fetch stage's), and the decoder's check of what it
+//! was given. A leaf of the crate, like `request.rs`: the fetch and the
+//! decode both read it, and it uses neither.
 //!
 //! Plain constants, fixed when the crate is built: JPEG, PNG, WebP and GIF
 //! always; BMP, ICO, TIFF and SVG each behind a cargo feature of the same
@@ -17,7 +19,7 @@ pub(crate) struct Format {
     /// names.
     pub(crate) media_type: &'static str,
     /// `image`'s name for it, which its magic bytes are matched to; none
-    /// for SVG, which is markup (`svg.rs` tells it).
+    /// for SVG, which is markup (`decode/svg.rs` tells it).
     pub(crate) image: Option<ImageFormat>,
 }
 
