@@ -1,13 +1,16 @@
 //! What a [`crate::Pipeline`] is allowed to do, gathered by stage: each
 //! stage's settings, with their defaults and validation, live beside the
 //! stage that reads them ([`FetchConfig`] in `fetch/`, [`DecodeConfig`]
-//! in `decode/`, [`CacheConfig`] in `cache.rs`, [`DiskConfig`] in `disk/`);
+//! in `decode/`, [`CacheConfig`] in `cache.rs`, [`DiskConfig`] in `disk/`,
+//! [`SharedThumbnailsConfig`] in `shared_thumbnails/`);
 //! this file holds the pipeline's own and the check of the whole.
 //!
 //! Plain data, read once by [`crate::Pipeline::new`]. Every field documents
 //! its default.
 
-use crate::{BuildError, CacheConfig, DecodeConfig, DiskConfig, FetchConfig};
+use crate::{
+    BuildError, CacheConfig, DecodeConfig, DiskConfig, FetchConfig, SharedThumbnailsConfig,
+};
 
 /// Settings of a [`crate::Pipeline`], one struct per stage.
 ///
@@ -39,6 +42,10 @@ pub struct Config {
     pub cache: CacheConfig,
     /// The disk cache; off unless [`DiskConfig::dir`] is set.
     pub disk: DiskConfig,
+    /// The desktop's shared thumbnails of local files (`file://` URLs),
+    /// read and written: on Linux and the BSDs by default, once
+    /// [`FetchConfig::file_roots`] allows files.
+    pub shared_thumbnails: SharedThumbnailsConfig,
     /// Worker threads of the pipeline's own I/O runtime, named
     /// `thumbpipe-io-N` (unused with [`crate::Pipeline::with_runtime`]).
     /// Default: 2.
@@ -60,6 +67,7 @@ impl Config {
         self.decode.validate()?;
         self.cache.validate()?;
         self.disk.validate()?;
+        self.shared_thumbnails.validate()?;
         crate::error::at_least_one(&[
             ("io_threads", self.io_threads as u64),
             ("max_pending_requests", self.max_pending_requests as u64),
@@ -74,6 +82,7 @@ impl Default for Config {
             decode: DecodeConfig::default(),
             cache: CacheConfig::default(),
             disk: DiskConfig::default(),
+            shared_thumbnails: SharedThumbnailsConfig::default(),
             io_threads: 2,
             max_pending_requests: 10_000,
         }

@@ -22,7 +22,7 @@ use std::time::Duration;
 pub enum Error {
     /// The URL is not one the pipeline may load: not a URL, another scheme than
     /// `http` and `https`, or a `file://` URL that
-    /// [`FetchConfig::file_root`](crate::FetchConfig::file_root) does not
+    /// [`FetchConfig::file_roots`](crate::FetchConfig::file_roots) does not
     /// allow.
     #[error("cannot load '{url}': {reason}")]
     UnsupportedUrl {

@@ -96,6 +96,13 @@ const fn names() -> [&'static str; FORMATS.len()] {
     names
 }
 
+/// The media type of the image `bytes` hold, if they are one of the
+/// formats' (what a shared thumbnail's `Thumb::Mimetype` says).
+#[cfg_attr(not(feature = "shared-thumbnails"), allow(dead_code))]
+pub(crate) fn media_type(bytes: &[u8]) -> Option<&'static str> {
+    supported(guess(bytes)?).map(|format| format.media_type)
+}
+
 /// The format `bytes` are in, by their first bytes: `image`'s guess, and
 /// BigTIFF (a TIFF with 64-bit offsets, `II+\0` or `MM\0+`), which the
 /// TIFF decoder reads and `image` does not recognise.

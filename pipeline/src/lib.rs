@@ -15,13 +15,16 @@
 //! | `bmp`, `ico`, `tiff` | on | BMP; ICO (the entry that best fits the thumbnail); TIFF and BigTIFF (the first page; uncompressed, LZW, Deflate, PackBits, JPEG, CCITT G4), in [`SUPPORTED_FORMATS`] and the `Accept` header | `image`'s pure-Rust decoders: `tiff` adds 5 crates (tiff, fax, half, zerocopy and its derive), `bmp` and `ico` none |
 //! | `svg` | off | SVG drawn at the thumbnail's size by resvg, sharp at every scale, under [`DecodeConfig::svg_max_elements`]; `.svg` URIs in the egui front door. The layers, masks, filters and pattern tiles it holds at once count in [`DecodeConfig::max_alloc_bytes`], and the pixels it fills in four times it. For SVGs from servers you trust: these limits stop the known bombs (self-referring `<use>`, nested layers, huge pattern tiles, filters' kernels) but the reckoning is not exact (the pixels a clip path's contents fill and filters' working buffers are not counted). Off by default, as in egui_extras: 18 more crates to build | resvg, usvg and tiny-skia, pure Rust: 18 crates |
 //! | `disk-cache` | on | the HTTP cache on disk ([`DiskConfig`]) | cacache, http-cache-semantics and their hashes: 43 crates |
+//! | `shared-thumbnails` | on | the desktop's shared thumbnails of local files ([`SharedThumbnailsConfig`]), read and written as the freedesktop.org standard says | md-5: 1 crate beside `disk-cache`'s hashes, 6 without them; png is `image`'s |
 //! | `libjpeg` | on | JPEGs decoded at the DCT scale that covers the thumbnail: a 12 MP photo 2.3x faster than the pure-Rust full decode (`jpeg-routes`), without holding the whole image | libjpeg-turbo, built from source: 3 crates and a C compiler |
 //! | `rustls-aws-lc` | on | `https` (HTTP/2 when the server offers it), its cryptography by aws-lc | rustls, aws-lc and h2: 16 crates, aws-lc built from source with cmake and a C compiler, and NASM on Windows x86_64 |
 //! | `rustls-ring` | off | `https` (HTTP/2 when offered), its cryptography by ring, for builds without cmake or NASM | rustls, ring and h2: 16 crates and a C compiler; ring becomes rustls' process-wide provider unless the app installed one |
 //! | `egui` | off | `thumbpipe::egui`: `egui::Image::new(url)` through the pipeline | egui |
 //!
 //! Without `disk-cache`, a config with [`disk.dir`](DiskConfig::dir) fails
-//! to build a pipeline; without `libjpeg`, every JPEG takes `image`'s
+//! to build a pipeline, and so does one that sets
+//! [`shared_thumbnails`](SharedThumbnailsConfig) without
+//! `shared-thumbnails` (its default is then off); without `libjpeg`, every JPEG takes `image`'s
 //! pure-Rust decoder in full; without either TLS feature, `https` URLs fail
 //! to load and [`FetchConfig::extra_root_certificates`] is refused. A lean
 //! egui app without cmake:
@@ -52,6 +55,10 @@
 //!   `load/registry.rs` (one shared task per url and size: coalescing,
 //!   subscribers, stages) and `load/schedule.rs` (the fetch queue and
 //!   per-host slots). The UI side reaches it through one handle.
+//! - `shared_thumbnails`: the desktop's thumbnails of local files (the
+//!   freedesktop.org standard's `~/.cache/thumbnails`), a tier of the load
+//!   actor beside the fetch: looked up before a file is read, written after
+//!   it is decoded.
 //! - `cache`: least-recently-used thumbnails under cost, count and TTL
 //!   limits, owned by the actor, with a view the UI side reads without
 //!   waiting ([`Pipeline::cached`]).
@@ -214,9 +221,10 @@
 //!   `https` to `http` is not followed unless
 //!   [`fetch.allow_https_to_http_redirects`](FetchConfig::allow_https_to_http_redirects)
 //!   says so.
-//! - `file://` URLs only when [`fetch.file_root`](FetchConfig::file_root) is
-//!   set, and then only files whose path, with symbolic links resolved, lies
-//!   under that directory; others are [`Error::UnsupportedUrl`]. Only regular
+//! - `file://` URLs only under the directories of
+//!   [`fetch.file_roots`](FetchConfig::file_roots): files whose path, with
+//!   symbolic links resolved, lies under one of them; others are
+//!   [`Error::UnsupportedUrl`]. Only regular
 //!   files are read: a FIFO or a device is [`Error::File`], told from the
 //!   opened handle without waiting on it. The check and the read happen
 //!   together off the UI thread; a link swapped into a directory of the path
@@ -251,6 +259,7 @@ mod metrics;
 mod pipeline;
 mod queue;
 mod request;
+mod shared_thumbnails;
 mod thumbnail;
 mod workers;
 
@@ -273,6 +282,7 @@ pub use http;
 pub use metrics::Stats;
 pub use pipeline::{Pipeline, PipelineBuilder};
 pub use request::{Fit, Priority, RequestId, TargetSize};
+pub use shared_thumbnails::{SharedThumbnailsConfig, ThumbnailStore};
 pub use thumbnail::{Animation, AnimationFrame, Thumbnail};
 
 /// The crate README's examples, compiled as doc tests.

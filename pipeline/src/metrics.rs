@@ -84,6 +84,14 @@ metrics! {
     results_dropped,
     /// Body bytes fetched.
     bytes_fetched,
+    /// Of them, bytes read from local files (`file://` URLs).
+    file_bytes_read,
+    /// Loads of local files served by a thumbnail of the desktop's shared
+    /// cache ([`SharedThumbnailsConfig`](crate::SharedThumbnailsConfig)):
+    /// no read of the file, no decode of it.
+    shared_thumbnails_used,
+    /// Thumbnails written to the shared cache.
+    shared_thumbnails_written,
     /// Gauge: fetches in flight now.
     in_flight,
     /// Gauge: loads waiting in the fetch queue now.

@@ -170,8 +170,18 @@ pub(crate) fn parse_url(url: &str, files: bool) -> Result<Url, Error> {
     }
 }
 
-/// The host (and port) a URL's fetch counts against.
+/// The key every `file://` URL's read counts against: local files are a
+/// lane of their own (`FetchConfig::file_readers`), apart from the
+/// network's hosts and its global limit. No host key of a network URL
+/// (`host:port`) ends in a bare colon.
+pub(crate) const FILES_HOST: &str = "file:";
+
+/// The host (and port) a URL's fetch counts against; for a `file://` URL,
+/// [`FILES_HOST`].
 pub(crate) fn host_key(url: &Url) -> String {
+    if url.scheme() == "file" {
+        return FILES_HOST.to_owned();
+    }
     format!(
         "{}:{}",
         url.host_str().unwrap_or(""),
@@ -183,8 +193,8 @@ pub(crate) fn host_key(url: &Url) -> String {
 pub(crate) fn files_off(url: &str) -> Error {
     Error::UnsupportedUrl {
         url: url.to_owned(),
-        reason: "file URLs are off; set config.fetch.file_root to a directory to allow the files \
-                 under it"
+        reason: "file URLs are off; add a directory to config.fetch.file_roots to allow the \
+                 files under it"
             .into(),
     }
 }
@@ -219,5 +229,11 @@ mod tests {
         let b = parse_url("http://h:2/x", false).unwrap();
         assert_ne!(host_key(&a), host_key(&b));
         assert_eq!(host_key(&parse_url("https://h/x", false).unwrap()), "h:443");
+        let file = parse_url("file:///srv/a.jpg", true).unwrap();
+        assert_eq!(host_key(&file), FILES_HOST);
+        assert_ne!(
+            host_key(&parse_url("http://file/x", false).unwrap()),
+            FILES_HOST
+        );
     }
 }

@@ -61,7 +61,10 @@ fn drop_with_a_thousand_requests(
     let served_before = server.stats();
     let mut config = Config::default();
     // Its file and disk threads must end too.
-    config.fetch.file_root = Some(std::env::temp_dir());
+    config.fetch.file_roots = vec![std::env::temp_dir()];
+    // Hermetic: not the desktop's thumbnails of this machine.
+    config.shared_thumbnails.read = thumbpipe::ThumbnailStore::Off;
+    config.shared_thumbnails.write = thumbpipe::ThumbnailStore::Off;
     let disk_dir = std::env::temp_dir().join(format!(
         "thumbpipe-shutdown-{setup:?}-{}",
         std::process::id()
@@ -111,7 +114,7 @@ fn drop_with_a_thousand_requests(
     let during = ThreadCensus::take().unwrap();
     assert_eq!(
         during.with_prefix("thumbpipe-file"),
-        1,
+        thumbpipe::FetchConfig::default().file_readers,
         "{:?}",
         during.names
     );

@@ -66,6 +66,7 @@ use std::sync::Arc;
 pub use config::DecodeConfig;
 pub(crate) use jpeg::read_as_needed;
 pub(crate) use pool::{DecodeJob, DecodeOutcome, DecodePool, SHUTDOWN_PATIENCE};
+pub(crate) use resize::refit;
 pub(crate) use route::decode_thumbnail;
 
 use crate::request::TargetSize;

@@ -159,6 +159,11 @@ impl DecodePool {
         })
     }
 
+    /// The decoder its threads run.
+    pub(crate) fn decoder(&self) -> Arc<dyn Decode> {
+        Arc::clone(&self.shared.codec)
+    }
+
     /// Queues a job; if the pool has shut down, the job reports
     /// [`DecodeOutcome::PoolClosed`] at once.
     #[cfg(test)]

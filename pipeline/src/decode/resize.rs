@@ -11,6 +11,11 @@
 use fast_image_resize::images::Image;
 use fast_image_resize::{FilterType, MulDiv, PixelType, ResizeAlg, ResizeOptions, Resizer};
 use image::{DynamicImage, RgbaImage};
+use std::sync::Arc;
+
+use super::fitting::Fitting;
+use crate::request::TargetSize;
+use crate::{Animation, AnimationFrame, Error, Thumbnail};
 
 /// The filter: Lanczos3, which does not alias however far an image is
 /// scaled down (its support grows with the ratio), and is what the `image`
@@ -167,6 +172,56 @@ impl Pixels {
         };
         RgbaImage::from_raw(width, height, rgba).ok_or_else(|| "resizing: short buffer".into())
     }
+}
+
+/// `thumbnail` scaled down (or cropped) to `target` as a decode to it
+/// would make it, every frame of an animation too: a thumbnail decoded at
+/// a larger size for a tier that keeps that size. `None` if it comes out
+/// more than a pixel smaller than a decode of the image itself would (a
+/// cover crop of a panorama from its thumbnail inside a square). Runs on
+/// the calling (decode) thread.
+pub(crate) fn refit(thumbnail: &Thumbnail, target: TargetSize) -> Result<Option<Thumbnail>, Error> {
+    let fitting = Fitting::new(thumbnail.width, thumbnail.height, target);
+    let (width, height) = fitting.size;
+    let (source_width, source_height) = thumbnail.display_size();
+    let direct = Fitting::new(source_width, source_height, target).size;
+    if width + 1 < direct.0 || height + 1 < direct.1 {
+        return Ok(None);
+    }
+    let scale = |pixels: &Arc<[u8]>| -> Result<Arc<[u8]>, Error> {
+        let source = Pixels {
+            width: thumbnail.width,
+            height: thumbnail.height,
+            layout: Layout::Rgba,
+            data: pixels.to_vec(),
+        };
+        let scaled = source
+            .into_rgba(fitting.crop, width, height)
+            .map_err(|reason| Error::Decode {
+                url: thumbnail.url.to_string(),
+                reason,
+            })?;
+        Ok(Arc::from(scaled.into_raw()))
+    };
+    let animation = match &thumbnail.animation {
+        None => None,
+        Some(animation) => {
+            let frames = animation
+                .frames()
+                .iter()
+                .map(|frame| Ok(AnimationFrame::new(scale(&frame.pixels)?, frame.delay)))
+                .collect::<Result<Vec<_>, Error>>()?;
+            Animation::new(frames).map(Arc::new)
+        }
+    };
+    Ok(Some(Thumbnail {
+        url: Arc::clone(&thumbnail.url),
+        width,
+        height,
+        pixels: scale(&thumbnail.pixels)?,
+        source_size: thumbnail.source_size,
+        animation,
+    }))
 }
 
 #[cfg(test)]

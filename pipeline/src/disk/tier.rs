@@ -24,7 +24,7 @@ use super::{DiskCache, DiskStats, cache_options, request_parts, response_parts};
 use crate::fetch::{Fetch, FetchRequest, FetchResponse, body_only, check_status};
 use crate::load::ThumbnailTier;
 use crate::request::{Fit, TargetSize};
-use crate::{BuildError, DiskConfig, Error, Thumbnail};
+use crate::{Body, BuildError, DiskConfig, Error, Thumbnail};
 
 /// An HTTP cache on disk in front of `inner`.
 pub(crate) struct DiskTier {
@@ -120,12 +120,21 @@ impl ThumbnailTier for DiskThumbnails {
         is_http(url) && !matches!(target.fit, Fit::Original { .. })
     }
 
-    fn lookup(&self, url: &Url, target: TargetSize) -> BoxFuture<'static, Option<Thumbnail>> {
-        Box::pin(self.0.lookup_thumbnail(url, target))
+    fn lookup(
+        &self,
+        url: &Url,
+        target: TargetSize,
+    ) -> BoxFuture<'static, Option<Result<Thumbnail, Error>>> {
+        let found = self.0.lookup_thumbnail(url, target);
+        Box::pin(async move { found.await.map(Ok) })
     }
 
-    fn offer(&self, url: &Url, target: TargetSize, body: &Bytes, thumbnail: &Thumbnail) {
-        self.0.store_thumbnail(url, target, body, thumbnail.clone());
+    /// Kept beside the response only if it was decoded from all of it.
+    fn offer(&self, url: &Url, target: TargetSize, body: &Body, thumbnail: &Thumbnail) {
+        if body.complete {
+            self.0
+                .store_thumbnail(url, target, &body.bytes, thumbnail.clone());
+        }
     }
 }
 

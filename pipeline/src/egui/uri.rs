@@ -39,8 +39,8 @@ pub(crate) struct UriKey {
 pub(crate) struct UriLoader {
     /// `None` once uninstalled.
     front: Mutex<Option<Front<UriKey>>>,
-    /// Whether `file://` URIs are thumbpipe's (`FetchConfig::file_root` is
-    /// set).
+    /// Whether `file://` URIs are thumbpipe's (`FetchConfig::file_roots`
+    /// has one).
     files: bool,
 }
 
@@ -191,7 +191,7 @@ fn without_fragment(uri: &str) -> &str {
 
 /// Makes thumbpipe egui's loader for `http://` and `https://` image URIs (and
 /// `file://` ones under
-/// [`FetchConfig::file_root`](crate::FetchConfig::file_root)): after it, every
+/// [`FetchConfig::file_roots`](crate::FetchConfig::file_roots)): after it, every
 /// `egui::Image::new(url)`, `ui.image(url)` and `Image::from_uri(url)` is
 /// fetched, decoded to the size it is drawn at, cached and cancelled by
 /// thumbpipe. Other URIs (`bytes://`, SVGs from `include_image!`, ...) still go
@@ -274,7 +274,7 @@ pub fn install_with<K>(
         return Err(BuildError::AlreadyInstalled);
     }
     let config = config.into();
-    let files = config.pipeline.fetch.file_root.is_some();
+    let files = !config.pipeline.fetch.file_roots.is_empty();
     let loader = Arc::new(UriLoader {
         front: Mutex::new(Some(Front::new(ctx, config, builder.for_rows())?)),
         files,

@@ -36,6 +36,8 @@ use errors::{causes, redirect_policy};
 pub(crate) use exchange::check_status;
 pub use exchange::{FetchRequest, FetchResponse};
 use file::FileReader;
+#[cfg(feature = "shared-thumbnails")]
+pub(crate) use file::canonical_roots;
 pub use headers::HeaderHook;
 pub(crate) use headers::RequestHeaders;
 pub use stop::{Enough, StopRule};
@@ -170,7 +172,7 @@ where
 /// and redirect limit from [`FetchConfig`]; TLS by rustls, checked against the
 /// platform's trusted roots, and HTTP/2 with a server that offers it (ALPN),
 /// where a cancelled fetch resets its stream and the connection stays. Reads `file://` URLs under
-/// [`FetchConfig::file_root`](crate::FetchConfig::file_root) when it is set.
+/// [`FetchConfig::file_roots`](crate::FetchConfig::file_roots).
 ///
 /// In a pipeline, the bodies it holds, read or being read, count against the
 /// pipeline's
@@ -194,7 +196,7 @@ where
 pub struct HttpFetcher {
     client: reqwest::Client,
     limits: Arc<FetchLimits>,
-    /// Reads the files under `FetchConfig::file_root`, when it is set.
+    /// Reads the files under `FetchConfig::file_roots`, when there are any.
     files: Option<Arc<FileReader>>,
 }
 
@@ -209,7 +211,7 @@ impl HttpFetcher {
     /// A client with `config`'s timeouts, redirect limit, trusted roots,
     /// headers and proxy. [`FetchConfig::header_hook`] is the pipeline's: it
     /// runs as the pipeline makes each request, not here.
-    /// Fails if [`FetchConfig::file_root`] is set but is not a directory,
+    /// Fails if one of [`FetchConfig::file_roots`] is not a directory,
     /// or a certificate of [`FetchConfig::extra_root_certificates`] cannot
     /// be read.
     pub fn new(config: &FetchConfig) -> Result<Self, BuildError> {
@@ -226,10 +228,8 @@ impl HttpFetcher {
     /// A client whose default headers are thumbpipe's and `app`'s.
     fn with_headers(config: &FetchConfig, app: &::http::HeaderMap) -> Result<Self, BuildError> {
         config.validate()?;
-        let files = config
-            .file_root
-            .as_deref()
-            .map(FileReader::start)
+        let files = (!config.file_roots.is_empty())
+            .then(|| FileReader::start(&config.file_roots, config.file_readers))
             .transpose()?
             .map(Arc::new);
         let mut client = reqwest::Client::builder()
@@ -305,6 +305,14 @@ fn tls(
     _roots: &[Vec<u8>],
 ) -> Result<reqwest::ClientBuilder, BuildError> {
     Ok(client)
+}
+
+impl HttpFetcher {
+    /// Its file threads, if it reads files: the desktop's thumbnail cache
+    /// does its blocking work on them too.
+    pub(crate) fn file_threads(&self) -> Option<Arc<crate::workers::Workers>> {
+        self.files.as_ref().map(|files| files.threads())
+    }
 }
 
 /// The body of `fetcher`'s response to a plain request for `url`: how a

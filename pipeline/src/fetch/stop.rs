@@ -143,6 +143,12 @@ impl BodySoFar {
         Ok(ReadOn::More)
     }
 
+    /// Whether the stop rule still watches: it may yet say the bytes are
+    /// enough.
+    pub(crate) fn watching(&self) -> bool {
+        self.watch.is_some()
+    }
+
     /// The body: cut short if `stopped`, whole otherwise; its bytes held
     /// by `hold` (a share of the body budget).
     pub(crate) fn finish(self, stopped: bool, hold: impl FnOnce(Vec<u8>) -> Bytes) -> Body {

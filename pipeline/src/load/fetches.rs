@@ -68,7 +68,9 @@ impl LoadActor {
             self.parts.max_body_bytes,
             Arc::clone(&self.parts.body_budget),
         );
-        // The body's start may serve, until one cut short did not.
+        // The body's start may serve, until one cut short did not. Read
+        // as far as the target needs: a thumbnail tier's larger size is
+        // made only where that start holds it (`decodes.rs`).
         request.cut_short_for = (self.parts.takes_cut_short_bodies
             && task.reading == Reading::AsNeeded)
             .then_some(task.key.target);
@@ -80,10 +82,11 @@ impl LoadActor {
         );
     }
 
-    /// The thumbnail tier answered `task_id`'s lookup: with its thumbnail,
-    /// the load is done; without, the slot it holds goes to its fetch.
-    pub(super) fn looked_up(&mut self, task_id: TaskId, found: Option<Thumbnail>) {
-        let Some(mut thumbnail) = found else {
+    /// The thumbnail tier answered `task_id`'s lookup: with its thumbnail
+    /// (or an error it recorded), the load is done; without, the slot it
+    /// holds goes to its fetch.
+    pub(super) fn looked_up(&mut self, task_id: TaskId, found: Option<Result<Thumbnail, Error>>) {
+        let Some(found) = found else {
             return self.fetch(task_id);
         };
         self.scheduler.remove(task_id);
@@ -93,9 +96,13 @@ impl LoadActor {
             return;
         };
         // The URL as asked for, as a decoded thumbnail carries it.
-        thumbnail.url = Arc::clone(&task.key.url);
+        let url = Arc::clone(&task.key.url);
+        let found = found.map(|mut thumbnail| {
+            thumbnail.url = url;
+            thumbnail
+        });
         Metrics::add(&metrics.fetches_completed, 1);
-        self.finish(task_id, Ok(thumbnail));
+        self.finish(task_id, found);
     }
 
     /// `task_id`'s fetch ended: its slot is free, and its body goes to a
@@ -118,6 +125,9 @@ impl LoadActor {
             Ok(response) => {
                 Metrics::add(&metrics.fetches_completed, 1);
                 Metrics::add(&metrics.bytes_fetched, response.body.len() as u64);
+                if task.url.scheme() == "file" {
+                    Metrics::add(&metrics.file_bytes_read, response.body.len() as u64);
+                }
                 self.body_arrived(task_id, response.body);
             }
             Err(error) => {

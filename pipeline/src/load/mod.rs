@@ -37,9 +37,11 @@
 //! Where to change what: a new priority is a [`Priority`] variant (the
 //! queues order by it); a new stage between fetch and decode is a
 //! [`Stage`] and an [`Event`] handled here; the order fetches start in is
-//! `schedule.rs`, how a fetch task runs `fetches.rs`. The UI side's handle
+//! `schedule.rs`, how a fetch task runs `fetches.rs`, a decode job
+//! `decodes.rs`. The UI side's handle
 //! and the guards of the actor's end are `handle.rs`.
 
+mod decodes;
 mod fetches;
 mod handle;
 mod registry;
@@ -60,7 +62,7 @@ pub(crate) use handle::LoadHandle;
 use handle::{Command, EndGuard, LiveTasks};
 use registry::{Joined, Left, Stage, TaskRegistry};
 use schedule::{FetchScheduler, Removed};
-pub(crate) use tier::ThumbnailTier;
+pub(crate) use tier::{ThumbnailTier, either};
 use times::LoadTimes;
 
 use crate::cache::{CacheKey, CacheLimits, CacheView, ThumbnailCache};
@@ -69,13 +71,13 @@ use crate::deliver::{Delivery, Outbox};
 use crate::fetch::{BodyBudget, Fetch, FetchResponse, RequestHeaders};
 use crate::metrics::Metrics;
 use crate::request::{Priority, RequestId, TaskId, host_key};
-use crate::{Body, CacheStats, Error, Thumbnail};
+use crate::{CacheStats, Error, Thumbnail};
 
 /// From the fetch tasks and decode threads.
 enum Event {
     /// The thumbnail tier answered: with the thumbnail (no fetch, no
     /// decode), or without (fetch it).
-    LookedUp(TaskId, Option<Thumbnail>),
+    LookedUp(TaskId, Option<Result<Thumbnail, Error>>),
     Fetched(TaskId, Result<FetchResponse, Error>),
     /// A decode ended; its body, of this many bytes, is gone.
     Decoded(TaskId, u64, DecodeOutcome),
@@ -98,6 +100,8 @@ pub(crate) struct Parts {
     pub(crate) cache_view: CacheView,
     pub(crate) max_per_host: usize,
     pub(crate) max_in_flight: usize,
+    /// Local file reads (and shared-thumbnail look-ups) in flight at most.
+    pub(crate) file_slots: usize,
     pub(crate) max_body_bytes: u64,
     /// No fetch starts while bodies of this many bytes await a decode.
     pub(crate) body_budget_bytes: u64,
@@ -129,7 +133,7 @@ pub(crate) fn start(parts: Parts, runtime: &Handle) -> LoadHandle {
     };
     let actor = LoadActor {
         cache: ThumbnailCache::new(parts.cache_limits, parts.cache_view.clone()),
-        scheduler: FetchScheduler::new(parts.max_per_host, parts.max_in_flight),
+        scheduler: FetchScheduler::new(parts.max_per_host, parts.max_in_flight, parts.file_slots),
         registry: TaskRegistry::default(),
         live: live.clone(),
         awaiting_decode: 0,
@@ -340,43 +344,6 @@ impl LoadActor {
         let priority = task.priority();
         self.scheduler.push(task_id, host, priority);
         true
-    }
-
-    /// Sends `task_id`'s body, whole or cut short, to the decode pool.
-    fn decode(&mut self, task_id: TaskId, body: Body) {
-        let Some(task) = self.registry.advance(task_id, Stage::Decoding) else {
-            return;
-        };
-        Metrics::add(&self.parts.metrics.decodes_started, 1);
-        let events = self.events.clone();
-        let size = body.len() as u64;
-        self.awaiting_decode += size;
-        let target = task.key.target;
-        // A whole body goes with the thumbnail to the thumbnail tier, which
-        // keeps the thumbnail if the body is the response it has for the
-        // URL.
-        let keep = self
-            .parts
-            .thumbnails
-            .clone()
-            .filter(|tier| body.complete && tier.keeps(&task.url, target))
-            .map(|tier| (tier, task.url.clone(), body.bytes.clone()));
-        self.decodes.push(DecodeJob {
-            task: task_id,
-            priority: task.priority(),
-            url: Arc::clone(&task.key.url),
-            body,
-            target,
-            cancel: task.cancel.clone(),
-            done: Box::new(move |outcome| {
-                if let (Some((tier, url, body)), DecodeOutcome::Done(Ok(thumbnail))) =
-                    (keep, &outcome)
-                {
-                    tier.offer(&url, target, &body, thumbnail);
-                }
-                let _ = events.send(Event::Decoded(task_id, size, outcome));
-            }),
-        });
     }
 
     /// Moves a task waiting for a fetch slot or a decode thread to its

@@ -14,8 +14,9 @@ use crate::decode::{DecodePool, read_as_needed};
 use crate::deliver::Outbox;
 use crate::disk::{WithDisk, with_disk};
 use crate::fetch::{BodyBudget, RequestHeaders};
-use crate::load::{self, Parts};
+use crate::load::{self, Parts, either};
 use crate::metrics::Metrics;
+use crate::shared_thumbnails;
 use crate::{BuildError, CacheStats, Config, Decode, Fetch, HttpFetcher, ImageDecoder};
 
 /// Builds a [`Pipeline`] with a runtime, fetcher or decoder of your own.
@@ -110,14 +111,17 @@ impl<K> PipelineBuilder<K> {
                 (Some(runtime), handle)
             }
         };
-        let fetcher: Arc<dyn Fetch> = match self.fetcher {
-            Some(fetcher) => fetcher,
+        let (fetcher, file_threads): (Arc<dyn Fetch>, _) = match self.fetcher {
+            Some(fetcher) => (fetcher, None),
             None => {
                 // reqwest's client needs a runtime context to build.
                 let _entered = handle.enter();
-                Arc::new(HttpFetcher::for_pipeline(&config.fetch)?)
+                let fetcher = HttpFetcher::for_pipeline(&config.fetch)?;
+                let file_threads = fetcher.file_threads();
+                (Arc::new(fetcher), file_threads)
             }
         };
+        let metrics = Arc::new(Metrics::default());
         // The disk cache: a layer in front of the fetcher, and the
         // thumbnail tier beside it.
         let WithDisk {
@@ -125,6 +129,14 @@ impl<K> PipelineBuilder<K> {
             stats: disk_stats,
             thumbnails,
         } = with_disk(fetcher, &config, self.decoder.is_none())?;
+        // The desktop's thumbnails of local files: a tier beside it.
+        let shared = shared_thumbnails::tier(
+            &config,
+            file_threads,
+            &metrics,
+            self.decoder.is_none() && !config.decode.animation,
+        )?;
+        let thumbnails = either(thumbnails, shared);
         let decode: Arc<dyn Decode> = match self.decoder {
             Some(decoder) => decoder,
             None => Arc::new(ImageDecoder::new(&config.decode)),
@@ -147,7 +159,6 @@ impl<K> PipelineBuilder<K> {
             decode,
         )?);
         let (outbox, deliveries) = std::sync::mpsc::channel();
-        let metrics = Arc::new(Metrics::default());
         let cache_stats = Arc::new(Mutex::new(CacheStats::default()));
         let waker = Arc::new(Mutex::new(None));
         let root = CancellationToken::new();
@@ -166,6 +177,9 @@ impl<K> PipelineBuilder<K> {
             cache_view: cache_view.clone(),
             max_per_host: config.fetch.max_per_host,
             max_in_flight: config.fetch.max_in_flight,
+            // Twice the threads: a read is ready for each as one ends, and
+            // a row that leaves takes back a read that has not started.
+            file_slots: config.fetch.file_readers.saturating_mul(2),
             max_body_bytes: config.fetch.max_body_bytes,
             body_budget_bytes: config.fetch.body_budget_bytes,
             body_budget: Arc::new(BodyBudget::new(config.fetch.body_budget_bytes)),
@@ -182,7 +196,7 @@ impl<K> PipelineBuilder<K> {
             ready: Vec::new(),
             refused: Vec::new(),
             default_ttl: config.cache.ttl,
-            files_allowed: config.fetch.file_root.is_some(),
+            files_allowed: !config.fetch.file_roots.is_empty(),
             loads,
             deliveries,
             metrics,

@@ -45,8 +45,8 @@ pub struct Pipeline<K> {
     /// [`Error::TooManyPending`].
     refused: Vec<RequestId>,
     default_ttl: Duration,
-    /// Whether `file://` URLs may be requested (`FetchConfig::file_root` is
-    /// set).
+    /// Whether `file://` URLs may be requested (`FetchConfig::file_roots`
+    /// has one).
     files_allowed: bool,
     /// The load actor; dropping it ends the actor.
     loads: LoadHandle,

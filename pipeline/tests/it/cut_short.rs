@@ -174,7 +174,10 @@ fn a_local_photo_is_read_only_as_far_as_its_embedded_thumbnail() {
     let path = scratch.0.join("photo.jpg");
     std::fs::write(&path, &bytes).unwrap();
     let mut config = Config::default();
-    config.fetch.file_root = Some(scratch.0.clone());
+    config.fetch.file_roots = vec![scratch.0.clone()];
+    // Hermetic: not the desktop's thumbnails of this machine.
+    config.shared_thumbnails.read = thumbpipe::ThumbnailStore::Off;
+    config.shared_thumbnails.write = thumbpipe::ThumbnailStore::Off;
     let mut pipeline = Pipeline::<u8>::new(config).unwrap();
     let url = url::Url::from_file_path(&path).unwrap();
     pipeline.request(0, url.as_str(), TargetSize::square(64), Priority::Visible);

@@ -239,7 +239,7 @@ fn other_uris_fall_through_to_eguis_other_loaders() {
     let loader = thumbpipe::egui::install(&ctx, EguiConfig::default()).expect("installs");
     let seen = draw(&ctx, &["bytes://white.png".to_owned()], CELL);
     assert_eq!(seen, [Seen::Ready(vec2(1.0, 1.0))]);
-    // file:// without fetch.file_root is not thumbpipe's either.
+    // file:// without fetch.file_roots is not thumbpipe's either.
     let seen = draw(&ctx, &["file:///tmp/a.png".to_owned()], CELL);
     assert!(
         matches!(&seen[0], Seen::Failed(message) if message.contains("No matching ImageLoader")),
@@ -610,7 +610,10 @@ fn an_svg_is_drawn_by_thumbpipe_at_the_size_of_its_box() {
     )
     .unwrap();
     let mut config = EguiConfig::default();
-    config.pipeline.fetch.file_root = Some(root.0.clone());
+    config.pipeline.fetch.file_roots = vec![root.0.clone()];
+    // Hermetic: not the desktop's thumbnails of this machine.
+    config.pipeline.shared_thumbnails.read = thumbpipe::ThumbnailStore::Off;
+    config.pipeline.shared_thumbnails.write = thumbpipe::ThumbnailStore::Off;
     let (ctx, loader) = installed(config);
     let uri = vec![format!("file://{}", path.display())];
     assert_eq!(

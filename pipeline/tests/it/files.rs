@@ -1,4 +1,4 @@
-//! `file://` URLs: refused unless `FetchConfig::file_root` is set, and then
+//! `file://` URLs: refused unless `FetchConfig::file_roots` has a directory, and then
 //! read only under that root, symbolic links resolved.
 
 use std::path::Path;
@@ -48,7 +48,10 @@ fn file_urls_load_only_under_the_root() {
     std::os::unix::fs::symlink(&secret, root.0.join("link.png")).unwrap();
 
     let mut config = Config::default();
-    config.fetch.file_root = Some(root.0.clone());
+    config.fetch.file_roots = vec![root.0.clone()];
+    // Hermetic: not the desktop's thumbnails of this machine.
+    config.shared_thumbnails.read = thumbpipe::ThumbnailStore::Off;
+    config.shared_thumbnails.write = thumbpipe::ThumbnailStore::Off;
     let mut pipeline = Pipeline::<usize>::new(config).unwrap();
     let urls = [
         url(&inside),
@@ -95,7 +98,10 @@ fn files_load_as_thumbnails_and_the_cap_applies() {
     let size = std::fs::metadata(&image).unwrap().len();
     let config = |max_body_bytes| {
         let mut config = Config::default();
-        config.fetch.file_root = Some(root.0.clone());
+        config.fetch.file_roots = vec![root.0.clone()];
+        // Hermetic: not the desktop's thumbnails of this machine.
+        config.shared_thumbnails.read = thumbpipe::ThumbnailStore::Off;
+        config.shared_thumbnails.write = thumbpipe::ThumbnailStore::Off;
         config.fetch.max_body_bytes = max_body_bytes;
         config
     };
@@ -114,7 +120,10 @@ fn a_root_that_is_not_a_directory_is_a_build_error() {
     let file = root.png("file.png", 1);
     for bad in [root.0.join("missing"), file] {
         let mut config = Config::default();
-        config.fetch.file_root = Some(bad.clone());
+        config.fetch.file_roots = vec![bad.clone()];
+        // Hermetic: not the desktop's thumbnails of this machine.
+        config.shared_thumbnails.read = thumbpipe::ThumbnailStore::Off;
+        config.shared_thumbnails.write = thumbpipe::ThumbnailStore::Off;
         match Pipeline::<usize>::new(config) {
             Err(BuildError::Config(message)) => assert!(message.contains("file_root"), "{message}"),
             Err(other) => panic!("{other}"),
@@ -140,7 +149,10 @@ fn a_fifo_under_the_root_is_refused_without_blocking_other_loads() {
     // pool too.
     let by_name = server.image_url(22).replace("127.0.0.1", "localhost");
     let mut config = Config::default();
-    config.fetch.file_root = Some(root.0.clone());
+    config.fetch.file_roots = vec![root.0.clone()];
+    // Hermetic: not the desktop's thumbnails of this machine.
+    config.shared_thumbnails.read = thumbpipe::ThumbnailStore::Off;
+    config.shared_thumbnails.write = thumbpipe::ThumbnailStore::Off;
     let mut pipeline = Pipeline::<usize>::new(config).unwrap();
     let results = load(&mut pipeline, &[url(&fifo), url(&image), by_name]);
     match &results[0] {

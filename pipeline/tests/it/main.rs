@@ -32,5 +32,6 @@ mod photos;
 mod priority;
 mod request_headers;
 mod seams;
+mod shared_thumbnails;
 mod tls;
 mod wrong_row;

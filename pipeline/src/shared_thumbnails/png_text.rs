@@ -1,0 +1,150 @@
+//! The thumbnail files: a PNG's size and its text chunks (`Thumb::URI`,
+//! `Thumb::MTime`, ...), read by walking its chunks; and a thumbnail
+//! written as the standard's RGBA PNG with them. Plain functions on bytes;
+//! keep nothing.
+
+use std::collections::HashMap;
+
+const SIGNATURE: &[u8] = b"\x89PNG\r\n\x1a\n";
+
+/// What a thumbnail file says of itself, before its pixels are decoded.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(super) struct PngInfo {
+    pub(super) width: u32,
+    pub(super) height: u32,
+    /// Its uncompressed text chunks (`tEXt`, and `iTXt` without
+    /// compression), by keyword; the first of a keyword wins.
+    pub(super) text: HashMap<String, String>,
+}
+
+impl PngInfo {
+    /// A text chunk's value parsed as a whole number.
+    pub(super) fn number(&self, key: &str) -> Option<u64> {
+        self.text.get(key)?.trim().parse().ok()
+    }
+}
+
+/// The size and text chunks of the PNG `bytes`, or `None` if they are not
+/// a PNG's chunks: no signature, no header, or a chunk running past the
+/// end.
+pub(super) fn read_info(bytes: &[u8]) -> Option<PngInfo> {
+    let mut rest = bytes.strip_prefix(SIGNATURE)?;
+    let mut info = PngInfo::default();
+    let mut header = false;
+    while rest.len() >= 12 {
+        let length = u32::from_be_bytes(rest[..4].try_into().ok()?) as usize;
+        let kind = &rest[4..8];
+        let data = rest.get(8..8usize.checked_add(length)?)?;
+        match kind {
+            b"IHDR" if data.len() >= 8 => {
+                info.width = u32::from_be_bytes(data[..4].try_into().ok()?);
+                info.height = u32::from_be_bytes(data[4..8].try_into().ok()?);
+                header = true;
+            }
+            b"tEXt" => {
+                if let Some((key, value)) = split_at_nul(data) {
+                    // Latin-1: each byte is the code point.
+                    let value = value.iter().map(|&b| char::from(b)).collect();
+                    add_text(&mut info, key, value);
+                }
+            }
+            b"iTXt" => {
+                if let Some((key, value)) = international_text(data) {
+                    add_text(&mut info, key, value);
+                }
+            }
+            b"IEND" => break,
+            _ => {}
+        }
+        // The chunk, and its CRC.
+        rest = rest.get(12 + length..)?;
+    }
+    header.then_some(info)
+}
+
+fn add_text(info: &mut PngInfo, key: &[u8], value: String) {
+    let key = key.iter().map(|&b| char::from(b)).collect();
+    info.text.entry(key).or_insert(value);
+}
+
+fn split_at_nul(data: &[u8]) -> Option<(&[u8], &[u8])> {
+    let nul = memchr::memchr(0, data)?;
+    Some((&data[..nul], &data[nul + 1..]))
+}
+
+/// An `iTXt` chunk's keyword and text, if it is not compressed: keyword,
+/// NUL, compression flag and method, language, NUL, translated keyword,
+/// NUL, UTF-8 text.
+fn international_text(data: &[u8]) -> Option<(&[u8], String)> {
+    let (key, rest) = split_at_nul(data)?;
+    let (&compressed, rest) = rest.split_first()?;
+    if compressed != 0 {
+        return None;
+    }
+    let rest = rest.get(1..)?;
+    let (_language, rest) = split_at_nul(rest)?;
+    let (_translated, text) = split_at_nul(rest)?;
+    Some((key, String::from_utf8(text.to_vec()).ok()?))
+}
+
+/// The standard's thumbnail file: an 8-bit RGBA PNG of `width` x `height`
+/// `pixels`, with `text` as `tEXt` chunks (Latin-1: values outside it are
+/// written as `iTXt`) before its pixels.
+pub(super) fn encode(
+    width: u32,
+    height: u32,
+    pixels: &[u8],
+    text: &[(&str, String)],
+) -> Result<Vec<u8>, png::EncodingError> {
+    let mut bytes = Vec::with_capacity(pixels.len() / 2 + 1024);
+    let mut encoder = png::Encoder::new(&mut bytes, width, height);
+    encoder.set_color(png::ColorType::Rgba);
+    encoder.set_depth(png::BitDepth::Eight);
+    encoder.set_compression(png::Compression::Fast);
+    for (key, value) in text {
+        if value.chars().all(|c| u32::from(c) < 256) {
+            encoder.add_text_chunk((*key).to_owned(), value.clone())?;
+        } else {
+            encoder.add_itxt_chunk((*key).to_owned(), value.clone())?;
+        }
+    }
+    let mut writer = encoder.write_header()?;
+    writer.write_image_data(pixels)?;
+    writer.finish()?;
+    Ok(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_written_is_read_back() {
+        let text = [
+            ("Thumb::URI", "file:///a%20b.jpg".to_owned()),
+            ("Thumb::MTime", "1700000000".to_owned()),
+            ("Software", "th\u{fc}mbpipe \u{1f4f7}".to_owned()),
+        ];
+        let png = encode(2, 1, &[1, 2, 3, 4, 5, 6, 7, 8], &text).unwrap();
+        let info = read_info(&png).unwrap();
+        assert_eq!((info.width, info.height), (2, 1));
+        assert_eq!(info.text["Thumb::URI"], "file:///a%20b.jpg");
+        assert_eq!(info.number("Thumb::MTime"), Some(1_700_000_000));
+        assert_eq!(info.text["Software"], "th\u{fc}mbpipe \u{1f4f7}");
+        // And the pixels are a PNG's that `image` reads.
+        let decoded = image::load_from_memory(&png).unwrap().into_rgba8();
+        assert_eq!(decoded.into_raw(), [1, 2, 3, 4, 5, 6, 7, 8]);
+    }
+
+    #[test]
+    fn what_is_not_a_png_has_no_info() {
+        let png = encode(1, 1, &[0; 4], &[]).unwrap();
+        assert!(read_info(&png[..20]).is_none(), "cut inside IHDR");
+        assert!(read_info(b"GIF89a").is_none());
+        assert!(read_info(&[]).is_none());
+        // A chunk that claims 4 GB ends the walk, not the process.
+        let mut huge = png.clone();
+        huge[8..12].copy_from_slice(&u32::MAX.to_be_bytes());
+        assert!(read_info(&huge).is_none());
+    }
+}
