@@ -9,7 +9,10 @@
 
 mod bar;
 mod list;
+mod modes;
 mod report;
+
+pub use modes::{Layout, Mode};
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -17,8 +20,8 @@ use std::time::{Duration, Instant};
 use std::sync::Arc;
 
 use crate::loaders::{
-    Counts, EguiExtrasLoader, EguiImageLoader, Loader, NaiveLoader, PipelineLoader, RowState,
-    THUMB_SIDE,
+    Counts, EguiExtrasLoader, EguiImageLoader, Loader, LocalCounts, NaiveLoader, PipelineLoader,
+    RowState, THUMB_SIDE,
 };
 use fixture_server::RunReport;
 
@@ -26,49 +29,6 @@ use crate::fling::{FlingDriver, FlingMeasures, ListSeen, PassSeen};
 use crate::measure::Measurements;
 use crate::script::{QUIET_AFTER_TAIL, STILL_FRAMES, STILL_FRAMES_MAX, Script, ScriptKind};
 use crate::server::ServerLink;
-
-/// How the rows' images are loaded.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum Mode {
-    Naive,
-    EguiExtras,
-    /// `egui::Image::new(url)` through `thumbpipe::egui::install`.
-    EguiImage,
-    Pipeline,
-}
-
-impl Mode {
-    pub const ALL: [Mode; 4] = [
-        Mode::Naive,
-        Mode::EguiExtras,
-        Mode::EguiImage,
-        Mode::Pipeline,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Mode::Naive => "naive",
-            Mode::EguiExtras => "egui-extras",
-            Mode::EguiImage => "egui-image",
-            Mode::Pipeline => "pipeline",
-        }
-    }
-
-    /// Whether the mode's loader can trust a certificate given to it: the
-    /// embedded server's, with `--tls`.
-    pub fn speaks_https(self) -> bool {
-        matches!(self, Mode::EguiImage | Mode::Pipeline)
-    }
-}
-
-/// How the images are laid out.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum Layout {
-    /// A row per image, its name and state beside it.
-    List,
-    /// A grid of cells, as many to a row as fit the window's width.
-    Grid,
-}
 
 const ROW_HEIGHT: f32 = THUMB_SIDE + 8.0;
 
@@ -85,6 +45,12 @@ pub struct Demo {
     /// Images of the user's (`--urls`), which rows cycle through; `None`
     /// for the fixture server's numbered images.
     urls: Option<Arc<Vec<String>>>,
+    /// With `--folder`, its images are the grid's cells, one each: the
+    /// grid has as many rows as they need.
+    folder: bool,
+    /// thumbpipe's modes read and write the desktop's thumbnails of local
+    /// files as this says.
+    shared_thumbnails: thumbpipe::SharedThumbnailsConfig,
     script: Option<ScriptKind>,
     /// The script laid out for the list, on the first frame of a run.
     plan: Option<Script>,
@@ -132,6 +98,8 @@ pub struct Demo {
     first_screen: Option<Instant>,
     /// Image requests the server had received at `first_screen`.
     requests_at_first_screen: Option<u64>,
+    /// A folder's counts (decodes, shared thumbnails) at `first_screen`.
+    local_at_first_screen: Option<LocalCounts>,
     texture_bytes_peak: Option<u64>,
     report: Option<RunReport>,
     error: Option<String>,
@@ -158,6 +126,9 @@ pub struct Setup {
     /// command line's limits and, over TLS, the embedded server's
     /// certificate trusted.
     pub fetch: thumbpipe::FetchConfig,
+    /// Whether the images (`urls`) are a folder's, one cell each.
+    pub folder: bool,
+    pub shared_thumbnails: thumbpipe::SharedThumbnailsConfig,
 }
 
 impl Demo {
@@ -174,6 +145,8 @@ impl Demo {
             disk_thumbnails,
             animated,
             fetch,
+            folder,
+            shared_thumbnails,
         } = setup;
         Self {
             mode,
@@ -184,6 +157,8 @@ impl Demo {
             latency_ms,
             server,
             urls: urls.map(Arc::new),
+            folder,
+            shared_thumbnails,
             script,
             plan: None,
             fling: None,
@@ -211,6 +186,7 @@ impl Demo {
             first_list: None,
             first_screen: None,
             requests_at_first_screen: None,
+            local_at_first_screen: None,
             texture_bytes_peak: None,
             report: None,
             error: None,
@@ -253,6 +229,7 @@ impl Demo {
         config.pipeline.disk.thumbnails = self.disk_thumbnails;
         config.pipeline.decode.animation = self.animated;
         config.pipeline.fetch = self.fetch.clone();
+        config.pipeline.shared_thumbnails = self.shared_thumbnails.clone();
         config
     }
 
@@ -285,6 +262,7 @@ impl Demo {
         self.first_list = None;
         self.first_screen = None;
         self.requests_at_first_screen = None;
+        self.local_at_first_screen = None;
         self.placeholders_back = 0;
         self.texture_bytes_peak = None;
     }
@@ -344,6 +322,9 @@ impl Demo {
         // A fling's offset is egui's: the list moves when egui moves it.
         let offset = offset.or(self.fling.as_ref().map(|_| scroll));
         self.watch_rows(started, offset, &states);
+        if self.first_screen.is_some() && self.local_at_first_screen.is_none() {
+            self.local_at_first_screen = counts.local;
+        }
         self.advance_script(counts);
         self.measurements
             .frame(started.elapsed().as_secs_f64() * 1000.0);
@@ -380,6 +361,10 @@ impl Demo {
         let content = self.rows as f32 * pitch;
         let viewport = (ui.available_height() - 8.0).max(ROW_HEIGHT);
         let range = (content - viewport).max(0.0);
+        if self.folder && self.columns_seen.is_none() {
+            // A folder's rows are known once its grid has been laid out.
+            return Some(0.0);
+        }
         let plan = match self.plan {
             Some(plan) => plan,
             None => *self

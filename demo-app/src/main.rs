@@ -10,6 +10,7 @@
 //! cargo run --release -p demo-app -- --headless --script browse --json --mode egui-image
 //! cargo run --release -p demo-app -- --headless --script fling --json --coast-prediction off
 //! cargo run --release -p demo-app -- --urls my-images.txt         # your own images
+//! cargo run --release -p demo-app -- --folder ~/Pictures           # a folder, as a grid
 //! cargo run --release -p demo-app -- --tls h2                      # HTTPS, HTTP/2
 //! ```
 
@@ -19,6 +20,7 @@ mod loaders;
 mod measure;
 mod script;
 mod server;
+mod sources;
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::time::{Duration, Instant};
@@ -71,6 +73,10 @@ struct Args {
     /// not its default.
     #[arg(long, value_name = "N")]
     max_per_host: Option<usize>,
+    /// thumbpipe's threads that read local files (`fetch.file_readers`),
+    /// if not its default.
+    #[arg(long, value_name = "N")]
+    file_readers: Option<usize>,
     /// thumbpipe's fetches in flight over every host
     /// (`fetch.max_in_flight`), if not its default.
     #[arg(long, value_name = "N")]
@@ -91,7 +97,7 @@ struct Args {
     /// first screen, scrolls down three screens at a row every 250 ms, stops
     /// 2 s and comes back; `fling` flicks the list four times with the
     /// pointer (egui's kinetic scrolling coasts it) and rests 2 s after
-    /// each coast.
+    /// each coast; `open` stays on the first screen until its loads end.
     #[arg(long, value_enum)]
     script: Option<ScriptKind>,
     /// A file of image URLs, one per line: rows cycle through them instead
@@ -99,6 +105,18 @@ struct Args {
     /// unknown, not counted).
     #[arg(long, value_name = "FILE")]
     urls: Option<std::path::PathBuf>,
+    /// Show every image under DIR (recursive, sorted by path) as a grid,
+    /// one cell each, loaded as `file://` URLs: thumbpipe's modes read
+    /// them under DIR (`fetch.file_roots`) and use the desktop's shared
+    /// thumbnails (--shared-thumbnails); `egui-extras` uses its file
+    /// loader.
+    #[arg(long, value_name = "DIR")]
+    folder: Option<std::path::PathBuf>,
+    /// Where thumbpipe's modes read and write thumbnails of local files:
+    /// `desktop` (the freedesktop.org shared cache, `~/.cache/thumbnails`),
+    /// `off`, or a directory of the same layout.
+    #[arg(long, value_name = "desktop|off|DIR", default_value = "desktop")]
+    shared_thumbnails: String,
     /// Run the UI without a window, paced at 60 Hz.
     #[arg(long)]
     headless: bool,
@@ -149,6 +167,9 @@ fn run(args: Args) -> anyhow::Result<()> {
     if args.headless && args.screenshot.is_some() {
         bail!("--screenshot needs a window: leave out --headless");
     }
+    if args.folder.is_some() && (args.urls.is_some() || args.animated) {
+        bail!("--folder shows the folder's images: leave out --urls and --animated");
+    }
     if args.animated && args.urls.is_some() {
         bail!("--animated shows the fixture server's GIFs: leave out --urls");
     }
@@ -195,9 +216,10 @@ fn run(args: Args) -> anyhow::Result<()> {
             ServerLink::Embedded(server, base)
         }
     };
-    let urls = match &args.urls {
-        Some(path) => Some(read_urls(path)?),
-        None => None,
+    let urls = match (&args.urls, &args.folder) {
+        (Some(path), _) => Some(sources::read_urls(path)?),
+        (None, Some(dir)) => Some(sources::folder_urls(dir)?),
+        (None, None) => None,
     };
     // Frames before the screenshot: a third of the way into the flick.
     let screenshot_frame = if args.script.is_some() {
@@ -205,11 +227,25 @@ fn run(args: Args) -> anyhow::Result<()> {
     } else {
         120
     };
-    let fetch = fetch_config(&args);
+    let mut fetch = fetch_config(&args);
+    if let Some(dir) = &args.folder {
+        fetch.file_roots.push(dir.clone());
+    }
+    let mut shared_thumbnails = thumbpipe::SharedThumbnailsConfig::default();
+    let store = match args.shared_thumbnails.as_str() {
+        "desktop" => thumbpipe::ThumbnailStore::Desktop,
+        "off" => thumbpipe::ThumbnailStore::Off,
+        dir => thumbpipe::ThumbnailStore::Dir(dir.into()),
+    };
+    shared_thumbnails.read = store.clone();
+    shared_thumbnails.write = store;
     let setup = Setup {
         mode: args.mode,
         rows: args.rows,
-        layout: args.layout,
+        layout: match args.folder {
+            Some(_) => Layout::Grid,
+            None => args.layout,
+        },
         refresh: args
             .refresh_ms
             .filter(|ms| *ms > 0)
@@ -221,6 +257,8 @@ fn run(args: Args) -> anyhow::Result<()> {
         disk_thumbnails: args.disk_thumbnails == OnOff::On,
         animated: args.animated,
         fetch,
+        folder: args.folder.is_some(),
+        shared_thumbnails,
     };
     let demo = Demo::new(setup, server, urls);
     let report = if args.headless {
@@ -249,27 +287,10 @@ fn fetch_config(args: &Args) -> thumbpipe::FetchConfig {
     if let Some(max) = args.max_in_flight {
         fetch.max_in_flight = max;
     }
-    fetch
-}
-
-/// The image URLs in `path`, one per line; blank lines and lines starting
-/// with `#` are skipped.
-fn read_urls(path: &std::path::Path) -> anyhow::Result<Vec<String>> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("cannot read the URL list {}", path.display()))?;
-    let urls: Vec<String> = text
-        .lines()
-        .map(str::trim)
-        .filter(|line| !line.is_empty() && !line.starts_with('#'))
-        .map(str::to_owned)
-        .collect();
-    if urls.is_empty() {
-        bail!(
-            "{} has no URLs: write one image URL per line",
-            path.display()
-        );
+    if let Some(readers) = args.file_readers {
+        fetch.file_readers = readers;
     }
-    Ok(urls)
+    fetch
 }
 
 /// Drives the UI without a window at a 60 Hz pace until the script ends.

@@ -32,6 +32,15 @@ pub struct Measurements {
     pub rss_start_mb: f64,
     pub rss_now_mb: f64,
     pub rss_peak_mb: f64,
+    /// Bytes the process has read from files since the run started
+    /// (`/proc/self/io`'s `rchar`, page cache included; socket reads count
+    /// too, and a folder's run has none).
+    pub bytes_read: u64,
+    bytes_read_at_start: u64,
+    /// Of them, bytes the storage device was asked for (`read_bytes`: what
+    /// the page cache did not hold).
+    pub storage_bytes_read: u64,
+    storage_bytes_read_at_start: u64,
     pub images_shown: u64,
     /// Images that carry another row's id.
     pub wrong_row_images: u64,
@@ -55,6 +64,8 @@ impl Measurements {
         let threads = census().map_or(0, |c| threads_outside_server(&c));
         let rss = fixture_server::resident_mb().unwrap_or(0.0);
         Self {
+            bytes_read_at_start: process_io("rchar").unwrap_or(0),
+            storage_bytes_read_at_start: process_io("read_bytes").unwrap_or(0),
             baseline_threads: threads,
             threads_now: threads,
             peak_threads: threads,
@@ -103,6 +114,12 @@ impl Measurements {
         }
         self.rss_now_mb = fixture_server::resident_mb().unwrap_or(0.0);
         self.rss_peak_mb = self.rss_peak_mb.max(self.rss_now_mb);
+        if let Some(read) = process_io("rchar") {
+            self.bytes_read = read.saturating_sub(self.bytes_read_at_start);
+        }
+        if let Some(read) = process_io("read_bytes") {
+            self.storage_bytes_read = read.saturating_sub(self.storage_bytes_read_at_start);
+        }
     }
 
     /// Leaves `ms` of the current frame out of its time: work done for the
@@ -143,6 +160,18 @@ impl Measurements {
         }
         1000.0 * self.intervals_ms.len() as f32 / total
     }
+}
+
+/// A counter of `/proc/self/io`: `rchar` (bytes read through `read` and
+/// its kin, page cache included) or `read_bytes` (bytes asked of the
+/// storage device); `None` off Linux.
+fn process_io(counter: &str) -> Option<u64> {
+    let io = std::fs::read_to_string("/proc/self/io").ok()?;
+    io.lines()
+        .find_map(|line| line.strip_prefix(counter)?.strip_prefix(": "))?
+        .trim()
+        .parse()
+        .ok()
 }
 
 /// The fixture id an RGBA bitmap carries in its pixels.

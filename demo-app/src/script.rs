@@ -8,6 +8,8 @@
 //!   back without a placeholder. (Without the first second, the top row
 //!   leaves the view 250 ms after the list opens, just before its image can
 //!   arrive at 250 ms latency, and it is then new on the way back.)
+//! - `open`: the list opens and stays on its first screen: how long the
+//!   first screen takes, however long that is (a slow disk's).
 //!
 //! Plain arithmetic, driven by the app's frame counter. A script advances
 //! per frame, not per second: a slow frame makes it take longer, as a real
@@ -41,6 +43,7 @@ pub enum ScriptKind {
     /// Four flings through egui's own input and kinetic scrolling (see
     /// `fling.rs`): not offsets set per frame like the others.
     Fling,
+    Open,
 }
 
 impl ScriptKind {
@@ -49,6 +52,7 @@ impl ScriptKind {
             ScriptKind::Flick => "flick",
             ScriptKind::Browse => "browse",
             ScriptKind::Fling => "fling",
+            ScriptKind::Open => "open",
         }
     }
 }
@@ -57,8 +61,14 @@ impl ScriptKind {
 /// points, at every frame.
 #[derive(Clone, Copy, Debug)]
 pub enum Script {
-    Flick { flick: Flick, range: f32 },
+    Flick {
+        flick: Flick,
+        range: f32,
+    },
     Browse(Browse),
+    /// The first screen, still: the still period that follows every
+    /// script is all of it.
+    Open,
 }
 
 impl Script {
@@ -80,6 +90,7 @@ impl Script {
             ScriptKind::Browse => Some(Script::Browse(Browse::new(pitch, viewport, range))),
             // Driven by input, not offsets: `fling.rs`.
             ScriptKind::Fling => None,
+            ScriptKind::Open => Some(Script::Open),
         }
     }
 
@@ -88,6 +99,7 @@ impl Script {
         match self {
             Script::Flick { flick, .. } => flick.frames(),
             Script::Browse(browse) => browse.frames(),
+            Script::Open => 1,
         }
     }
 
@@ -96,6 +108,7 @@ impl Script {
         match self {
             Script::Flick { flick, range } => flick.position(frame).map(|p| p * range),
             Script::Browse(browse) => browse.offset(frame),
+            Script::Open => (frame < 1).then_some(0.0),
         }
     }
 
@@ -103,7 +116,7 @@ impl Script {
     /// browse's return to the top).
     pub fn on_the_way_back(&self, frame: usize) -> bool {
         match self {
-            Script::Flick { .. } => false,
+            Script::Flick { .. } | Script::Open => false,
             Script::Browse(browse) => frame >= browse.back_from(),
         }
     }

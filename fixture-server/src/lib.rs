@@ -90,7 +90,7 @@ pub use images::BOMB_SIDE;
 pub use measure::{peak_resident_growth, percentile, resident_mb};
 pub use picture::{MAX_ID, decode_id};
 pub use random::splitmix64;
-pub use report::{DiskReport, FlingReport, RunReport};
+pub use report::{DiskReport, FlingReport, FolderReport, RunReport};
 pub use server::{DEDICATED_BLOCKING, DEDICATED_WORKERS, FixtureServer, StartError, THREAD_PREFIX};
 pub use stats::StatsSnapshot;
 pub use tls::{TlsOffer, UnknownTlsOffer};

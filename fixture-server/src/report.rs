@@ -125,8 +125,34 @@ pub struct RunReport {
     /// Each fling of the `fling` script; `None` for other scripts.
     #[serde(default)]
     pub flings: Option<Vec<FlingReport>>,
+    /// A folder's run (`--folder`): what was read and decoded.
+    #[serde(default)]
+    pub folder: Option<FolderReport>,
     /// The UI-thread time of every frame of the scroll, in order.
     pub frame_ms: Vec<f64>,
+}
+
+/// What a run over a folder of local files read and decoded.
+#[derive(Debug, Serialize, Deserialize, PartialEq, Eq, Clone, Copy)]
+pub struct FolderReport {
+    /// Images in the folder.
+    pub images: u64,
+    /// Bytes the process read (`/proc/self/io`'s `rchar`: files, page
+    /// cache included).
+    pub process_bytes_read: u64,
+    /// Of them, bytes asked of the storage device (`read_bytes`: what the
+    /// page cache did not hold).
+    pub storage_bytes_read: u64,
+    /// thumbpipe's decodes started; `None` for other loaders.
+    pub decodes: Option<u64>,
+    /// Of them, those started before the first screen showed.
+    pub decodes_at_first_screen: Option<u64>,
+    /// Loads served by the desktop's shared thumbnails (thumbpipe).
+    pub shared_thumbnails_used: Option<u64>,
+    /// Thumbnails thumbpipe wrote to the shared cache.
+    pub shared_thumbnails_written: Option<u64>,
+    /// Bytes thumbpipe read from the files.
+    pub file_bytes_read: Option<u64>,
 }
 
 /// What thumbpipe's disk cache did in a run: its counters at the end.

@@ -30,15 +30,22 @@ impl Demo {
                     }
                 }
                 ui.add_space(12.0);
+                let images = self.urls.as_ref().map_or(0, |urls| urls.len());
                 let shape = match (self.layout, self.columns_seen) {
+                    (_, Some(columns)) if self.folder => {
+                        format!("{images} images in {} rows of {columns}", self.rows)
+                    }
                     (Layout::Grid, Some(columns)) => {
                         format!("{} rows of {columns} ({} images)", self.rows, self.rows * columns)
                     }
                     _ => format!("{} rows", self.rows),
                 };
+                let latency = match self.folder {
+                    true => " · local files".to_owned(),
+                    false => format!(" · {} ms latency", self.latency_ms),
+                };
                 ui.label(format!(
-                    "{shape} · {} ms latency{}{}",
-                    self.latency_ms,
+                    "{shape}{latency}{}{}",
                     if https { " · HTTPS" } else { "" },
                     self.refresh
                         .map_or(String::new(), |r| format!(" · refresh {} ms", r.as_millis()))
@@ -89,6 +96,10 @@ impl Demo {
                             disk.bytes as f64 / 1e6,
                             disk.entries
                         ));
+                    }
+                    if self.folder {
+                        let images = self.urls.as_ref().map_or(0, |urls| urls.len());
+                        ui.label(folder_line(counts.local, images, m.bytes_read));
                     }
                     ui.label(self.coast_line(ui));
                     let wrong = egui::RichText::new(match self.urls {
@@ -175,4 +186,21 @@ fn frame_graph(ui: &mut egui::Ui, m: &Measurements) {
         egui::FontId::proportional(10.0),
         ui.visuals().weak_text_color(),
     );
+}
+
+/// The folder's line: what thumbpipe did with its files, and what the
+/// process read (`/proc/self/io`, page cache included).
+fn folder_line(local: Option<crate::loaders::LocalCounts>, images: usize, read: u64) -> String {
+    let read = format!("{:.1} MB", read as f64 / 1e6);
+    match local {
+        Some(local) => format!(
+            "folder: {images} images · {} decoded · {} shared thumbnails used, {} written · \
+             {:.1} MB read from the files · {read} read by the process",
+            local.decodes,
+            local.shared_used,
+            local.shared_written,
+            local.file_bytes as f64 / 1e6
+        ),
+        None => format!("folder: {images} images · {read} read by the process"),
+    }
 }

@@ -1,7 +1,8 @@
 //! The list: a virtualised `ScrollArea` of rows, each a thumbnail with its
 //! image id and load state (`--layout list`), or a grid of thumbnail cells
-//! filling the window's width (`--layout grid`); both watched for coasts
-//! and drawn through the mode's loader.
+//! filling the window's width (`--layout grid`, and a `--folder`'s images,
+//! one a cell); both watched for coasts and drawn through the mode's
+//! loader.
 //!
 //! Drawn on the UI thread every frame, after the top bar.
 
@@ -35,7 +36,14 @@ impl Demo {
             // this pass's: no prediction until the grid is seen again.
             self.coast_watch = thumbpipe::egui::CoastWatch::new();
         }
-        let items = self.rows * columns;
+        let items = match (&self.urls, self.folder) {
+            // A folder's images, one a cell, in as many rows as they need.
+            (Some(urls), true) => {
+                self.rows = urls.len().div_ceil(columns).max(1);
+                urls.len()
+            }
+            _ => self.rows * columns,
+        };
         let ids: Vec<u32> = (0..items).map(|item| self.image_id(item, items)).collect();
         let base = self.server.base_url().to_owned();
         let urls = self.urls.clone();
@@ -66,7 +74,7 @@ impl Demo {
             });
             let mut visible = 0..0;
             let output = area.show_rows(ui, ROW_HEIGHT, rows, |ui, range| {
-                visible = range.start * columns..range.end * columns;
+                visible = range.start * columns..(range.end * columns).min(items);
                 for row in range {
                     let mut show = |ui: &mut egui::Ui, item: usize| {
                         let id = ids[item];
@@ -85,7 +93,7 @@ impl Demo {
                                 states.push(state);
                             }
                             Layout::Grid => {
-                                for item in row * columns..(row + 1) * columns {
+                                for item in row * columns..((row + 1) * columns).min(items) {
                                     states.push(show(ui, item).2);
                                 }
                             }

@@ -3,7 +3,7 @@
 //!
 //! Called once, on the UI thread, by the frame that ends a script.
 
-use fixture_server::{RunReport, percentile};
+use fixture_server::{FolderReport, RunReport, percentile};
 
 use super::{Demo, Layout, Mode};
 use crate::measure::disk_report;
@@ -96,6 +96,16 @@ impl Demo {
             coast_prediction: matches!(self.mode, Mode::Pipeline | Mode::EguiImage)
                 .then_some(self.coast_prediction),
             flings: (kind == ScriptKind::Fling).then(|| std::mem::take(&mut self.flings.done)),
+            folder: self.folder.then(|| FolderReport {
+                images: self.urls.as_ref().map_or(0, |urls| urls.len() as u64),
+                process_bytes_read: m.bytes_read,
+                storage_bytes_read: m.storage_bytes_read,
+                decodes: counts.local.map(|local| local.decodes),
+                decodes_at_first_screen: self.local_at_first_screen.map(|local| local.decodes),
+                shared_thumbnails_used: counts.local.map(|local| local.shared_used),
+                shared_thumbnails_written: counts.local.map(|local| local.shared_written),
+                file_bytes_read: counts.local.map(|local| local.file_bytes),
+            }),
             frame_ms: flick_ms.to_vec(),
         }
     }

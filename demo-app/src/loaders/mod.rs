@@ -49,6 +49,18 @@ pub struct Counts {
     pub abandoned: Option<u64>,
     /// thumbpipe's disk cache counters (all zero when it is off).
     pub disk: Option<thumbpipe::DiskStats>,
+    /// thumbpipe's counts of local files: decodes, shared thumbnails used
+    /// and written, bytes read from the files.
+    pub local: Option<LocalCounts>,
+}
+
+/// What a thumbpipe mode did with a folder's files.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct LocalCounts {
+    pub decodes: u64,
+    pub shared_used: u64,
+    pub shared_written: u64,
+    pub file_bytes: u64,
 }
 
 impl Counts {
@@ -66,6 +78,12 @@ impl Counts {
             waiting_for_connection: 0,
             abandoned: Some(cancelled + stats.loads_abandoned_after_fetch),
             disk: Some(stats.disk),
+            local: Some(LocalCounts {
+                decodes: stats.decodes_completed,
+                shared_used: stats.shared_thumbnails_used,
+                shared_written: stats.shared_thumbnails_written,
+                file_bytes: stats.file_bytes_read,
+            }),
         }
     }
 }

@@ -344,6 +344,7 @@ impl Loader for NaiveLoader {
             waiting_for_connection: self.shared.connections.waiting.load(Relaxed),
             abandoned: None,
             disk: None,
+            local: None,
             cache_bytes: self.shared.cached_bytes.load(Relaxed),
             texture_bytes: Some(
                 self.decoded
