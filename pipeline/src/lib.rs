@@ -20,6 +20,7 @@
 //! | `rustls-aws-lc` | on | `https` (HTTP/2 when the server offers it), its cryptography by aws-lc | rustls, aws-lc and h2: 16 crates, aws-lc built from source with cmake and a C compiler, and NASM on Windows x86_64 |
 //! | `rustls-ring` | off | `https` (HTTP/2 when offered), its cryptography by ring, for builds without cmake or NASM | rustls, ring and h2: 16 crates and a C compiler; ring becomes rustls' process-wide provider unless the app installed one |
 //! | `egui` | off | `thumbpipe::egui`: `egui::Image::new(url)` through the pipeline | egui |
+//! | `iced` | off | `thumbpipe::iced`: a list's thumbnails as iced `image::Handle`s under a byte budget, and a subscription woken when they arrive | `iced_core` and `iced_futures` 0.14, no renderer: 7 crates beside thumbpipe's own (glam, lilt, rustc-hash, smol_str, web-time) |
 //!
 //! Without `disk-cache`, a config with [`disk.dir`](DiskConfig::dir) fails
 //! to build a pipeline, and so does one that sets
@@ -36,7 +37,7 @@
 //! # Layout
 //!
 //! The modules are private; everything public is re-exported here, except
-//! `egui` (cargo feature `egui`). In the order a request travels:
+//! `egui` and `iced` (cargo features of those names). In the order a request travels:
 //!
 //! - `request`: what a request is made of, [`Priority`] and [`TargetSize`]
 //!   (with its [`Fit`]), the ids of requests and loads, and the URL parsed
@@ -98,6 +99,8 @@
 //! - `config` and `error`: [`Config`]; [`Error`] and [`BuildError`].
 //! - `egui` (cargo feature `egui`): `egui::Image::new(url)` through the
 //!   pipeline, textures under a budget, and a row-keyed list helper.
+//! - `iced` (cargo feature `iced`): the row-keyed state an iced app keeps,
+//!   its handles under a budget, and the subscription that wakes it.
 //!
 //! ```text
 //! UI thread                 io runtime (2 workers)                 decode pool (<= cores)
@@ -143,9 +146,10 @@
 //!   fix for it in its own file like `decode/ico.rs` (or folder, like
 //!   `decode/jpeg/`).
 //! - **A new UI toolkit**: the row-keyed [`Pipeline`] is toolkit-free; a
-//!   module like `egui` turns its completions into the toolkit's textures
-//!   and its frame into `request` / `end_frame` calls, behind a cargo
-//!   feature.
+//!   module like `egui` or `iced` turns its completions into the
+//!   toolkit's images, its waker into the toolkit's wake-up (a repaint, a
+//!   subscription) and its frame or `update` into `request` / `end_frame`
+//!   calls, behind a cargo feature.
 //!
 //! # Example
 //!
@@ -254,6 +258,8 @@ pub mod egui;
 mod error;
 mod fetch;
 mod formats;
+#[cfg(feature = "iced")]
+pub mod iced;
 mod load;
 mod metrics;
 mod pipeline;

@@ -27,6 +27,8 @@ mod embedded;
 mod faults;
 mod fetch_queue;
 mod files;
+#[cfg(feature = "iced")]
+mod iced_list;
 mod no_silent_death;
 mod photos;
 mod priority;

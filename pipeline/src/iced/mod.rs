@@ -1,0 +1,368 @@
+//! thumbpipe for iced (cargo feature `iced`): a list's thumbnails as
+//! `image::Handle`s, in iced's own architecture — state, messages,
+//! `update`, `view`, a subscription.
+//!
+//! - [`Thumbnails`] is the state an app keeps, keyed by its rows: in
+//!   `update` the app tells it which rows are in view ([`Thumbnails::show_rows`],
+//!   from a `scrollable`'s `on_scroll` viewport and [`rows_in_view`]); rows
+//!   that left are cancelled, and a thumbnail already decoded becomes the
+//!   row's handle at once, so the next `view` draws it without a
+//!   placeholder.
+//! - [`Thumbnails::subscription`] produces [`Ready`] when thumbnails
+//!   arrive, woken by the pipeline (no timer); `update` passes it to
+//!   [`Thumbnails::update`], which makes the rows' handles.
+//! - In `view`, [`Thumbnails::get`] says what a row shows: its handle (the
+//!   same one every view, so iced uploads it once), loading, or the error;
+//!   the app draws each as it likes.
+//!
+//! Handles are kept under a byte budget ([`IcedConfig::max_handle_bytes`]),
+//! the least recently shown freed first; the rows in view are never freed.
+//! A freed handle's pixels go when iced's renderer stops drawing it.
+//!
+//! Everything else is the pipeline's: crop-to-fill ([`crate::Fit::Cover`]
+//! in the [`TargetSize`]), the disk cache, headers, `file://` URLs and the
+//! shared thumbnails, set in [`IcedConfig::pipeline`]. An animation shows
+//! its first frame.
+//!
+//! Built on iced's light crates (`iced_core` and `iced_futures` 0.14, no
+//! renderer, no window).
+//!
+//! # Example
+//!
+//! ```no_run
+//! use iced_futures::Subscription;
+//! use thumbpipe::iced::{Ready, RowThumbnail, Thumbnails, rows_in_view};
+//! use thumbpipe::TargetSize;
+//!
+//! #[derive(Clone, Debug)]
+//! enum Message {
+//!     Thumbnails(Ready),
+//!     /// From the list's `scrollable(..).on_scroll(..)`: its viewport.
+//!     Scrolled { top: f32, height: f32 },
+//! }
+//!
+//! struct App {
+//!     thumbnails: Thumbnails<usize>,
+//!     urls: Vec<String>,
+//! }
+//!
+//! const ROW_HEIGHT: f32 = 72.0;
+//!
+//! impl App {
+//!     fn update(&mut self, message: Message) {
+//!         match message {
+//!             Message::Thumbnails(ready) => self.thumbnails.update(ready),
+//!             Message::Scrolled { top, height } => {
+//!                 let rows = rows_in_view(top, height, ROW_HEIGHT, self.urls.len());
+//!                 let urls = &self.urls;
+//!                 self.thumbnails
+//!                     .show_rows(rows.map(|row| (row, &urls[row])), TargetSize::square(64));
+//!             }
+//!         }
+//!     }
+//!
+//!     fn subscription(&self) -> Subscription<Message> {
+//!         self.thumbnails.subscription().map(Message::Thumbnails)
+//!     }
+//!
+//!     // In `view`, for each row:
+//!     fn row_image(&self, row: usize) -> Option<iced_core::image::Handle> {
+//!         match self.thumbnails.get(&row) {
+//!             RowThumbnail::Shown(handle) => Some(handle), // `image(handle)`
+//!             RowThumbnail::Loading | RowThumbnail::Failed(_) | RowThumbnail::NotShown => None,
+//!         }
+//!     }
+//! }
+//!
+//! let app = App {
+//!     thumbnails: Thumbnails::new(thumbpipe::Config::default())?,
+//!     urls: (0..1000).map(|n| format!("https://example.com/{n}.jpg")).collect(),
+//! };
+//! # Ok::<(), thumbpipe::BuildError>(())
+//! ```
+//!
+//! # Layout
+//!
+//! - `mod.rs`: [`Thumbnails`], the rows and their states, and [`IcedConfig`].
+//! - `handles`: the handles kept under the byte budget.
+//! - `wake`: the pipeline's waker as the [`Ready`] subscription.
+
+mod handles;
+mod wake;
+
+use std::collections::{HashMap, HashSet};
+use std::hash::Hash;
+use std::ops::Range;
+use std::sync::Arc;
+
+use iced_core::image::Handle;
+use iced_futures::Subscription;
+
+use self::handles::{HandleKey, Handles};
+use self::wake::Wakeups;
+use crate::{BuildError, Config, Error, Pipeline, PipelineBuilder, Priority, Stats, TargetSize};
+
+pub use handles::HandleStats;
+pub use wake::Ready;
+
+/// Settings of [`Thumbnails`]: the pipeline's, and the handles' budget. A
+/// [`Config`] converts into it with the default budget.
+///
+/// ```
+/// let mut config = thumbpipe::iced::IcedConfig::default();
+/// config.pipeline.fetch.max_per_host = 8;
+/// config.max_handle_bytes = 64 * 1024 * 1024;
+/// let thumbnails = thumbpipe::iced::Thumbnails::<usize>::new(config)?;
+/// # Ok::<(), thumbpipe::BuildError>(())
+/// ```
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct IcedConfig {
+    /// The pipeline behind the handles.
+    pub pipeline: Config,
+    /// Budget of the handles kept: the sum of their RGBA bytes. Past it,
+    /// the least recently shown are freed (their thumbnails stay in the
+    /// pipeline's cache); the rows in view are never freed, so a screen
+    /// that alone needs more goes over it. Default: 32 MiB (512
+    /// thumbnails of 128x128).
+    pub max_handle_bytes: usize,
+}
+
+impl Default for IcedConfig {
+    fn default() -> Self {
+        Config::default().into()
+    }
+}
+
+impl From<Config> for IcedConfig {
+    fn from(pipeline: Config) -> Self {
+        Self {
+            pipeline,
+            max_handle_bytes: 32 * 1024 * 1024,
+        }
+    }
+}
+
+/// What a row shows.
+#[derive(Clone, Debug)]
+pub enum RowThumbnail {
+    /// Its image: draw it with iced's `image` widget. The same handle every
+    /// `view` until the row's URL or size changes.
+    Shown(Handle),
+    /// Its image is loading.
+    Loading,
+    /// Why its image could not be loaded.
+    Failed(Error),
+    /// The row was not shown in the last pass ([`Thumbnails::show_rows`]).
+    NotShown,
+}
+
+/// A row's URL and size, and what it shows.
+struct Row {
+    key: HandleKey,
+    state: RowThumbnail,
+}
+
+/// Thumbnails for the rows of an iced list or grid, keyed by row: one live
+/// request per row (a new URL cancels the old one), rows not shown during
+/// a pass cancelled at its end, and a thumbnail already decoded shown in
+/// the first `view` after the pass that asks for it. See the
+/// [module](self) for an example.
+///
+/// Dropping it cancels every load, ends its subscription and joins its
+/// pipeline's threads.
+pub struct Thumbnails<K> {
+    pipeline: Pipeline<K>,
+    wakeups: Wakeups,
+    rows: HashMap<K, Row>,
+    /// Rows asked for since the last [`Thumbnails::end_pass`].
+    asked: HashSet<K>,
+    handles: Handles,
+}
+
+impl<K: Hash + Eq + Clone> Thumbnails<K> {
+    /// Thumbnails loaded by a pipeline that runs with `config`.
+    pub fn new(config: impl Into<IcedConfig>) -> Result<Self, BuildError> {
+        Self::with_builder(config, Pipeline::builder())
+    }
+
+    /// [`Thumbnails::new`], with the pipeline built by `builder`: a
+    /// fetcher, decoder or tokio runtime of the app's own. The settings are
+    /// `config`'s, whose `pipeline` replaces a config given to
+    /// [`PipelineBuilder::config`].
+    pub fn with_builder(
+        config: impl Into<IcedConfig>,
+        builder: PipelineBuilder<K>,
+    ) -> Result<Self, BuildError> {
+        let config = config.into();
+        crate::error::at_least_one(&[("max_handle_bytes", config.max_handle_bytes as u64)])?;
+        let pipeline = builder.config(config.pipeline).build()?;
+        let wakeups = Wakeups::new();
+        let waker = wakeups.clone();
+        pipeline.set_waker(move || waker.wake());
+        Ok(Self {
+            pipeline,
+            wakeups,
+            rows: HashMap::new(),
+            asked: HashSet::new(),
+            handles: Handles::new(config.max_handle_bytes),
+        })
+    }
+
+    /// The subscription that says when thumbnails arrived: map it to a
+    /// message of the app's and pass it to [`Thumbnails::update`]. One per
+    /// `Thumbnails`; a burst of arrivals is one message.
+    pub fn subscription(&self) -> Subscription<Ready> {
+        self.wakeups.subscription()
+    }
+
+    /// Makes the handles of the thumbnails that arrived. Never blocks.
+    pub fn update(&mut self, _ready: Ready) {
+        for done in self.pipeline.drain() {
+            let Some(row) = self.rows.get(&done.row) else {
+                continue;
+            };
+            if *row.key.0 != *done.url || row.key.1 != done.target {
+                continue;
+            }
+            let key = row.key.clone();
+            let state = match done.result {
+                Ok(thumbnail) => self.make_handle(key, &thumbnail),
+                Err(error) => RowThumbnail::Failed(error),
+            };
+            if let Some(row) = self.rows.get_mut(&done.row) {
+                row.state = state;
+            }
+        }
+    }
+
+    /// Asks for `row`'s thumbnail of `url`, fitted in (or, with
+    /// [`crate::Fit::Cover`], filling) `target`, at `priority`. A
+    /// thumbnail already decoded is the row's at once. Call it in `update`
+    /// for every row in view, and [`Thumbnails::end_pass`] after them; or
+    /// use [`Thumbnails::show_rows`], which does both. Never blocks.
+    pub fn request(&mut self, row: K, url: &str, target: TargetSize, priority: Priority) {
+        let same = self
+            .rows
+            .get(&row)
+            .is_some_and(|known| *known.key.0 == *url && known.key.1 == target);
+        if same {
+            if let Some(known) = self.rows.get(&row) {
+                // Most recently shown.
+                let _ = self.handles.get(&known.key);
+            }
+        } else {
+            let key: HandleKey = (Arc::from(url), target);
+            let state = if let Some(handle) = self.handles.get(&key) {
+                RowThumbnail::Shown(handle)
+            } else if let Some(thumbnail) = self.pipeline.cached(url, target) {
+                self.make_handle(key.clone(), &thumbnail)
+            } else {
+                RowThumbnail::Loading
+            };
+            self.rows.insert(row.clone(), Row { key, state });
+        }
+        self.pipeline.request(row.clone(), url, target, priority);
+        self.asked.insert(row);
+    }
+
+    /// Ends a pass: rows not asked for since the last one are cancelled
+    /// and forgotten, and their handles are kept only as far as the budget
+    /// allows.
+    pub fn end_pass(&mut self) {
+        let asked = std::mem::take(&mut self.asked);
+        self.rows.retain(|row, _| asked.contains(row));
+        let in_use: HashSet<&HandleKey> = self.rows.values().map(|row| &row.key).collect();
+        self.handles.trim(&in_use);
+        self.pipeline.end_frame();
+    }
+
+    /// A pass over the rows in view: each asked for at
+    /// [`Priority::Visible`] with `target`, then [`Thumbnails::end_pass`].
+    /// Call it from `update` whenever the rows in view change (a scroll, a
+    /// resize, new data): rows that left are cancelled, and the rows where
+    /// the list is now load first.
+    pub fn show_rows<S: AsRef<str>>(
+        &mut self,
+        rows: impl IntoIterator<Item = (K, S)>,
+        target: TargetSize,
+    ) {
+        for (row, url) in rows {
+            self.request(row, url.as_ref(), target, Priority::Visible);
+        }
+        self.end_pass();
+    }
+
+    /// What `row` shows. Never blocks; for `view`.
+    pub fn get(&self, row: &K) -> RowThumbnail {
+        self.rows
+            .get(row)
+            .map_or(RowThumbnail::NotShown, |row| row.state.clone())
+    }
+
+    /// Forgets `url` at every level: its handles, its cache entries, its
+    /// loads; rows showing it load it afresh when next asked for.
+    pub fn forget(&mut self, url: &str) {
+        self.handles.forget(url);
+        self.rows.retain(|_, row| *row.key.0 != *url);
+        self.pipeline.forget(url);
+    }
+
+    /// Forgets every image at every level.
+    pub fn forget_all(&mut self) {
+        self.handles.clear();
+        self.rows.clear();
+        self.pipeline.forget_all();
+    }
+
+    /// The pipeline's counters and gauges now.
+    pub fn stats(&self) -> Stats {
+        self.pipeline.stats()
+    }
+
+    /// The handles' counters now.
+    pub fn handle_stats(&self) -> HandleStats {
+        self.handles.stats()
+    }
+
+    /// The pipeline underneath, for what this type does not wrap.
+    pub fn pipeline(&self) -> &Pipeline<K> {
+        &self.pipeline
+    }
+
+    /// `key`'s handle made from `thumbnail`, or why it cannot be.
+    fn make_handle(&mut self, key: HandleKey, thumbnail: &crate::Thumbnail) -> RowThumbnail {
+        let in_use: HashSet<&HandleKey> = self.rows.values().map(|row| &row.key).collect();
+        match self.handles.insert(key, thumbnail, &in_use) {
+            Ok(handle) => RowThumbnail::Shown(handle),
+            Err(error) => RowThumbnail::Failed(error),
+        }
+    }
+}
+
+impl<K> Drop for Thumbnails<K> {
+    fn drop(&mut self) {
+        self.wakeups.close();
+    }
+}
+
+/// The rows of a list of `count` rows of `row_height` in view when its
+/// scrollable is scrolled `top` down and `height` tall (a `scrollable`'s
+/// `Viewport`: `absolute_offset().y` and `bounds().height`), with one row
+/// more at each end so a row coming into view is already asked for.
+///
+/// ```
+/// use thumbpipe::iced::rows_in_view;
+///
+/// assert_eq!(rows_in_view(0.0, 200.0, 50.0, 1000), 0..5);
+/// assert_eq!(rows_in_view(1000.0, 200.0, 50.0, 1000), 19..25);
+/// assert_eq!(rows_in_view(49_900.0, 200.0, 50.0, 1000), 997..1000);
+/// ```
+pub fn rows_in_view(top: f32, height: f32, row_height: f32, count: usize) -> Range<usize> {
+    if row_height.is_nan() || row_height <= 0.0 || count == 0 {
+        return 0..0;
+    }
+    let first = (top.max(0.0) / row_height).floor() as usize;
+    let end = ((top.max(0.0) + height.max(0.0)) / row_height).ceil() as usize;
+    first.saturating_sub(1).min(count)..end.saturating_add(1).min(count)
+}

@@ -1,0 +1,204 @@
+//! thumbpipe::iced without a window: the subscription wakes the app when
+//! thumbnails arrive, each row's handle is its own image, decoded
+//! thumbnails show in the pass that asks for them, rows that leave are
+//! cancelled, and the handles stay under their budget.
+
+use std::time::Duration;
+
+use futures::StreamExt as _;
+use futures::stream::BoxStream;
+use iced_core::image::Handle;
+use thumbpipe::iced::{IcedConfig, Ready, RowThumbnail, Thumbnails};
+use thumbpipe::{Config, TargetSize};
+
+use crate::common::{eventually, idle, server};
+
+const TARGET: TargetSize = TargetSize::square(64);
+
+/// The subscription's stream, run as iced runs it.
+fn ready_stream(thumbnails: &Thumbnails<usize>) -> BoxStream<'static, Ready> {
+    let mut recipes = iced_futures::subscription::into_recipes(thumbnails.subscription());
+    assert_eq!(recipes.len(), 1);
+    let recipe = recipes.remove(0);
+    recipe.stream(futures::stream::empty().boxed()).boxed()
+}
+
+/// Feeds `thumbnails` each `Ready` until `done` holds or 10 s pass;
+/// returns how many `Ready` came.
+fn run_until(
+    thumbnails: &mut Thumbnails<usize>,
+    ready: &mut BoxStream<'static, Ready>,
+    mut done: impl FnMut(&Thumbnails<usize>) -> bool,
+) -> usize {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .unwrap();
+    let mut woken = 0;
+    while !done(thumbnails) {
+        let next = runtime
+            .block_on(async { tokio::time::timeout(Duration::from_secs(10), ready.next()).await });
+        match next {
+            Ok(Some(message)) => {
+                woken += 1;
+                thumbnails.update(message);
+            }
+            Ok(None) => panic!("the subscription ended"),
+            Err(_) => panic!("no Ready within 10 s: {:?}", thumbnails.stats()),
+        }
+    }
+    woken
+}
+
+/// The picture id a handle's pixels carry.
+fn id_of(handle: &Handle) -> Option<u32> {
+    match handle {
+        Handle::Rgba {
+            width,
+            height,
+            pixels,
+            ..
+        } => fixture_server::decode_id(pixels, *width, *height),
+        _ => None,
+    }
+}
+
+fn shown(thumbnails: &Thumbnails<usize>, row: usize) -> Option<Handle> {
+    match thumbnails.get(&row) {
+        RowThumbnail::Shown(handle) => Some(handle),
+        _ => None,
+    }
+}
+
+fn all_shown(rows: std::ops::Range<usize>) -> impl FnMut(&Thumbnails<usize>) -> bool {
+    move |thumbnails| rows.clone().all(|row| shown(thumbnails, row).is_some())
+}
+
+#[test]
+fn arrivals_wake_the_subscription_and_become_each_rows_own_handle() {
+    let server = server(20);
+    let mut thumbnails = Thumbnails::<usize>::new(Config::default()).unwrap();
+    let urls: Vec<String> = (0..12).map(|row| server.image_url(500 + row)).collect();
+    thumbnails.show_rows(urls.iter().enumerate(), TARGET);
+    assert!((0..12).all(|row| matches!(thumbnails.get(&row), RowThumbnail::Loading)));
+    assert!(matches!(thumbnails.get(&12), RowThumbnail::NotShown));
+
+    let mut ready = ready_stream(&thumbnails);
+    let woken = run_until(&mut thumbnails, &mut ready, all_shown(0..12));
+    for row in 0..12 {
+        let handle = shown(&thumbnails, row).unwrap();
+        assert_eq!(id_of(&handle), Some(500 + row as u32), "row {row}");
+        // The same handle every view: iced uploads it once.
+        assert_eq!(shown(&thumbnails, row).unwrap().id(), handle.id());
+    }
+    // Arrivals are coalesced: never more messages than thumbnails, plus
+    // the one a new stream starts with.
+    assert!((1..=13).contains(&woken), "{woken}");
+    assert_eq!(thumbnails.handle_stats().made, 12);
+    assert_eq!(server.stats().image_bodies, 12);
+}
+
+#[test]
+fn a_decoded_thumbnail_is_shown_in_the_pass_that_asks_for_it() {
+    let server = server(20);
+    // Room for one handle: the others come back from the pipeline's cache.
+    let mut config = IcedConfig::from(Config::default());
+    config.max_handle_bytes = 64 * 64 * 4;
+    let mut thumbnails = Thumbnails::<usize>::new(config).unwrap();
+    let urls: Vec<String> = (0..4).map(|row| server.image_url(600 + row)).collect();
+    let mut ready = ready_stream(&thumbnails);
+    thumbnails.show_rows(urls.iter().enumerate(), TARGET);
+    run_until(&mut thumbnails, &mut ready, all_shown(0..4));
+    // The list moves on: its rows leave, their handles are freed.
+    thumbnails.show_rows([(10, server.image_url(700))], TARGET);
+    assert!(thumbnails.handle_stats().handles <= 2);
+    // Back: shown at once, before any message, with no fetch.
+    let before = server.stats().requests_started;
+    thumbnails.show_rows(urls.iter().enumerate(), TARGET);
+    for row in 0..4 {
+        let handle = shown(&thumbnails, row).expect("shown in the same pass");
+        assert_eq!(id_of(&handle), Some(600 + row as u32));
+    }
+    // Other rows with the same URLs share the handles kept.
+    thumbnails.show_rows(
+        urls.iter().enumerate().map(|(row, url)| (row + 20, url)),
+        TARGET,
+    );
+    assert!((20..24).all(|row| shown(&thumbnails, row).is_some()));
+    assert_eq!(server.stats().requests_started, before);
+}
+
+#[test]
+fn rows_that_leave_are_cancelled_and_forgotten() {
+    let server = server(400);
+    let mut thumbnails = Thumbnails::<usize>::new(Config::default()).unwrap();
+    let mut ready = ready_stream(&thumbnails);
+    let first: Vec<String> = (0..8).map(|row| server.image_url(800 + row)).collect();
+    thumbnails.show_rows(first.iter().enumerate(), TARGET);
+    let later: Vec<(usize, String)> = (8..16)
+        .map(|row| (row, server.image_url(800 + row as u32)))
+        .collect();
+    thumbnails.show_rows(later.iter().map(|(row, url)| (*row, url)), TARGET);
+    assert!((0..8).all(|row| matches!(thumbnails.get(&row), RowThumbnail::NotShown)));
+    run_until(&mut thumbnails, &mut ready, all_shown(8..16));
+    assert!(eventually(|| idle(thumbnails.pipeline())));
+    let stats = thumbnails.stats();
+    assert_eq!(
+        stats.fetches_cancelled_queued + stats.fetches_cancelled_in_flight,
+        8,
+        "{stats:?}"
+    );
+    assert_eq!(stats.delivered, 8);
+    assert!((0..8).all(|row| matches!(thumbnails.get(&row), RowThumbnail::NotShown)));
+}
+
+#[test]
+fn a_row_whose_url_changes_shows_only_its_new_image() {
+    let server = server(100);
+    let mut thumbnails = Thumbnails::<usize>::new(Config::default()).unwrap();
+    let mut ready = ready_stream(&thumbnails);
+    for id in 900..910 {
+        thumbnails.show_rows([(0, server.image_url(id))], TARGET);
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    run_until(&mut thumbnails, &mut ready, all_shown(0..1));
+    assert_eq!(id_of(&shown(&thumbnails, 0).unwrap()), Some(909));
+    // Stragglers of the old URLs, if any, change nothing.
+    assert!(eventually(|| idle(thumbnails.pipeline())));
+    thumbnails.update(Ready);
+    assert_eq!(id_of(&shown(&thumbnails, 0).unwrap()), Some(909));
+    assert_eq!(thumbnails.handle_stats().made, 1);
+}
+
+#[test]
+fn a_failed_load_is_the_rows_error_and_forget_loads_it_again() {
+    let server = server(10);
+    let mut thumbnails = Thumbnails::<usize>::new(Config::default()).unwrap();
+    let mut ready = ready_stream(&thumbnails);
+    let missing = format!("{}?fault=404", server.image_url(1));
+    thumbnails.show_rows([(0, &missing)], TARGET);
+    run_until(&mut thumbnails, &mut ready, |t| {
+        matches!(t.get(&0), RowThumbnail::Failed(_))
+    });
+    let good = server.image_url(5);
+    thumbnails.show_rows([(0, &good)], TARGET);
+    run_until(&mut thumbnails, &mut ready, all_shown(0..1));
+    thumbnails.forget(&good);
+    assert!(matches!(thumbnails.get(&0), RowThumbnail::NotShown));
+    assert_eq!(thumbnails.handle_stats().handles, 0);
+    thumbnails.show_rows([(0, &good)], TARGET);
+    run_until(&mut thumbnails, &mut ready, all_shown(0..1));
+    assert_eq!(server.stats().image_bodies, 2);
+}
+
+#[test]
+fn the_subscription_ends_when_the_thumbnails_are_dropped() {
+    let thumbnails = Thumbnails::<usize>::new(Config::default()).unwrap();
+    let mut ready = ready_stream(&thumbnails);
+    assert_eq!(
+        futures::FutureExt::now_or_never(ready.next()),
+        Some(Some(Ready))
+    );
+    drop(thumbnails);
+    assert_eq!(futures::FutureExt::now_or_never(ready.next()), Some(None));
+}
