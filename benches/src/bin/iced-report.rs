@@ -1,0 +1,403 @@
+//! `iced-report`: `thumbpipe::iced` against the pattern iced's gallery
+//! example teaches (reqwest, a full-size decode on `spawn_blocking`,
+//! `image::Handle::from_rgba`, kept by URL), driven the way an iced app
+//! drives its loader, without a window.
+//!
+//! ```text
+//! cargo run --release -p thumbpipe-benches --bin iced-report
+//! cargo run --release -p thumbpipe-benches --bin iced-report -- --runs 1 --rows 2000
+//! ```
+//!
+//! Starts `fixture-server` (600x600 JPEGs at `--latency-ms`), then runs
+//! itself once per mode and run, each a fresh process: a 60 Hz loop over
+//! a list of `--rows` rows of 72 px, 12 in view, that flicks to the bottom
+//! and back in 7 s, every row's URL changing every `--refresh-ms` during
+//! the flick, then rests at the top until its loader is idle (or 10 s).
+//! Each frame asks the loader for the rows in view as an iced app's
+//! `update` would, and reads what each row shows as its `view` would. Both
+//! modes share the process's executor (a tokio runtime, as iced's `tokio`
+//! feature makes), started before the baseline.
+//!
+//! Prints a table and writes `iced-report.md` to `--out`: peak threads
+//! over the baseline, RSS start -> peak, images shown in a row whose URL
+//! had changed, how long requests went on after the scroll stopped, and
+//! the handles alive at the end. No renderer runs, so RSS counts the
+//! loaders' pixels and buffers, not textures.
+
+use std::collections::{HashMap, HashSet};
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, bail};
+use clap::Parser;
+use iced_core::image::Handle;
+use serde::{Deserialize, Serialize};
+use thumbpipe::TargetSize;
+use thumbpipe::iced::{Ready, RowThumbnail, Thumbnails};
+use thumbpipe_benches::{ServerProcess, machine, median_and_range};
+
+#[derive(Debug, Parser)]
+#[command(about = "thumbpipe::iced against iced's gallery pattern, scrolled by script")]
+struct Args {
+    /// Rows in the list.
+    #[arg(long, default_value_t = 1000)]
+    rows: usize,
+    /// Runs per mode.
+    #[arg(long, default_value_t = 3)]
+    runs: usize,
+    /// The fixture server's latency.
+    #[arg(long, default_value_t = 250)]
+    latency_ms: u64,
+    /// How often every row's URL changes during the flick.
+    #[arg(long, default_value_t = 400)]
+    refresh_ms: u64,
+    /// Where the report goes.
+    #[arg(long, default_value = "benches/results")]
+    out: PathBuf,
+    /// Internal: run one mode against this server and print its figures.
+    #[arg(long, requires = "server")]
+    mode: Option<Mode>,
+    #[arg(long)]
+    server: Option<String>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, Serialize, Deserialize)]
+enum Mode {
+    Gallery,
+    Thumbpipe,
+}
+
+/// One run's figures.
+#[derive(Debug, Serialize, Deserialize)]
+struct Run {
+    baseline_threads: usize,
+    peak_threads: usize,
+    rss_start_mb: f64,
+    rss_peak_mb: f64,
+    /// (row, image) pairs shown in a row whose current URL is another's.
+    wrong_rows: usize,
+    /// From the scroll's last frame to the last frame with requests
+    /// unfinished.
+    tail_ms: f64,
+    handles_at_end: usize,
+    /// Loads finished (thumbnails or full images made).
+    loads: usize,
+}
+
+const VISIBLE: usize = 12;
+const ROW_HEIGHT: f32 = 72.0;
+const FRAME: Duration = Duration::from_micros(16_667);
+const FLICK: Duration = Duration::from_secs(7);
+
+fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    if let (Some(mode), Some(server)) = (args.mode, &args.server) {
+        let run = run(mode, server, &args)?;
+        println!("{}", serde_json::to_string(&run)?);
+        return Ok(());
+    }
+    let server =
+        ServerProcess::fixture_server(&["--latency-ms".into(), args.latency_ms.to_string()])?;
+    let exe = std::env::current_exe()?;
+    let mut runs: HashMap<&str, Vec<Run>> = HashMap::new();
+    for index in 0..args.runs {
+        for (name, mode) in [("gallery", "gallery"), ("thumbpipe", "thumbpipe")] {
+            eprintln!("run {} of {}: {name}", index + 1, args.runs);
+            let output = Command::new(&exe)
+                .args(["--mode", mode, "--server", server.base_url()])
+                .args(["--rows", &args.rows.to_string()])
+                .args(["--refresh-ms", &args.refresh_ms.to_string()])
+                .output()
+                .with_context(|| format!("could not run {name}"))?;
+            if !output.status.success() {
+                bail!(
+                    "{name} failed: {}",
+                    String::from_utf8_lossy(&output.stderr).trim()
+                );
+            }
+            let stdout = String::from_utf8_lossy(&output.stdout);
+            let last = stdout.lines().last().unwrap_or_default();
+            runs.entry(name)
+                .or_default()
+                .push(serde_json::from_str(last)?);
+        }
+    }
+    let report = table(&args, &runs);
+    println!("{report}");
+    std::fs::create_dir_all(&args.out)?;
+    std::fs::write(args.out.join("iced-report.md"), report)?;
+    Ok(())
+}
+
+fn table(args: &Args, runs: &HashMap<&str, Vec<Run>>) -> String {
+    let spread = |runs: &[Run], figure: Figure| {
+        let mut values: Vec<f64> = runs.iter().map(figure).collect();
+        match median_and_range(&mut values) {
+            Some((median, low, high)) if format!("{low:.0}") != format!("{high:.0}") => {
+                format!("{median:.0} ({low:.0}-{high:.0})")
+            }
+            Some((median, ..)) => format!("{median:.0}"),
+            None => "-".into(),
+        }
+    };
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "# iced: thumbpipe::iced against the gallery pattern\n\n{} rows of 600x600 JPEGs at {} ms, \
+         every URL changed every {} ms during a 7 s flick, {} runs per mode (medians, ranges), {}.\n",
+        args.rows,
+        args.latency_ms,
+        args.refresh_ms,
+        args.runs,
+        machine()
+    );
+    let _ = writeln!(
+        out,
+        "| | gallery pattern | thumbpipe::iced |\n|---|---|---|"
+    );
+    let rows: [(&str, Figure); 8] = [
+        ("threads over baseline (peak)", |r| {
+            (r.peak_threads - r.baseline_threads.min(r.peak_threads)) as f64
+        }),
+        ("baseline threads", |r| r.baseline_threads as f64),
+        ("RSS start (MB)", |r| r.rss_start_mb),
+        ("RSS peak (MB)", |r| r.rss_peak_mb),
+        ("images in a row whose URL changed", |r| r.wrong_rows as f64),
+        ("requests after the scroll stopped (ms)", |r| r.tail_ms),
+        ("handles alive at the end", |r| r.handles_at_end as f64),
+        ("loads finished", |r| r.loads as f64),
+    ];
+    let none = Vec::new();
+    for (label, figure) in rows {
+        let _ = writeln!(
+            out,
+            "| {label} | {} | {} |",
+            spread(runs.get("gallery").unwrap_or(&none), figure),
+            spread(runs.get("thumbpipe").unwrap_or(&none), figure)
+        );
+    }
+    out
+}
+
+/// One figure of a run, as the table shows it (whole numbers).
+type Figure = fn(&Run) -> f64;
+
+/// What each loader is asked each frame, and tells.
+trait Loader {
+    fn show(&mut self, rows: &[(usize, String)]);
+    fn shown(&self, row: usize, url: &str) -> Option<Handle>;
+    fn busy(&self) -> bool;
+    fn handles(&self) -> usize;
+    fn loads(&self) -> usize;
+}
+
+/// The gallery pattern: each row's image fetched when it first shows,
+/// decoded whole on the blocking pool, kept by URL; nothing cancelled.
+struct Gallery {
+    runtime: tokio::runtime::Handle,
+    client: reqwest::Client,
+    asked: HashSet<String>,
+    images: HashMap<String, Handle>,
+    sender: std::sync::mpsc::Sender<(String, Handle)>,
+    receiver: std::sync::mpsc::Receiver<(String, Handle)>,
+    unfinished: Arc<AtomicUsize>,
+}
+
+impl Loader for Gallery {
+    fn show(&mut self, rows: &[(usize, String)]) {
+        while let Ok((url, handle)) = self.receiver.try_recv() {
+            self.images.insert(url, handle);
+        }
+        for (_, url) in rows {
+            if !self.asked.insert(url.clone()) {
+                continue;
+            }
+            let (client, url, sender) = (self.client.clone(), url.clone(), self.sender.clone());
+            let unfinished = Arc::clone(&self.unfinished);
+            unfinished.fetch_add(1, Ordering::SeqCst);
+            self.runtime.spawn(async move {
+                if let Ok(response) = client.get(&url).send().await
+                    && let Ok(bytes) = response.bytes().await
+                {
+                    let decoded = tokio::task::spawn_blocking(move || {
+                        image::load_from_memory(&bytes).map(|image| image.to_rgba8())
+                    })
+                    .await;
+                    if let Ok(Ok(rgba)) = decoded {
+                        let (width, height) = rgba.dimensions();
+                        let _ =
+                            sender.send((url, Handle::from_rgba(width, height, rgba.into_raw())));
+                    }
+                }
+                unfinished.fetch_sub(1, Ordering::SeqCst);
+            });
+        }
+    }
+
+    fn shown(&self, _row: usize, url: &str) -> Option<Handle> {
+        self.images.get(url).cloned()
+    }
+
+    fn busy(&self) -> bool {
+        self.unfinished.load(Ordering::SeqCst) > 0
+    }
+
+    fn handles(&self) -> usize {
+        self.images.len()
+    }
+
+    fn loads(&self) -> usize {
+        self.images.len()
+    }
+}
+
+impl Loader for Thumbnails<usize> {
+    fn show(&mut self, rows: &[(usize, String)]) {
+        // As the app's `update` does on each `Ready` and each scroll.
+        self.update(Ready);
+        self.show_rows(
+            rows.iter().map(|(row, url)| (*row, url)),
+            TargetSize::square(64),
+        );
+    }
+
+    fn shown(&self, row: usize, _url: &str) -> Option<Handle> {
+        match self.get(&row) {
+            RowThumbnail::Shown(handle) => Some(handle),
+            _ => None,
+        }
+    }
+
+    fn busy(&self) -> bool {
+        let stats = self.stats();
+        stats.in_flight + stats.queued + stats.decoding > 0
+    }
+
+    fn handles(&self) -> usize {
+        self.handle_stats().handles
+    }
+
+    fn loads(&self) -> usize {
+        self.stats().decodes_completed as usize
+    }
+}
+
+fn threads() -> usize {
+    std::fs::read_dir("/proc/self/task").map_or(0, |tasks| tasks.count())
+}
+
+/// The picture id a handle's pixels carry.
+fn id_of(handle: &Handle) -> Option<u32> {
+    match handle {
+        Handle::Rgba {
+            width,
+            height,
+            pixels,
+            ..
+        } => fixture_server::decode_id(pixels, *width, *height),
+        _ => None,
+    }
+}
+
+/// The list's top row at `elapsed` into the flick: down with an ease in
+/// and out, then back.
+fn top_row(elapsed: Duration, rows: usize) -> usize {
+    let half = FLICK.as_secs_f32() / 2.0;
+    let t = elapsed.as_secs_f32();
+    let phase = if t < half { t / half } else { 2.0 - t / half }.clamp(0.0, 1.0);
+    let eased = phase * phase * (3.0 - 2.0 * phase);
+    (eased * rows.saturating_sub(VISIBLE) as f32).round() as usize
+}
+
+fn run(mode: Mode, server: &str, args: &Args) -> anyhow::Result<Run> {
+    // iced's executor, which every iced app has.
+    let executor = tokio::runtime::Runtime::new()?;
+    let baseline_threads = threads();
+    let rss_start_mb = fixture_server::resident_mb().unwrap_or(0.0);
+    let mut loader: Box<dyn Loader> = match mode {
+        Mode::Gallery => {
+            let (sender, receiver) = std::sync::mpsc::channel();
+            Box::new(Gallery {
+                runtime: executor.handle().clone(),
+                client: reqwest::Client::new(),
+                asked: HashSet::new(),
+                images: HashMap::new(),
+                sender,
+                receiver,
+                unfinished: Arc::new(AtomicUsize::new(0)),
+            })
+        }
+        Mode::Thumbpipe => Box::new(Thumbnails::<usize>::new(thumbpipe::Config::default())?),
+    };
+    let (mut peak_threads, mut rss_peak_mb) = (threads(), rss_start_mb);
+    let mut wrong: HashSet<(usize, u32)> = HashSet::new();
+    let refresh = Duration::from_millis(args.refresh_ms.max(1));
+    let start = Instant::now();
+    let mut generation = 0;
+    let mut last_busy = None;
+    let mut next_frame = start;
+    loop {
+        let elapsed = start.elapsed();
+        let flicking = elapsed < FLICK;
+        if flicking {
+            generation = (elapsed.as_millis() / refresh.as_millis()) as u32;
+        }
+        let top = if flicking {
+            top_row(elapsed, args.rows)
+        } else {
+            0
+        };
+        let id =
+            |row: usize| (generation as usize * args.rows + row) as u32 % fixture_server::MAX_ID;
+        let rows: Vec<(usize, String)> = thumbpipe::iced::rows_in_view(
+            top as f32 * ROW_HEIGHT,
+            VISIBLE as f32 * ROW_HEIGHT,
+            ROW_HEIGHT,
+            args.rows,
+        )
+        .map(|row| (row, format!("{server}/img/{}.jpg", id(row))))
+        .collect();
+        loader.show(&rows);
+        // The view: what each row in it shows.
+        for (row, url) in &rows {
+            if let Some(handle) = loader.shown(*row, url)
+                && let Some(shown) = id_of(&handle)
+                && shown != id(*row)
+            {
+                wrong.insert((*row, shown));
+            }
+        }
+        peak_threads = peak_threads.max(threads());
+        rss_peak_mb = rss_peak_mb.max(fixture_server::resident_mb().unwrap_or(0.0));
+        let busy = loader.busy();
+        if !flicking {
+            if busy {
+                last_busy = Some(start.elapsed());
+            } else if elapsed > FLICK + Duration::from_millis(500) {
+                break;
+            }
+            if elapsed > FLICK + Duration::from_secs(10) {
+                break;
+            }
+        }
+        next_frame += FRAME;
+        std::thread::sleep(next_frame.saturating_duration_since(Instant::now()));
+    }
+    let tail_ms = last_busy.map_or(0.0, |busy| {
+        busy.saturating_sub(FLICK).as_secs_f64() * 1000.0
+    });
+    Ok(Run {
+        baseline_threads,
+        peak_threads,
+        rss_start_mb,
+        rss_peak_mb,
+        wrong_rows: wrong.len(),
+        tail_ms,
+        handles_at_end: loader.handles(),
+        loads: loader.loads(),
+    })
+}
