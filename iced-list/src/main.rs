@@ -49,6 +49,11 @@ impl List {
                 (server.base_url(), Some(server))
             }
         };
+        (Self::showing(base, grid, server), Task::none())
+    }
+
+    /// The list of `base`'s images, its first screen asked for.
+    fn showing(base: String, grid: bool, server: Option<fixture_server::FixtureServer>) -> Self {
         let thumbnails = Thumbnails::new(thumbpipe::Config::default()).expect("a pipeline");
         let mut list = Self {
             base,
@@ -59,7 +64,7 @@ impl List {
             _server: server,
         };
         list.show_rows();
-        (list, Task::none())
+        list
     }
 
     /// Tells thumbpipe which rows (cells) are in view.
@@ -162,4 +167,64 @@ fn main() -> iced::Result {
         .subscription(List::subscription)
         .title("thumbpipe: iced list")
         .run()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::{Duration, Instant};
+
+    /// Passes `Ready` to the list, as its subscription would, until every
+    /// cell in view shows its image (or 10 s pass).
+    fn until_shown(list: &mut List) -> bool {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            list.update(Message::Thumbnails(Ready));
+            let (line, per_line, _) = list.shape();
+            let lines =
+                thumbpipe::iced::rows_in_view(list.top, list.height, line, ROWS.div_ceil(per_line));
+            let cells = lines.start * per_line..(lines.end * per_line).min(ROWS);
+            if cells
+                .clone()
+                .all(|cell| matches!(list.thumbnails.get(&cell), RowThumbnail::Shown(_)))
+            {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        false
+    }
+
+    /// The example as iced's headless simulator lays it out and draws it:
+    /// every row in view shows its image, not the placeholder, in the list
+    /// and, after a click on "grid", in the grid.
+    #[test]
+    fn every_row_in_view_shows_its_image_in_the_list_and_the_grid() {
+        let config = fixture_server::Config {
+            latency: Duration::from_millis(10),
+            ..Default::default()
+        };
+        let server = fixture_server::FixtureServer::start_dedicated(config).unwrap();
+        let mut list = List::showing(server.base_url(), false, Some(server));
+        // Before any arrival is passed to `update`: placeholders.
+        assert!(iced_test::simulator(list.view()).find("…").is_ok());
+        assert!(until_shown(&mut list), "{:?}", list.thumbnails.stats());
+        let mut ui = iced_test::simulator(list.view());
+        assert!(ui.find("row 0").is_ok());
+        assert!(ui.find("…").is_err(), "a row in view shows its placeholder");
+        assert!(ui.click("grid").is_ok());
+        let messages: Vec<Message> = ui.into_messages().collect();
+        assert!(
+            matches!(messages.as_slice(), [Message::ToggleGrid]),
+            "{messages:?}"
+        );
+        list.update(Message::ToggleGrid);
+        assert!(until_shown(&mut list), "{:?}", list.thumbnails.stats());
+        let mut ui = iced_test::simulator(list.view());
+        assert!(
+            ui.find("…").is_err(),
+            "a cell in view shows its placeholder"
+        );
+        assert!(ui.find("row 0").is_err(), "the grid has no row labels");
+    }
 }
