@@ -232,13 +232,21 @@ impl TextureCache {
             self.stats.bytes -= old.thumbnail.cost();
         }
         self.stats.bytes += bytes;
+        self.evict_to_budget();
+        self.count_textures();
+        self.stats.peak_bytes = self.stats.peak_bytes.max(self.stats.bytes);
+        Ok(())
+    }
+
+    /// Frees the least recently drawn textures until the budget holds or
+    /// every texture left was drawn in this pass.
+    fn evict_to_budget(&mut self) {
         while self.stats.bytes > self.budget {
             if self
                 .entries
                 .peek_lru()
                 .is_none_or(|(_, oldest)| oldest.drawn_in == self.pass)
             {
-                // Everything left was drawn in this pass.
                 break;
             }
             let Some((_, evicted)) = self.entries.pop_lru() else {
@@ -247,9 +255,6 @@ impl TextureCache {
             self.stats.bytes -= evicted.thumbnail.cost();
             self.stats.evicted += 1;
         }
-        self.count_textures();
-        self.stats.peak_bytes = self.stats.peak_bytes.max(self.stats.bytes);
-        Ok(())
     }
 
     /// Counts the live textures (an animation's frames each).

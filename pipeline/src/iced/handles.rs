@@ -94,6 +94,12 @@ impl Handles {
         Ok(handle)
     }
 
+    /// Whether `extra` more bytes of handles would stay within the budget:
+    /// then nothing is freed, and which handles are in use does not matter.
+    pub(super) fn fits(&self, extra: usize) -> bool {
+        self.stats.bytes.saturating_add(extra) <= self.max_bytes
+    }
+
     /// Frees the least recently shown handles not `in_use` until the
     /// budget holds, or only those are left: the rows that left a list
     /// give their room back.

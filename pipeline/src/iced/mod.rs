@@ -242,15 +242,12 @@ impl<K: Hash + Eq + Clone> Thumbnails<K> {
     /// for every row in view, and [`Thumbnails::end_pass`] after them; or
     /// use [`Thumbnails::show_rows`], which does both. Never blocks.
     pub fn request(&mut self, row: K, url: &str, target: TargetSize, priority: Priority) {
-        let same = self
-            .rows
-            .get(&row)
-            .is_some_and(|known| *known.key.0 == *url && known.key.1 == target);
-        if same {
-            if let Some(known) = self.rows.get(&row) {
-                // Most recently shown.
-                let _ = self.handles.get(&known.key);
-            }
+        if let Some(known) = self.rows.get(&row)
+            && *known.key.0 == *url
+            && known.key.1 == target
+        {
+            // Most recently shown.
+            let _ = self.handles.get(&known.key);
         } else {
             let key: HandleKey = (Arc::from(url), target);
             let state = if let Some(handle) = self.handles.get(&key) {
@@ -272,8 +269,10 @@ impl<K: Hash + Eq + Clone> Thumbnails<K> {
     pub fn end_pass(&mut self) {
         let asked = std::mem::take(&mut self.asked);
         self.rows.retain(|row, _| asked.contains(row));
-        let in_use: HashSet<&HandleKey> = self.rows.values().map(|row| &row.key).collect();
-        self.handles.trim(&in_use);
+        if !self.handles.fits(0) {
+            let in_use: HashSet<&HandleKey> = self.rows.values().map(|row| &row.key).collect();
+            self.handles.trim(&in_use);
+        }
         self.pipeline.end_frame();
     }
 
@@ -332,7 +331,13 @@ impl<K: Hash + Eq + Clone> Thumbnails<K> {
 
     /// `key`'s handle made from `thumbnail`, or why it cannot be.
     fn make_handle(&mut self, key: HandleKey, thumbnail: &crate::Thumbnail) -> RowThumbnail {
-        let in_use: HashSet<&HandleKey> = self.rows.values().map(|row| &row.key).collect();
+        // The rows' handles matter only when one must be freed: most
+        // arrivals fit, and cost no walk over the rows.
+        let in_use: HashSet<&HandleKey> = if self.handles.fits(thumbnail.pixels.len()) {
+            HashSet::new()
+        } else {
+            self.rows.values().map(|row| &row.key).collect()
+        };
         match self.handles.insert(key, thumbnail, &in_use) {
             Ok(handle) => RowThumbnail::Shown(handle),
             Err(error) => RowThumbnail::Failed(error),

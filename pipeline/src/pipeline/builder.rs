@@ -17,6 +17,7 @@ use crate::fetch::{BodyBudget, RequestHeaders};
 use crate::load::{self, Parts, either};
 use crate::metrics::Metrics;
 use crate::shared_thumbnails;
+use crate::workers::Workers;
 use crate::{BuildError, CacheStats, Config, Decode, Fetch, HttpFetcher, ImageDecoder};
 
 /// Builds a [`Pipeline`] with a runtime, fetcher or decoder of your own.
@@ -111,15 +112,9 @@ impl<K> PipelineBuilder<K> {
                 (Some(runtime), handle)
             }
         };
-        let (fetcher, file_threads): (Arc<dyn Fetch>, _) = match self.fetcher {
+        let (fetcher, file_threads) = match self.fetcher {
             Some(fetcher) => (fetcher, None),
-            None => {
-                // reqwest's client needs a runtime context to build.
-                let _entered = handle.enter();
-                let fetcher = HttpFetcher::for_pipeline(&config.fetch)?;
-                let file_threads = fetcher.file_threads();
-                (Arc::new(fetcher), file_threads)
-            }
+            None => default_fetcher(&config, &handle)?,
         };
         let metrics = Arc::new(Metrics::default());
         // The disk cache: a layer in front of the fetcher, and the
@@ -209,6 +204,19 @@ impl<K> PipelineBuilder<K> {
             runtime,
         })
     }
+}
+
+/// A fetcher, and the file threads it reads local files on (`None`
+/// without file roots), for other blocking work on them.
+type FetcherAndFileThreads = (Arc<dyn Fetch>, Option<Arc<Workers>>);
+
+/// The pipeline's own fetcher, and its file threads.
+fn default_fetcher(config: &Config, handle: &Handle) -> Result<FetcherAndFileThreads, BuildError> {
+    // reqwest's client needs a runtime context to build.
+    let _entered = handle.enter();
+    let fetcher = HttpFetcher::for_pipeline(&config.fetch)?;
+    let file_threads = fetcher.file_threads();
+    Ok((Arc::new(fetcher), file_threads))
 }
 
 fn io_runtime(threads: usize) -> std::io::Result<Runtime> {
