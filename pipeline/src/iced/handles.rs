@@ -56,6 +56,11 @@ impl Handles {
         self.kept.get(key).map(|(handle, _)| handle.clone())
     }
 
+    /// Marks `key`'s handle, if kept, as the most recently shown.
+    pub(super) fn touch(&mut self, key: &HandleKey) {
+        self.kept.promote(key);
+    }
+
     /// `key`'s handle: the one kept, or one made from `thumbnail` (its
     /// first frame, for an animation), without copying its pixels. Then
     /// frees the least recently shown handles not `in_use` until the

@@ -218,11 +218,23 @@ impl<K: Hash + Eq + Clone> Thumbnails<K> {
 
     /// Makes the handles of the thumbnails that arrived. Never blocks.
     pub fn update(&mut self, _ready: Ready) {
+        self.receive();
+    }
+
+    /// Gives each row what the pipeline delivered for it: the thumbnails
+    /// that arrived, and the errors a request gets at once (a URL that
+    /// does not parse, too many pending), which wake no one and so are
+    /// taken at the end of every pass too. A row already showing its image
+    /// (found decoded when asked for) keeps its handle.
+    fn receive(&mut self) {
         for done in self.pipeline.drain() {
             let Some(row) = self.rows.get(&done.row) else {
                 continue;
             };
-            if *row.key.0 != *done.url || row.key.1 != done.target {
+            if *row.key.0 != *done.url
+                || row.key.1 != done.target
+                || matches!(row.state, RowThumbnail::Shown(_))
+            {
                 continue;
             }
             let key = row.key.clone();
@@ -247,7 +259,7 @@ impl<K: Hash + Eq + Clone> Thumbnails<K> {
             && known.key.1 == target
         {
             // Most recently shown.
-            let _ = self.handles.get(&known.key);
+            self.handles.touch(&known.key);
         } else {
             let key: HandleKey = (Arc::from(url), target);
             let state = if let Some(handle) = self.handles.get(&key) {
@@ -265,10 +277,12 @@ impl<K: Hash + Eq + Clone> Thumbnails<K> {
 
     /// Ends a pass: rows not asked for since the last one are cancelled
     /// and forgotten, and their handles are kept only as far as the budget
-    /// allows.
+    /// allows; a row whose request failed at once (a URL that does not
+    /// parse) shows its error from this pass on.
     pub fn end_pass(&mut self) {
         let asked = std::mem::take(&mut self.asked);
         self.rows.retain(|row, _| asked.contains(row));
+        self.receive();
         if !self.handles.fits(0) {
             let in_use: HashSet<&HandleKey> = self.rows.values().map(|row| &row.key).collect();
             self.handles.trim(&in_use);

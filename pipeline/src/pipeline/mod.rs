@@ -87,6 +87,8 @@ impl<K> Pipeline<K> {
     /// waits for a call in progress, and so does a later `set_waker`. So
     /// the waker must not drop the pipeline or call `set_waker` itself, nor
     /// wait for the thread that does. A panic in it is caught and ignored.
+    /// A completion [`Pipeline::request`] makes at once (a URL that does
+    /// not parse, too many pending) calls no waker: the next `drain` has it.
     pub fn set_waker(&self, waker: impl Fn() + Send + Sync + 'static) {
         if let Ok(mut slot) = self.waker.lock() {
             *slot = Some(Arc::new(waker));

@@ -146,14 +146,18 @@ impl ThumbnailTier for SharedThumbnails {
             self.limits,
         );
         let (seen, metrics) = (Arc::clone(&self.seen), Arc::clone(&self.metrics));
+        let writes = self.write.is_some();
         let found = self.threads.run(move || {
             let (path, stamp) = local_file(&url, &roots)?;
-            Self::remember(&seen, (url.to_string(), target), stamp);
-            let found = look_up(&read?, &url, &path, stamp, target, limits)?;
-            if found.is_ok() {
-                Metrics::add(&metrics.shared_thumbnails_used, 1);
+            let found = read.and_then(|read| look_up(&read, &url, &path, stamp, target, limits));
+            match &found {
+                Some(Ok(_)) => Metrics::add(&metrics.shared_thumbnails_used, 1),
+                // A miss is decoded, and its thumbnail (or failure) written
+                // against the file as it is now.
+                None if writes => Self::remember(&seen, (url.to_string(), target), stamp),
+                _ => {}
             }
-            Some(found)
+            found
         });
         Box::pin(async move { found.await.ok().flatten() })
     }

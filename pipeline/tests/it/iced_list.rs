@@ -202,3 +202,18 @@ fn the_subscription_ends_when_the_thumbnails_are_dropped() {
     drop(thumbnails);
     assert_eq!(futures::FutureExt::now_or_never(ready.next()), Some(None));
 }
+
+#[test]
+fn a_request_that_fails_at_once_shows_its_error_in_the_same_pass() {
+    let mut thumbnails = Thumbnails::<usize>::new(Config::default()).unwrap();
+    // Errors made on the UI thread wake no subscription: the pass that
+    // asks gives them to the row.
+    thumbnails.show_rows([(0, "not a url"), (1, "ftp://example.com/a.jpg")], TARGET);
+    for row in 0..2 {
+        assert!(
+            matches!(thumbnails.get(&row), RowThumbnail::Failed(_)),
+            "row {row}: {:?}",
+            thumbnails.get(&row)
+        );
+    }
+}
