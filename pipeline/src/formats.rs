@@ -5,8 +5,9 @@
 //! decode both read it, and it uses neither.
 //!
 //! Plain constants, fixed when the crate is built: JPEG, PNG, WebP and GIF
-//! always; BMP, ICO, TIFF and SVG each behind a cargo feature of the same
-//! name (all but SVG on by default; pure Rust, so they need nothing from the system).
+//! always; AVIF, BMP, ICO, TIFF and SVG each behind a cargo feature of the
+//! same name (all but SVG on by default; pure Rust, so they need nothing
+//! from the system).
 
 use image::ImageFormat;
 
@@ -46,6 +47,14 @@ pub(crate) const FORMATS: &[Format] = &[
         media_type: "image/gif",
         image: Some(ImageFormat::Gif),
     },
+    // After the formats that decode fastest: a server that can send either
+    // chooses by its own order, most of them AVIF whenever it is named.
+    #[cfg(feature = "avif")]
+    Format {
+        name: "AVIF",
+        media_type: "image/avif",
+        image: Some(ImageFormat::Avif),
+    },
     #[cfg(feature = "bmp")]
     Format {
         name: "BMP",
@@ -75,14 +84,16 @@ pub(crate) const FORMATS: &[Format] = &[
 ];
 
 /// The image formats [`ImageDecoder`](crate::ImageDecoder) decodes in this
-/// build: JPEG, PNG, WebP and GIF, and each of BMP, ICO, TIFF and SVG
-/// whose cargo feature is on (BMP, ICO and TIFF by default). The `Accept` header of every
+/// build: JPEG, PNG, WebP and GIF, and each of AVIF, BMP, ICO, TIFF and SVG
+/// whose cargo feature is on (all but SVG by default). The `Accept` header of every
 /// request names the same formats.
 ///
 /// ```
 /// assert!(thumbpipe::SUPPORTED_FORMATS.contains(&"WebP"));
 /// # #[cfg(feature = "tiff")]
 /// assert!(thumbpipe::SUPPORTED_FORMATS.contains(&"TIFF"));
+/// # #[cfg(feature = "avif")]
+/// assert!(thumbpipe::SUPPORTED_FORMATS.contains(&"AVIF"));
 /// ```
 pub const SUPPORTED_FORMATS: [&str; FORMATS.len()] = names();
 
@@ -103,13 +114,38 @@ pub(crate) fn media_type(bytes: &[u8]) -> Option<&'static str> {
     supported(guess(bytes)?).map(|format| format.media_type)
 }
 
-/// The format `bytes` are in, by their first bytes: `image`'s guess, and
-/// BigTIFF (a TIFF with 64-bit offsets, `II+\0` or `MM\0+`), which the
-/// TIFF decoder reads and `image` does not recognise.
+/// The format `bytes` are in, by their first bytes: `image`'s guess, an
+/// AVIF by any of its brands, and BigTIFF (a TIFF with 64-bit offsets,
+/// `II+\0` or `MM\0+`), which the TIFF decoder reads and `image` does not
+/// recognise.
 pub(crate) fn guess(bytes: &[u8]) -> Option<ImageFormat> {
+    if avif_brand(bytes) {
+        return Some(ImageFormat::Avif);
+    }
     image::guess_format(bytes).ok().or_else(|| {
         matches!(bytes.get(..4), Some(b"II+\0" | b"MM\0+")).then_some(ImageFormat::Tiff)
     })
+}
+
+/// Whether `bytes` start with a file type box whose major or compatible
+/// brands name AVIF (`avif`, or `avis` for a sequence): `image` knows an
+/// AVIF only by its major brand, and phones write `mif1` there.
+fn avif_brand(bytes: &[u8]) -> bool {
+    let Some(size) = bytes.get(..4) else {
+        return false;
+    };
+    let size = u32::from_be_bytes([size[0], size[1], size[2], size[3]]) as usize;
+    if bytes.get(4..8) != Some(b"ftyp") || size < 16 {
+        return false;
+    }
+    let brands = bytes
+        .get(8..size.min(bytes.len()).min(256))
+        .unwrap_or_default();
+    // The major brand, the minor version, then the compatible brands.
+    brands
+        .chunks_exact(4)
+        .enumerate()
+        .any(|(i, brand)| i != 1 && (brand == b"avif" || brand == b"avis"))
 }
 
 /// The format `image` recognised, if this build decodes it.
@@ -147,5 +183,37 @@ mod tests {
             supported(ImageFormat::Tiff).is_some()
         );
         assert!(supported(ImageFormat::Dds).is_none());
+        assert_eq!(
+            cfg!(feature = "avif"),
+            accept.split(',').any(|t| t == "image/avif")
+        );
+    }
+
+    #[test]
+    fn avif_is_told_by_any_of_its_brands() {
+        let ftyp = |major: &[u8; 4], compatible: &[&[u8; 4]]| {
+            let mut bytes = ((16 + 4 * compatible.len()) as u32).to_be_bytes().to_vec();
+            bytes.extend_from_slice(b"ftyp");
+            bytes.extend_from_slice(major);
+            bytes.extend_from_slice(&[0; 4]);
+            compatible
+                .iter()
+                .for_each(|brand| bytes.extend_from_slice(*brand));
+            bytes
+        };
+        assert_eq!(guess(&ftyp(b"avif", &[b"mif1"])), Some(ImageFormat::Avif));
+        assert_eq!(
+            guess(&ftyp(b"mif1", &[b"miaf", b"avif"])),
+            Some(ImageFormat::Avif)
+        );
+        assert_eq!(guess(&ftyp(b"avis", &[])), Some(ImageFormat::Avif));
+        // HEIC, and a minor version that spells the brand, are not AVIF.
+        assert_eq!(
+            guess(&ftyp(b"heic", &[b"mif1"])),
+            Some(ImageFormat::Avif).filter(|_| false)
+        );
+        let mut minor = ftyp(b"heic", &[]);
+        minor[12..16].copy_from_slice(b"avif");
+        assert_ne!(guess(&minor), Some(ImageFormat::Avif));
     }
 }

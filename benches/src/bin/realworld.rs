@@ -10,7 +10,7 @@
 //! ```
 //!
 //! A file agrees when both decoders give a thumbnail of the same size
-//! (within a pixel a side) at 22 dB or more (PSNR of the RGB channels, each
+//! (within a pixel a side) at 22 dB or more (`--agree-db`) (PSNR of the RGB channels, each
 //! image composited on mid grey by its alpha, over the pixels both cover),
 //! or when both refuse it. Everything else is listed: thumbnails that
 //! differ, and files one side alone refuses. Where Pillow and browsers
@@ -41,10 +41,14 @@ struct Args {
     /// Where the report is written (Markdown); printed as well.
     #[arg(long)]
     out: Option<PathBuf>,
+    /// The smallest PSNR (dB) at which two thumbnails agree.
+    #[arg(long, default_value_t = 22.0)]
+    agree_db: f64,
+    /// A directory to write thumbpipe's thumbnail of each file that
+    /// differs into (NAME.png), to look at beside Pillow's.
+    #[arg(long)]
+    dump: Option<PathBuf>,
 }
-
-/// The smallest PSNR at which two thumbnails agree.
-const AGREE_DB: f64 = 22.0;
 
 fn main() {
     if let Err(error) = run(Args::parse()) {
@@ -143,9 +147,15 @@ fn run(args: Args) -> anyhow::Result<()> {
                     "thumbpipe {}x{}, Pillow {}x{}, {db:.1} dB",
                     ours.width, ours.height, reference.width, reference.height
                 );
-                if close && db >= AGREE_DB {
+                if close && db >= args.agree_db {
                     ("agree", detail)
                 } else {
+                    if let Some(dump) = &args.dump {
+                        std::fs::create_dir_all(dump)?;
+                        image::RgbaImage::from_raw(ours.width, ours.height, ours.pixels)
+                            .context("a thumbnail's pixels do not match its size")?
+                            .save(dump.join(format!("{name}.png")))?;
+                    }
                     ("differ", detail)
                 }
             }
@@ -168,8 +178,9 @@ fn run(args: Args) -> anyhow::Result<()> {
     let total: u64 = counts.values().sum();
     let mut report = format!(
         "# realworld: thumbpipe against Pillow\n\n{total} files, thumbnails fitted to {side}x{side}, \
-         default config, on {machine}.\n\n| outcome | files |\n|---|---|\n",
+         agreeing at {db} dB or more, default config, on {machine}.\n\n| outcome | files |\n|---|---|\n",
         side = args.side,
+        db = args.agree_db,
         machine = machine()
     );
     for (kind, count) in &counts {

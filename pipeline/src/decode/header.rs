@@ -16,7 +16,7 @@ use image::metadata::Orientation;
 use image::{ColorType, ImageDecoder as _, ImageFormat, ImageReader};
 
 use super::upright::{orientation_of, quarter_turn, swapped};
-use super::{DecodeLimits, gif, ico, jpeg, png, svg, tiff, webp};
+use super::{DecodeLimits, avif, gif, ico, jpeg, png, svg, tiff, webp};
 use crate::formats::{self, SUPPORTED_FORMATS};
 use crate::request::TargetSize;
 use crate::{Error, Thumbnail};
@@ -33,6 +33,8 @@ pub(super) struct Photo {
 pub(super) enum Opened<'a> {
     /// An SVG: drawn at the target's size, not decoded.
     Vector,
+    /// An AVIF: its container read and its images decoded by `avif/`.
+    Avif,
     Raster(Image<'a>),
 }
 
@@ -113,6 +115,9 @@ pub(super) fn open<'a>(
         url: url.to_string(),
         reason,
     };
+    if avif::looks_like_avif(bytes) {
+        return Ok(Opened::Avif);
+    }
     // An icon: the entry of the size that best fits the target.
     let (bytes, icon_size) = match ico::best_entry(bytes, target) {
         Some(best) => (Cow::Owned(best.icon), Some(best.largest)),
@@ -127,8 +132,8 @@ pub(super) fn open<'a>(
     };
     if formats::supported(format).is_none() {
         return Err(decode_error(format!(
-            "the image is {format:?}, which this build does not decode (it decodes {}; BMP, \
-             ICO, TIFF and SVG need thumbpipe's cargo features of those names)",
+            "the image is {format:?}, which this build does not decode (it decodes {}; AVIF, \
+             BMP, ICO, TIFF and SVG need thumbpipe's cargo features of those names)",
             SUPPORTED_FORMATS.join(", ")
         )));
     }

@@ -43,6 +43,10 @@ mod webp;
 
 // The formats behind cargo features; without one, its stand-in in
 // `off.rs`, so the route names no feature.
+#[cfg(feature = "avif")]
+mod avif;
+#[cfg(not(feature = "avif"))]
+use off::avif;
 #[cfg(feature = "ico")]
 mod ico;
 #[cfg(not(feature = "ico"))]

@@ -22,7 +22,7 @@ use super::header::{self, Image, Opened, Photo, full_rgba};
 use super::jpeg::{self, JpegLayout};
 use super::resize::Pixels;
 use super::upright::fit;
-use super::{DecodeLimits, animation, gif, png, resize, svg};
+use super::{DecodeLimits, animation, avif, gif, png, resize, svg};
 use crate::request::TargetSize;
 use crate::{Animation, Error, Thumbnail};
 
@@ -79,6 +79,7 @@ fn decode(
     };
     let image = match header::open(url, bytes, asked, &limits, photo)? {
         Opened::Vector => return svg::rasterise(url, bytes, asked, limits),
+        Opened::Avif => return avif::thumbnail(url, bytes, asked, limits),
         Opened::Raster(image) => image,
     };
     let target = image.stored_target(asked);

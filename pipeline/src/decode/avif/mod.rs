@@ -1,0 +1,238 @@
+//! AVIF: an AVIF file to its thumbnail. The container says what the image
+//! is (`container.rs`; an image sequence's first frame, `sequence.rs`);
+//! what that takes is counted against the decode limit before anything is
+//! decoded; each AV1 image (the colour, each tile of a grid, the alpha) is
+//! decoded by rav1d (`dav1d.rs`) and turned into RGBA on one canvas of the
+//! part the clean aperture keeps (`yuv.rs`), one picture at a time; the
+//! usual resize and turn (`upright.rs`) make the thumbnail, the file's
+//! `irot` and `imir` applied as an EXIF orientation would be.
+//!
+//! Runs on the decode thread that calls it, start to end (rav1d starts no
+//! thread); keeps nothing.
+
+mod boxes;
+mod container;
+mod dav1d;
+mod sequence;
+mod tables;
+mod yuv;
+
+use std::sync::Arc;
+
+use image::metadata::Orientation;
+
+use self::container::{Coded, Still, Transforms};
+use self::dav1d::Picture;
+use self::yuv::{Canvas, Colour, Rect};
+use super::DecodeLimits;
+use super::fitting::Fitting;
+use super::resize::{self, Layout, Pixels};
+use super::upright::{fit, quarter_turn, swapped};
+use crate::request::TargetSize;
+use crate::{Error, Thumbnail};
+
+pub(in crate::decode) use self::container::looks_like_avif;
+
+/// Decodes `bytes`, an AVIF file, into a thumbnail for `asked`, under
+/// `limits`.
+pub(super) fn thumbnail(
+    url: &Arc<str>,
+    bytes: &[u8],
+    asked: TargetSize,
+    limits: DecodeLimits,
+) -> Result<Thumbnail, Error> {
+    let decode_error = |reason: String| Error::Decode {
+        url: url.to_string(),
+        reason: format!("AVIF: {reason}"),
+    };
+    let still = container::read(bytes).map_err(decode_error)?;
+    let (width, height) = (still.width, still.height);
+    if width > limits.max_dimension || height > limits.max_dimension {
+        return Err(Error::TooLarge {
+            url: url.to_string(),
+            what: format!(
+                "image is {width}x{height}, over the {} limit",
+                limits.max_dimension
+            ),
+            setting: "decode.max_dimension",
+        });
+    }
+    let shows = still.transforms.crop.unwrap_or((0, 0, width, height));
+    let orientation = orientation(&still.transforms);
+    let target = if quarter_turn(orientation) {
+        swapped(asked)
+    } else {
+        asked
+    };
+    let fitting = Fitting::new(shows.2, shows.3, target);
+    let needed = bytes_needed(&still, shows, &fitting);
+    if needed > limits.max_alloc {
+        return Err(Error::TooLarge {
+            url: url.to_string(),
+            what: format!(
+                "image is {width}x{height}: decoding it takes {needed} bytes (its pixels, the \
+                 AV1 decoder's frame and the resize), over the {}-byte decode limit",
+                limits.max_alloc
+            ),
+            setting: "decode.max_alloc_bytes",
+        });
+    }
+    let rgba = pixels(&still, shows).map_err(decode_error)?;
+    let pixels = Pixels {
+        width: shows.2,
+        height: shows.3,
+        layout: Layout::Rgba,
+        data: rgba,
+    };
+    let rgba =
+        fit(pixels, &fitting, (shows.2, shows.3), None, orientation).map_err(decode_error)?;
+    let (thumb_width, thumb_height) = rgba.dimensions();
+    let source_size = if quarter_turn(orientation) {
+        (shows.3, shows.2)
+    } else {
+        (shows.2, shows.3)
+    };
+    Ok(Thumbnail {
+        url: Arc::clone(url),
+        width: thumb_width,
+        height: thumb_height,
+        pixels: Arc::from(rgba.into_raw()),
+        source_size,
+        animation: None,
+    })
+}
+
+/// The turn and mirror as the EXIF orientation that does the same: the
+/// turn (anticlockwise) first, then the mirror.
+fn orientation(transforms: &Transforms) -> Orientation {
+    use Orientation::*;
+    match (transforms.quarter_turns, transforms.mirror) {
+        (0, None) => NoTransforms,
+        (0, Some(0)) => FlipHorizontal,
+        (0, Some(_)) => FlipVertical,
+        (1, None) => Rotate270,
+        (1, Some(0)) => Rotate270FlipH,
+        (1, Some(_)) => Rotate90FlipH,
+        (2, None) => Rotate180,
+        (2, Some(0)) => FlipVertical,
+        (2, Some(_)) => FlipHorizontal,
+        (_, None) => Rotate90,
+        (_, Some(0)) => Rotate90FlipH,
+        (_, Some(_)) => Rotate270FlipH,
+    }
+}
+
+/// Bytes the decode holds at its peak: the canvas, one AV1 picture and
+/// the decoder's state for it (counted at the whole image's size for a
+/// grid's tile, and at 16 bits a sample: no smaller bound is known before
+/// a tile is decoded), and the resize.
+fn bytes_needed(still: &Still<'_>, shows: Rect, fitting: &Fitting) -> u64 {
+    let canvas = u64::from(shows.2) * u64::from(shows.3) * 4;
+    let frame = decoder_bytes(still.width, still.height);
+    canvas
+        .saturating_add(frame)
+        .saturating_add(resize::working_bytes((shows.2, shows.3), fitting.size))
+}
+
+/// What rav1d holds to decode a `width` x `height` frame, at 16 bits a
+/// sample: the picture (three full planes at 4:4:4, rows rounded up to
+/// 128) and its per-block state, about as much again.
+fn decoder_bytes(width: u32, height: u32) -> u64 {
+    let rows = u64::from(height).next_multiple_of(128);
+    let stride = u64::from(width).next_multiple_of(64) + 128;
+    let picture = stride * rows * 3 * 2;
+    picture.saturating_mul(2).saturating_add(4 << 20)
+}
+
+/// The RGBA of the part `shows` of the image.
+fn pixels(still: &Still<'_>, shows: Rect) -> Result<Vec<u8>, String> {
+    let within = (still.width, still.height);
+    let mut rgba = vec![0u8; shows.2 as usize * shows.3 as usize * 4];
+    let mut canvas = Canvas {
+        rgba: &mut rgba,
+        shows,
+    };
+    each_picture(&still.colour, within, |picture, at| {
+        let colour = match still.nclx {
+            Some(nclx) => Colour {
+                matrix: nclx.matrix,
+                full_range: nclx.full_range,
+            },
+            None => {
+                let sequence = picture.colour();
+                Colour {
+                    matrix: sequence.matrix,
+                    full_range: sequence.full_range,
+                }
+            }
+        };
+        yuv::colour_into(&mut canvas, picture, at, within, colour);
+    })?;
+    if let Some(alpha) = &still.alpha {
+        each_picture(alpha, within, |picture, at| {
+            yuv::alpha_into(
+                &mut canvas,
+                picture,
+                at,
+                within,
+                picture.colour().full_range,
+            );
+        })?;
+        if still.premultiplied {
+            yuv::unpremultiply(&mut rgba);
+        }
+    }
+    Ok(rgba)
+}
+
+/// Decodes each AV1 picture of `coded`, one at a time, handing each to
+/// `draw` with where it lies in an image of size `within`; checks that the
+/// pictures make that image.
+fn each_picture(
+    coded: &Coded<'_>,
+    within: (u32, u32),
+    mut draw: impl FnMut(&Picture, (u32, u32)),
+) -> Result<(), String> {
+    let max_pixels = u64::from(within.0) * u64::from(within.1);
+    match coded {
+        Coded::Av1(obus) => {
+            let picture = dav1d::decode(obus, max_pixels)?;
+            if (picture.width(), picture.height()) != within {
+                return Err(format!(
+                    "the AV1 image is {}x{}, the file says {}x{}",
+                    picture.width(),
+                    picture.height(),
+                    within.0,
+                    within.1
+                ));
+            }
+            draw(&picture, (0, 0));
+        }
+        Coded::Grid(grid) => {
+            if (grid.width, grid.height) != within {
+                return Err("the alpha grid's size is not the image's".into());
+            }
+            let mut tile_size = None;
+            for (index, tile) in grid.tiles.iter().enumerate() {
+                let picture = dav1d::decode(tile, max_pixels)?;
+                let size = (picture.width(), picture.height());
+                let (tile_width, tile_height) = *tile_size.get_or_insert(size);
+                if size != (tile_width, tile_height)
+                    || !covers(tile_width, grid.columns, grid.width)
+                    || !covers(tile_height, grid.rows, grid.height)
+                {
+                    return Err("the grid's tiles do not make its image".into());
+                }
+                let (row, column) = (index as u32 / grid.columns, index as u32 % grid.columns);
+                draw(&picture, (column * tile_width, row * tile_height));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Whether `count` tiles of `side` cover `length`, the last one needed.
+fn covers(side: u32, count: u32, length: u32) -> bool {
+    let all = u64::from(side) * u64::from(count);
+    all >= u64::from(length) && all - u64::from(side) < u64::from(length)
+}
