@@ -7,7 +7,7 @@
 //!
 //! A seeded random-mutation fuzzer: every input is a seed file (the
 //! decoder's test corpus plus fixture-server images: JPEG, PNG, WebP, GIF,
-//! and BMP, ICO, TIFF and SVG) with one to four mutations stacked on it: bit flips, interesting
+//! and AVIF, BMP, ICO, TIFF and SVG) with one to four mutations stacked on it: bit flips, interesting
 //! bytes and integers written over header fields, deleted, duplicated and
 //! spliced ranges, truncation. Input `i` depends only on `--seed` and `i`,
 //! so `--replay i` rebuilds one input exactly.
@@ -357,13 +357,13 @@ impl Watch {
     }
 }
 
-/// The seed files: the decoder's test corpus (with Pillow's files beside
-/// it) and a few fixture images.
+/// The seed files: the decoder's test corpus (with Pillow's files and the
+/// AVIF files beside it) and a few fixture images.
 fn seeds() -> anyhow::Result<Vec<Vec<u8>>> {
     let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("../pipeline/tests/it/corpus");
     let mut seeds = Vec::new();
     let mut names = Vec::new();
-    for dir in [corpus.clone(), corpus.join("pillow")] {
+    for dir in [corpus.clone(), corpus.join("pillow"), corpus.join("avif")] {
         names.extend(
             std::fs::read_dir(&dir)
                 .with_context(|| format!("cannot read the corpus at {}", dir.display()))?

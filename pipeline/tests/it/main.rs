@@ -12,6 +12,8 @@
 mod common;
 
 mod animation;
+#[cfg(feature = "avif")]
+mod avif;
 mod cancellation;
 mod coalescing;
 #[cfg(feature = "egui")]

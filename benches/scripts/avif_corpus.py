@@ -1,0 +1,79 @@
+"""The AVIF files thumbpipe's tests make with Pillow, and the reference
+thumbnails of every AVIF in the test corpus.
+
+    python3 benches/scripts/avif_corpus.py pipeline/tests/it/corpus
+
+Writes into CORPUS/avif/: plasma-*.avif, the corpus's 96x72 plasma
+(`baseline.jpg`, `gray-alpha.png`) encoded by Pillow's libavif in each
+layout the tests need; then, for every CORPUS/avif/*.avif, Pillow's
+thumbnail fitted inside 64x64 (Lanczos, never scaled up, the file's turn
+and mirror applied) as CORPUS/avif/pillow/NAME.png, or NAME.refused with
+Pillow's error. Needs Pillow 11.2 or later (its wheels carry libavif).
+"""
+
+import os
+import sys
+
+from PIL import Image, ImageOps, features
+
+SIDE = 64
+
+
+def fit_inside(width, height, side):
+    """The thumbnail size thumbpipe computes (half rounds up, as it does)."""
+    if width <= side and height <= side:
+        return width, height
+    scale = min(side / width, side / height)
+    return max(1, int(width * scale + 0.5)), max(1, int(height * scale + 0.5))
+
+
+def make(corpus, out):
+    plasma = Image.open(os.path.join(corpus, "baseline.jpg")).convert("RGB")
+    alpha = Image.open(os.path.join(corpus, "gray-alpha.png")).getchannel("A")
+    rgba = plasma.copy()
+    rgba.putalpha(alpha)
+    save = lambda image, name, **options: image.save(
+        os.path.join(out, name), "AVIF", quality=90, **options
+    )
+    save(plasma, "plasma-420.avif")
+    save(plasma, "plasma-422-limited.avif", subsampling="4:2:2", range="limited")
+    save(plasma, "plasma-444.avif", subsampling="4:4:4")
+    save(plasma.convert("L"), "plasma-400.avif")
+    save(rgba, "plasma-alpha.avif")
+    save(rgba, "plasma-alpha-premultiplied.avif", alpha_premultiplied=True)
+    turned = Image.Exif()
+    turned[0x0112] = 6
+    save(plasma.transpose(Image.Transpose.ROTATE_90), "plasma-orientation-6.avif", exif=turned)
+    frames = [plasma, plasma.transpose(Image.Transpose.FLIP_LEFT_RIGHT)]
+    save(frames[0], "plasma-animated.avif", save_all=True, append_images=frames[1:], duration=100)
+
+
+def references(out):
+    os.makedirs(os.path.join(out, "pillow"), exist_ok=True)
+    for name in sorted(n for n in os.listdir(out) if n.endswith(".avif")):
+        stem = os.path.join(out, "pillow", name[: -len(".avif")])
+        try:
+            with Image.open(os.path.join(out, name)) as image:
+                image.seek(0)
+                rgba = ImageOps.exif_transpose(image).convert("RGBA")
+            size = fit_inside(rgba.width, rgba.height, SIDE)
+            if size != rgba.size:
+                rgba = rgba.resize(size, Image.Resampling.LANCZOS)
+            rgba.save(stem + ".png")
+        except Exception as error:  # a refusal is a reference too
+            with open(stem + ".refused", "w") as refused:
+                refused.write(f"{type(error).__name__}: {error}\n")
+
+
+def main():
+    if not features.check("avif"):
+        sys.exit("this Pillow reads no AVIF: Pillow 11.2 or later is needed")
+    corpus = sys.argv[1]
+    out = os.path.join(corpus, "avif")
+    make(corpus, out)
+    references(out)
+    print(f"Pillow {Image.__version__}, libavif {features.version('avif')}")
+
+
+if __name__ == "__main__":
+    main()
