@@ -31,6 +31,9 @@ pub(super) struct Still<'a> {
     pub(super) height: u32,
     /// The colour description (`colr` of type `nclx`), if any.
     pub(super) nclx: Option<Nclx>,
+    /// The colour image's (or its first tile's) AV1 configuration, if
+    /// given: what its decode allocates is counted by it, and checked.
+    pub(super) coding: Option<Av1Config>,
     pub(super) transforms: Transforms,
 }
 
@@ -55,6 +58,16 @@ pub(super) struct Grid<'a> {
 pub(super) struct Nclx {
     pub(super) matrix: u16,
     pub(super) full_range: bool,
+}
+
+/// What an AV1 image item's configuration (`av1C`) says of its samples.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Av1Config {
+    /// 10 or 12 bits a sample (stored in 16), not 8.
+    pub(super) high_bitdepth: bool,
+    pub(super) monochrome: bool,
+    /// Whether chroma is halved across, and down.
+    pub(super) halved: (bool, bool),
 }
 
 /// The transformative properties, applied in the order AVIF gives: the
@@ -211,6 +224,14 @@ impl<'a> Meta<'a> {
         if width == 0 || height == 0 {
             return Err(format!("the file says the image is {width}x{height}"));
         }
+        let coded_item = self
+            .references_from(b"dimg", primary)
+            .next()
+            .unwrap_or(primary);
+        let coding = self.property(coded_item, |p| match p {
+            Property::Av1(config) => Some(*config),
+            _ => None,
+        });
         let nclx = self.property(primary, |p| match p {
             Property::Colour(nclx) => Some(*nclx),
             _ => None,
@@ -242,6 +263,7 @@ impl<'a> Meta<'a> {
             width,
             height,
             nclx,
+            coding,
             transforms,
         })
     }

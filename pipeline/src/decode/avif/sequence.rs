@@ -36,6 +36,7 @@ pub(super) fn first_frame<'a>(file: &'a [u8], moov: &'a [u8]) -> Result<Still<'a
             width: u32::from(width),
             height: u32::from(height),
             nclx: None,
+            coding: None,
             transforms: Transforms::default(),
         });
     }

@@ -8,7 +8,7 @@
 //! cut short reads as `None`, and at most `MAX_ENTRIES` entries are kept.
 
 use super::boxes::{Boxes, FourCc, Reader, full_box};
-use super::container::Nclx;
+use super::container::{Av1Config, Nclx};
 
 /// Where an item's data is: in the file, or in the `meta` box's `idat`.
 pub(super) struct Location {
@@ -29,7 +29,9 @@ pub(super) enum Property<'a> {
     Crop(Clap),
     Turn(u8),
     Mirror(u8),
-    /// One this reader does not act on (`av1C`, `pixi`, an ICC `colr`...).
+    /// The AV1 configuration (`av1C`): depth and chroma layout.
+    Av1(Av1Config),
+    /// One this reader does not act on (`pixi`, an ICC `colr`...).
     Known,
     Unknown,
 }
@@ -231,8 +233,19 @@ pub(super) fn read_property(kind: FourCc, body: &[u8]) -> Result<Property<'_>, S
         }
         b"irot" => Property::Turn(body.first().ok_or_else(short)? & 3),
         b"imir" => Property::Mirror(body.first().ok_or_else(short)? & 1),
-        b"av1C" | b"pixi" | b"pasp" | b"clli" | b"mdcv" | b"cclv" | b"amve" | b"a1op" | b"lsel"
-        | b"a1lx" => Property::Known,
+        b"av1C" => {
+            // Marker and version, profile and level, then tier, high
+            // bit depth, twelve bit, monochrome, subsampling x and y.
+            let flags = *body.get(2).ok_or_else(short)?;
+            Property::Av1(Av1Config {
+                high_bitdepth: flags & 0x40 != 0,
+                monochrome: flags & 0x10 != 0,
+                halved: (flags & 0x08 != 0, flags & 0x04 != 0),
+            })
+        }
+        b"pixi" | b"pasp" | b"clli" | b"mdcv" | b"cclv" | b"amve" | b"a1op" | b"lsel" | b"a1lx" => {
+            Property::Known
+        }
         _ => Property::Unknown,
     };
     Ok(property)
