@@ -106,7 +106,10 @@ fn every_avif_gives_the_thumbnail_libavif_gives() {
     for (name, bytes, reference) in files() {
         let ours = thumbnail_from_bytes(name, bytes, TargetSize::square(64), &config.decode);
         if name == "color_grid_alpha_grid_tile_shared_in_dimg" {
-            assert!(matches!(ours, Err(Error::Decode { .. })), "{name}: {ours:?}");
+            assert!(
+                matches!(ours, Err(Error::Decode { .. })),
+                "{name}: {ours:?}"
+            );
             continue;
         }
         let ours = ours.unwrap_or_else(|error| panic!("{name}: {error}"));
