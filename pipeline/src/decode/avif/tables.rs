@@ -98,6 +98,9 @@ pub(super) fn read_iloc(body: &[u8]) -> Option<Vec<Location>> {
         reader.u32()?
     };
     let mut locations = Vec::new();
+    // Extents of no bytes each (offset and length sizes of 0) cost the
+    // table nothing: they are counted, all items together.
+    let mut extents_read = 0;
     for _ in 0..count {
         if locations.len() >= MAX_ENTRIES {
             return None;
@@ -111,7 +114,11 @@ pub(super) fn read_iloc(body: &[u8]) -> Option<Vec<Location>> {
         let _data_reference = reader.u16()?;
         let base = reader.sized(base_offset_size)?;
         let extent_count = reader.u16()?;
-        let mut extents = Vec::new();
+        extents_read += usize::from(extent_count);
+        if extents_read > MAX_ENTRIES {
+            return None;
+        }
+        let mut extents = Vec::with_capacity(usize::from(extent_count));
         for _ in 0..extent_count {
             if version >= 1 && index_size > 0 {
                 reader.sized(index_size)?;
@@ -302,4 +309,31 @@ pub(super) fn crop_of(clap: Clap, width: u32, height: u32) -> Result<(u32, u32, 
         return Err(invalid());
     }
     Ok((x, y, crop_width, crop_height))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_iloc_of_empty_extents_is_refused_before_it_grows() {
+        // Version 0, no offset or length bytes, 4096 items of 65535
+        // extents each: 268 million extents in 24 KB, 4 GB as a table.
+        let mut iloc = vec![0, 0, 0, 0, 0x00, 0x00];
+        iloc.extend_from_slice(&4096u16.to_be_bytes());
+        for item in 0..4096u16 {
+            iloc.extend_from_slice(&item.to_be_bytes());
+            iloc.extend_from_slice(&[0, 0]);
+            iloc.extend_from_slice(&u16::MAX.to_be_bytes());
+        }
+        assert!(read_iloc(&iloc).is_none());
+        // A real table: one item, one extent of 4-byte offset and length.
+        let mut iloc = vec![0, 0, 0, 0, 0x44, 0x00, 0, 1, 0, 7, 0, 0, 0, 1];
+        iloc.extend_from_slice(&100u32.to_be_bytes());
+        iloc.extend_from_slice(&20u32.to_be_bytes());
+        let locations = read_iloc(&iloc).unwrap();
+        assert_eq!(locations.len(), 1);
+        assert_eq!((locations[0].item, locations[0].in_idat), (7, false));
+        assert_eq!(locations[0].extents, vec![(100, 20)]);
+    }
 }
