@@ -119,7 +119,7 @@ pub(crate) fn media_type(bytes: &[u8]) -> Option<&'static str> {
 /// `II+\0` or `MM\0+`), which the TIFF decoder reads and `image` does not
 /// recognise.
 pub(crate) fn guess(bytes: &[u8]) -> Option<ImageFormat> {
-    if avif_brand(bytes) {
+    if is_avif(bytes) {
         return Some(ImageFormat::Avif);
     }
     image::guess_format(bytes).ok().or_else(|| {
@@ -130,7 +130,7 @@ pub(crate) fn guess(bytes: &[u8]) -> Option<ImageFormat> {
 /// Whether `bytes` start with a file type box whose major or compatible
 /// brands name AVIF (`avif`, or `avis` for a sequence): `image` knows an
 /// AVIF only by its major brand, and phones write `mif1` there.
-fn avif_brand(bytes: &[u8]) -> bool {
+pub(crate) fn is_avif(bytes: &[u8]) -> bool {
     let Some(size) = bytes.get(..4) else {
         return false;
     };

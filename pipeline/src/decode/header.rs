@@ -16,7 +16,7 @@ use image::metadata::Orientation;
 use image::{ColorType, ImageDecoder as _, ImageFormat, ImageReader};
 
 use super::upright::{orientation_of, quarter_turn, swapped};
-use super::{DecodeLimits, avif, gif, ico, jpeg, png, svg, tiff, webp};
+use super::{DecodeLimits, gif, ico, jpeg, png, svg, tiff, webp};
 use crate::formats::{self, SUPPORTED_FORMATS};
 use crate::request::TargetSize;
 use crate::{Error, Thumbnail};
@@ -115,9 +115,6 @@ pub(super) fn open<'a>(
         url: url.to_string(),
         reason,
     };
-    if avif::looks_like_avif(bytes) {
-        return Ok(Opened::Avif);
-    }
     // An icon: the entry of the size that best fits the target.
     let (bytes, icon_size) = match ico::best_entry(bytes, target) {
         Some(best) => (Cow::Owned(best.icon), Some(best.largest)),
@@ -136,6 +133,10 @@ pub(super) fn open<'a>(
              BMP, ICO, TIFF and SVG need thumbpipe's cargo features of those names)",
             SUPPORTED_FORMATS.join(", ")
         )));
+    }
+    // An AVIF's container is read by its own module, and its size with it.
+    if format == ImageFormat::Avif {
+        return Ok(Opened::Avif);
     }
     // TIFF's decoder buffers, or its refusal of a layout it panics on,
     // before its header is read.

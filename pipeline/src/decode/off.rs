@@ -1,7 +1,6 @@
 //! What the decode calls of a part whose cargo feature is off: the same
-//! functions, answering as if the input never needed them. Nothing looks
-//! like an AVIF (which is then refused as a format this build does not
-//! decode), an ICO has no
+//! functions, answering as if the input never needed them. An AVIF is
+//! refused as a format this build does not decode, an ICO has no
 //! best entry to choose (and is refused as a format this build does not
 //! decode), markup is no SVG, a TIFF is refused before its header is read,
 //! and no JPEG is decoded by libjpeg (its route is off: `jpeg_dct_scaling`
@@ -18,12 +17,8 @@ pub(super) mod avif {
     use crate::request::TargetSize;
     use crate::{Error, Thumbnail};
 
-    /// False: an AVIF is refused as a format this build does not decode.
-    pub(in crate::decode) fn looks_like_avif(_: &[u8]) -> bool {
-        false
-    }
-
-    /// Never called: nothing looks like an AVIF.
+    /// Never called: an AVIF is refused as a format this build does not
+    /// decode.
     pub(in crate::decode) fn thumbnail(
         url: &Arc<str>,
         _: &[u8],

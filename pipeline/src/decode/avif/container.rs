@@ -19,6 +19,7 @@ use super::tables::{
     Location, MAX_ENTRIES, Property, crop_of, read_grid, read_iinf, read_iloc, read_ipma,
     read_iref, read_pitm, read_property,
 };
+use crate::formats;
 
 /// The image an AVIF file shows, as its boxes describe it.
 pub(super) struct Still<'a> {
@@ -85,11 +86,11 @@ pub(super) struct Transforms {
 
 /// Reads what `bytes`, an AVIF file, shows.
 pub(super) fn read(bytes: &[u8]) -> Result<Still<'_>, String> {
-    let mut boxes = Boxes::new(bytes);
-    let (kind, ftyp) = boxes.next().ok_or("the file is empty")??;
-    if &kind != b"ftyp" || !is_avif(ftyp) {
+    if !formats::is_avif(bytes) {
         return Err("the file does not start with an AVIF file type box".into());
     }
+    let mut boxes = Boxes::new(bytes);
+    boxes.next();
     let mut meta = None;
     let mut moov = None;
     for found in boxes {
@@ -105,21 +106,6 @@ pub(super) fn read(bytes: &[u8]) -> Result<Still<'_>, String> {
         (None, Some(moov)) => sequence::first_frame(bytes, moov),
         (None, None) => Err("the file has no image (no meta box, and no track)".into()),
     }
-}
-
-/// Whether an `ftyp` body names an AVIF brand (major or compatible).
-fn is_avif(ftyp: &[u8]) -> bool {
-    let major = ftyp.get(..4);
-    let compatible = ftyp.get(8..).unwrap_or_default().chunks_exact(4);
-    major
-        .into_iter()
-        .chain(compatible)
-        .any(|brand| brand == b"avif" || brand == b"avis")
-}
-
-/// Whether `bytes` start like an AVIF file: a file type box naming AVIF.
-pub(in crate::decode) fn looks_like_avif(bytes: &[u8]) -> bool {
-    matches!(Boxes::new(bytes).next(), Some(Ok((kind, ftyp))) if &kind == b"ftyp" && is_avif(ftyp))
 }
 
 /// The `meta` box, read.

@@ -31,8 +31,6 @@ use super::upright::{fit, quarter_turn, swapped};
 use crate::request::TargetSize;
 use crate::{Error, Thumbnail};
 
-pub(in crate::decode) use self::container::looks_like_avif;
-
 /// Decodes `bytes`, an AVIF file, into a thumbnail for `asked`, under
 /// `limits`.
 pub(super) fn thumbnail(
