@@ -146,16 +146,7 @@ pub(super) fn open<'a>(
     };
     let header = read_header(&bytes, format, limits, photo).map_err(decode_error)?;
     let (width, height) = (header.width, header.height);
-    if width > limits.max_dimension || height > limits.max_dimension {
-        return Err(Error::TooLarge {
-            url: url.to_string(),
-            what: format!(
-                "image is {width}x{height}, over the {} limit",
-                limits.max_dimension
-            ),
-            setting: "decode.max_dimension",
-        });
-    }
+    within_max_dimension(url, width, height, limits)?;
     let decoder_bytes = match format {
         ImageFormat::Tiff => tiff_bytes,
         ImageFormat::WebP => webp::decoder_bytes(&bytes, width, height),
@@ -179,6 +170,27 @@ pub(super) fn open<'a>(
         (None, None) => image.upright(),
     };
     Ok(Opened::Raster(image))
+}
+
+/// Refuses a `width` x `height` image with a side past the limits'
+/// dimension, before anything is allocated for it.
+pub(super) fn within_max_dimension(
+    url: &Arc<str>,
+    width: u32,
+    height: u32,
+    limits: &DecodeLimits,
+) -> Result<(), Error> {
+    if width > limits.max_dimension || height > limits.max_dimension {
+        return Err(Error::TooLarge {
+            url: url.to_string(),
+            what: format!(
+                "image is {width}x{height}, over the {} limit",
+                limits.max_dimension
+            ),
+            setting: "decode.max_dimension",
+        });
+    }
+    Ok(())
 }
 
 /// What a header says.

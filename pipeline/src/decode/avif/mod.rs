@@ -26,6 +26,7 @@ use self::dav1d::Picture;
 use self::yuv::{Canvas, Colour, Rect};
 use super::DecodeLimits;
 use super::fitting::Fitting;
+use super::header::within_max_dimension;
 use super::resize::{self, Layout, Pixels};
 use super::upright::{fit, quarter_turn, swapped};
 use crate::request::TargetSize;
@@ -45,16 +46,7 @@ pub(super) fn thumbnail(
     };
     let still = container::read(bytes).map_err(decode_error)?;
     let (width, height) = (still.width, still.height);
-    if width > limits.max_dimension || height > limits.max_dimension {
-        return Err(Error::TooLarge {
-            url: url.to_string(),
-            what: format!(
-                "image is {width}x{height}, over the {} limit",
-                limits.max_dimension
-            ),
-            setting: "decode.max_dimension",
-        });
-    }
+    within_max_dimension(url, width, height, &limits)?;
     let shows = still.transforms.crop.unwrap_or((0, 0, width, height));
     let orientation = orientation(&still.transforms);
     let target = if quarter_turn(orientation) {
