@@ -19,6 +19,7 @@ use super::tables::{
     Location, MAX_ENTRIES, Property, crop_of, read_grid, read_iinf, read_iloc, read_ipma,
     read_iref, read_pitm, read_property,
 };
+use super::yuv::Colour;
 use crate::formats;
 
 /// The image an AVIF file shows, as its boxes describe it.
@@ -31,7 +32,7 @@ pub(super) struct Still<'a> {
     pub(super) width: u32,
     pub(super) height: u32,
     /// The colour description (`colr` of type `nclx`), if any.
-    pub(super) nclx: Option<Nclx>,
+    pub(super) nclx: Option<Colour>,
     /// The colour image's (or its first tile's) AV1 configuration, if
     /// given: what its decode allocates is counted by it, and checked.
     pub(super) coding: Option<Av1Config>,
@@ -52,13 +53,6 @@ pub(super) struct Grid<'a> {
     pub(super) width: u32,
     pub(super) height: u32,
     pub(super) tiles: Vec<Cow<'a, [u8]>>,
-}
-
-/// CICP colour codes (ITU-T H.273) and range.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) struct Nclx {
-    pub(super) matrix: u16,
-    pub(super) full_range: bool,
 }
 
 /// What an AV1 image item's configuration (`av1C`) says of its samples.

@@ -15,6 +15,8 @@ use std::ffi::c_int;
 use std::ptr::NonNull;
 
 use rav1d::Dav1dResult;
+
+use super::yuv::Colour;
 use rav1d::include::dav1d::data::Dav1dData;
 use rav1d::include::dav1d::dav1d::{Dav1dContext, Dav1dLogger, Dav1dSettings};
 use rav1d::include::dav1d::headers::{
@@ -49,14 +51,6 @@ impl Layout {
             Self::I420 => (true, true),
         }
     }
-}
-
-/// What the AV1 sequence header says of the colours, for a file whose
-/// container says nothing of them (CICP codes, ITU-T H.273).
-#[derive(Clone, Copy, Debug)]
-pub(super) struct SequenceColour {
-    pub(super) matrix: u16,
-    pub(super) full_range: bool,
 }
 
 /// A plane's samples: 8-bit, or 10- and 12-bit in 16.
@@ -106,19 +100,20 @@ impl Picture {
         }
     }
 
-    /// The sequence header's colour description.
-    pub(super) fn colour(&self) -> SequenceColour {
+    /// What the AV1 sequence header says of the colours, for a file whose
+    /// container says nothing of them.
+    pub(super) fn colour(&self) -> Colour {
         let header = self.picture.seq_hdr.map(|header| {
             // SAFETY: `seq_hdr`, when set, points at the sequence header the
             // picture holds a reference to (`seq_hdr_ref`), which lives until
             // the picture is unreferenced in `Drop`, after this borrow ends.
             let header = unsafe { header.as_ref() };
-            SequenceColour {
+            Colour {
                 matrix: header.mtrx as u16,
                 full_range: header.color_range != 0,
             }
         });
-        header.unwrap_or(SequenceColour {
+        header.unwrap_or(Colour {
             // Unspecified: BT.601, as libavif takes it.
             matrix: 2,
             full_range: false,

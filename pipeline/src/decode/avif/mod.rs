@@ -23,7 +23,7 @@ use image::metadata::Orientation;
 
 use self::container::{Av1Config, Coded, Still, Transforms};
 use self::dav1d::Picture;
-use self::yuv::{Canvas, Colour, Rect};
+use self::yuv::{Canvas, Rect};
 use super::DecodeLimits;
 use super::fitting::Fitting;
 use super::header::within_max_dimension;
@@ -157,19 +157,7 @@ fn pixels(still: &Still<'_>, shows: Rect) -> Result<Vec<u8>, String> {
         shows,
     };
     each_picture(&still.colour, within, still.coding, |picture, at| {
-        let colour = match still.nclx {
-            Some(nclx) => Colour {
-                matrix: nclx.matrix,
-                full_range: nclx.full_range,
-            },
-            None => {
-                let sequence = picture.colour();
-                Colour {
-                    matrix: sequence.matrix,
-                    full_range: sequence.full_range,
-                }
-            }
-        };
+        let colour = still.nclx.unwrap_or_else(|| picture.colour());
         yuv::colour_into(&mut canvas, picture, at, within, colour);
     })?;
     if let Some(alpha) = &still.alpha {

@@ -8,7 +8,8 @@
 //! cut short reads as `None`, and at most `MAX_ENTRIES` entries are kept.
 
 use super::boxes::{Boxes, FourCc, Reader, full_box};
-use super::container::{Av1Config, Nclx};
+use super::container::Av1Config;
+use super::yuv::Colour;
 
 /// Where an item's data is: in the file, or in the `meta` box's `idat`.
 pub(super) struct Location {
@@ -24,7 +25,7 @@ pub(super) type Associations = Vec<(u32, Vec<(usize, bool)>)>;
 /// A property of an item, as far as a still needs it.
 pub(super) enum Property<'a> {
     Size(u32, u32),
-    Colour(Nclx),
+    Colour(Colour),
     Auxiliary(&'a [u8]),
     Crop(Clap),
     Turn(u8),
@@ -218,7 +219,7 @@ pub(super) fn read_property(kind: FourCc, body: &[u8]) -> Result<Property<'_>, S
                     let _transfer = reader.u16().ok_or_else(short)?;
                     let matrix = reader.u16().ok_or_else(short)?;
                     let full_range = reader.u8().ok_or_else(short)? & 0x80 != 0;
-                    Property::Colour(Nclx { matrix, full_range })
+                    Property::Colour(Colour { matrix, full_range })
                 }
                 _ => Property::Known,
             }
