@@ -132,27 +132,15 @@ impl<K> PipelineBuilder<K> {
             self.decoder.is_none() && !config.decode.animation,
         )?;
         let thumbnails = either(thumbnails, shared);
-        let decode: Arc<dyn Decode> = match self.decoder {
-            Some(decoder) => decoder,
-            None => Arc::new(ImageDecoder::new(&config.decode)),
-        };
+        let decode_pool = decode_pool(self.decoder, &config)?;
         // A decoder that takes bodies cut short gets JPEGs read only as far
         // as their thumbnail needs: a layer in front of the others.
-        let takes_cut_short_bodies = decode.takes_cut_short_bodies();
+        let takes_cut_short_bodies = decode_pool.decoder().takes_cut_short_bodies();
         let fetcher = if takes_cut_short_bodies {
             read_as_needed(fetcher, &config.decode)
         } else {
             fetcher
         };
-        let decode_pool = Arc::new(DecodePool::start(
-            config.decode.threads,
-            config.decode.large_image_pixels,
-            config
-                .decode
-                .animation
-                .then_some(config.decode.max_animation_frames),
-            decode,
-        )?);
         let (outbox, deliveries) = std::sync::mpsc::channel();
         let cache_stats = Arc::new(Mutex::new(CacheStats::default()));
         let waker = Arc::new(Mutex::new(None));
@@ -204,6 +192,27 @@ impl<K> PipelineBuilder<K> {
             runtime,
         })
     }
+}
+
+/// The decode threads, running the app's decoder or the default one
+/// under `config.decode`.
+fn decode_pool(
+    decoder: Option<Arc<dyn Decode>>,
+    config: &Config,
+) -> Result<Arc<DecodePool>, BuildError> {
+    let decode: Arc<dyn Decode> = match decoder {
+        Some(decoder) => decoder,
+        None => Arc::new(ImageDecoder::new(&config.decode)),
+    };
+    Ok(Arc::new(DecodePool::start(
+        config.decode.threads,
+        config.decode.large_image_pixels,
+        config
+            .decode
+            .animation
+            .then_some(config.decode.max_animation_frames),
+        decode,
+    )?))
 }
 
 /// A fetcher, and the file threads it reads local files on (`None`
