@@ -2,22 +2,24 @@
 inside SIDE x SIDE with Lanczos, the median of RUNS, in milliseconds. The
 baseline `avif-report` sets beside thumbpipe's in the same run.
 
-    python3 benches/scripts/pillow_decode_timing.py RUNS SIDE FILE...
+    python3 benches/scripts/pillow_decode_timing.py RUNS SIDE THREADS FILE...
 
-Prints one line per file: its path and the median. Needs Pillow 11.2 or
-later for AVIF (its wheels carry libavif with dav1d).
+THREADS is how many threads libavif may decode one AVIF on (0: Pillow's
+default, one per CPU). Prints one line per file: its path and the median.
+Needs Pillow 11.2 or later for AVIF (its wheels carry libavif with dav1d).
 """
 
 import statistics
 import sys
 import time
 
-from PIL import Image
+from PIL import AvifImagePlugin, Image
 
 
 def main():
-    runs, side = int(sys.argv[1]), int(sys.argv[2])
-    for path in sys.argv[3:]:
+    runs, side, threads = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+    AvifImagePlugin.DEFAULT_MAX_THREADS = threads
+    for path in sys.argv[4:]:
         times = []
         for _ in range(runs):
             started = time.perf_counter()

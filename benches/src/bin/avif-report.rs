@@ -40,6 +40,10 @@ struct Args {
     /// The Python with Pillow 11.2 or later.
     #[arg(long, default_value = "python3")]
     python: String,
+    /// Threads libavif may decode one image on (0: Pillow's default, one
+    /// per CPU). thumbpipe decodes each image on one of its decode threads.
+    #[arg(long, default_value_t = 1)]
+    pillow_threads: usize,
 }
 
 fn main() -> anyhow::Result<()> {
@@ -51,7 +55,9 @@ fn main() -> anyhow::Result<()> {
         "without"
     };
     println!(
-        "thumbpipe {asm} rav1d's asm against Pillow, median of {} runs, on {}\n",
+        "thumbpipe {asm} rav1d's asm against Pillow decoding on {} thread(s) (0: one per CPU), \
+         median of {} runs, on {}\n",
+        args.pillow_threads,
         args.runs,
         machine()
     );
@@ -106,6 +112,7 @@ fn pillow_medians(args: &Args, side: u32) -> anyhow::Result<Vec<f64>> {
         .arg(script)
         .arg(args.runs.to_string())
         .arg(side.to_string())
+        .arg(args.pillow_threads.to_string())
         .args(&args.files)
         .output()
         .context("running Pillow's timing script")?;
