@@ -494,6 +494,14 @@ mod tests {
     /// and small ones still decode; once the large ones finish, the waiting
     /// large ones run too. Each job reports once.
     #[test]
+    fn an_avif_is_sized_from_its_header_like_every_format() {
+        // 1024x770, a grid of five tiles (libavif's test file).
+        let avif = include_bytes!("../../tests/it/corpus/avif/sofa_grid1x5_420.avif");
+        assert!(is_large(avif, 1024 * 770 - 1, None));
+        assert!(!is_large(avif, 1024 * 770, None));
+    }
+
+    #[test]
     fn large_images_never_take_the_last_free_thread() {
         let gate = Arc::new(Gated::default());
         // 400 pixels is large here, 25 is not.
