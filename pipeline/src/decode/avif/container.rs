@@ -16,8 +16,8 @@ use std::borrow::Cow;
 use super::boxes::{Boxes, FourCc, full_box};
 use super::sequence;
 use super::tables::{
-    Location, MAX_ENTRIES, Property, crop_of, read_grid, read_iinf, read_iloc, read_ipma,
-    read_iref, read_pitm, read_property,
+    Associations, Location, MAX_ENTRIES, Property, crop_of, read_grid, read_iinf, read_iloc,
+    read_ipma, read_iref, read_pitm, read_property,
 };
 use super::yuv::Colour;
 use crate::formats;
@@ -113,7 +113,7 @@ struct Meta<'a> {
     references: Vec<(FourCc, u32, Vec<u32>)>,
     properties: Vec<Property<'a>>,
     /// Each item's properties: indexes into `properties`, whether essential.
-    associations: Vec<(u32, Vec<(usize, bool)>)>,
+    associations: Associations,
     idat: &'a [u8],
 }
 

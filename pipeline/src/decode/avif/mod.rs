@@ -17,8 +17,10 @@ mod sequence;
 mod tables;
 mod yuv;
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
+use image::ImageFormat;
 use image::metadata::Orientation;
 
 use self::container::{Av1Config, Coded, Still, Transforms};
@@ -26,9 +28,9 @@ use self::dav1d::Picture;
 use self::yuv::{Canvas, Rect};
 use super::DecodeLimits;
 use super::fitting::Fitting;
-use super::header::within_max_dimension;
+use super::header::{Image, within_max_dimension};
 use super::resize::{self, Layout, Pixels};
-use super::upright::{fit, quarter_turn, swapped};
+use super::upright::fit;
 use crate::request::TargetSize;
 use crate::{Error, Thumbnail};
 
@@ -48,13 +50,20 @@ pub(super) fn thumbnail(
     let (width, height) = (still.width, still.height);
     within_max_dimension(url, width, height, &limits)?;
     let shows = still.transforms.crop.unwrap_or((0, 0, width, height));
-    let orientation = orientation(&still.transforms);
-    let target = if quarter_turn(orientation) {
-        swapped(asked)
-    } else {
-        asked
+    // The part shown, as the header of any image says it: fitted with the
+    // target's sides swapped for a quarter turn, turned after the resize.
+    let mut image = Image {
+        bytes: Cow::Borrowed(bytes),
+        format: ImageFormat::Avif,
+        width: shows.2,
+        height: shows.3,
+        orientation: orientation(&still.transforms),
+        full_decode_bytes: 0,
+        decoder_bytes: 0,
+        source_size: (0, 0),
     };
-    let fitting = Fitting::new(shows.2, shows.3, target);
+    image.source_size = image.upright();
+    let fitting = Fitting::new(shows.2, shows.3, image.stored_target(asked));
     let needed = bytes_needed(&still, shows, &fitting);
     if needed > limits.max_alloc {
         return Err(Error::TooLarge {
@@ -67,29 +76,21 @@ pub(super) fn thumbnail(
             setting: "decode.max_alloc_bytes",
         });
     }
-    let rgba = pixels(&still, shows).map_err(decode_error)?;
     let pixels = Pixels {
         width: shows.2,
         height: shows.3,
         layout: Layout::Rgba,
-        data: rgba,
+        data: pixels(&still, shows).map_err(decode_error)?,
     };
-    let rgba =
-        fit(pixels, &fitting, (shows.2, shows.3), None, orientation).map_err(decode_error)?;
-    let (thumb_width, thumb_height) = rgba.dimensions();
-    let source_size = if quarter_turn(orientation) {
-        (shows.3, shows.2)
-    } else {
-        (shows.2, shows.3)
-    };
-    Ok(Thumbnail {
-        url: Arc::clone(url),
-        width: thumb_width,
-        height: thumb_height,
-        pixels: Arc::from(rgba.into_raw()),
-        source_size,
-        animation: None,
-    })
+    let rgba = fit(
+        pixels,
+        &fitting,
+        (shows.2, shows.3),
+        None,
+        image.orientation,
+    )
+    .map_err(decode_error)?;
+    Ok(image.thumbnail(url, rgba))
 }
 
 /// The turn and mirror as the EXIF orientation that does the same: the
