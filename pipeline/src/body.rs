@@ -1,8 +1,9 @@
-//! Body: the bytes a fetch answers and a decode reads, and whether they are
-//! the whole resource. A leaf of the crate, like `request.rs`: the fetch
-//! stage makes bodies, its layers pass them on, the load actor hands them
-//! to the decode pool, and the body is freed with its decode (its bytes may
-//! hold a share of the pipeline's body budget until then).
+//! Body: the bytes a fetch answers and a decode reads, whether they are
+//! the whole resource, and what their read learned of where they came
+//! from (a local file's stamp). A leaf of the crate, like `request.rs`:
+//! the fetch stage makes bodies, its layers pass them on, the load actor
+//! hands them to the decode pool, and the body is freed with its decode
+//! (its bytes may hold a share of the pipeline's body budget until then).
 
 use std::ops::Deref;
 
@@ -34,6 +35,13 @@ pub struct Body {
     /// a layer that keeps bodies (the disk cache) never keeps one as the
     /// resource.
     pub complete: bool,
+    /// The stamp of the local file the bytes were read from, taken from
+    /// the open file itself before and after the read: what the desktop's
+    /// shared thumbnail of them is written against. `None` for bodies
+    /// from anywhere else, and for a file that changed while it was read.
+    /// Boxed: a body is passed by value through every stage, most often
+    /// without one.
+    file: Option<Box<FileStamp>>,
 }
 
 impl Body {
@@ -42,6 +50,7 @@ impl Body {
         Self {
             bytes: bytes.into(),
             complete: true,
+            file: None,
         }
     }
 
@@ -50,7 +59,58 @@ impl Body {
         Self {
             bytes: bytes.into(),
             complete: false,
+            file: None,
         }
+    }
+
+    /// The same body, read from a local file that had `stamp` throughout
+    /// the read.
+    pub(crate) fn read_from_file(self, stamp: FileStamp) -> Self {
+        Self {
+            file: Some(Box::new(stamp)),
+            ..self
+        }
+    }
+
+    /// The stamp of the local file the body was read from, if it was.
+    pub(crate) fn file_stamp(&self) -> Option<FileStamp> {
+        self.file.as_deref().copied()
+    }
+}
+
+/// A local file as one open handle saw it (`fstat`): what tells whether a
+/// thumbnail made from its bytes is still its thumbnail (the standard's
+/// whole seconds and size) and whether it changed (the nanoseconds and
+/// the inode too).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct FileStamp {
+    /// Modification time, whole seconds since 1970.
+    pub(crate) mtime: u64,
+    pub(crate) mtime_nanos: u32,
+    pub(crate) size: u64,
+    /// The file's inode, on Unix (0 elsewhere): a file replaced by another.
+    pub(crate) inode: u64,
+}
+
+impl FileStamp {
+    /// The stamp of an open file's metadata; `None` without a modification
+    /// time after 1970.
+    pub(crate) fn of(metadata: &std::fs::Metadata) -> Option<Self> {
+        let mtime = metadata
+            .modified()
+            .ok()?
+            .duration_since(std::time::UNIX_EPOCH)
+            .ok()?;
+        #[cfg(unix)]
+        let inode = std::os::unix::fs::MetadataExt::ino(metadata);
+        #[cfg(not(unix))]
+        let inode = 0;
+        Some(Self {
+            mtime: mtime.as_secs(),
+            mtime_nanos: mtime.subsec_nanos(),
+            size: metadata.len(),
+            inode,
+        })
     }
 }
 

@@ -263,6 +263,7 @@ mod formats;
 #[cfg(feature = "iced")]
 pub mod iced;
 mod load;
+mod local_files;
 mod metrics;
 mod pipeline;
 mod queue;

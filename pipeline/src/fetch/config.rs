@@ -72,7 +72,12 @@ pub struct FetchConfig {
     pub extra_root_certificates: Vec<Vec<u8>>,
     /// The directories `file://` URLs may read from. Default: none, which
     /// refuses every `file://` URL. A file loads only if its path, with
-    /// symbolic links resolved, lies under one of them; it is read under
+    /// symbolic links resolved, lies under one of them, and only as it
+    /// is opened: on Unix the file is opened beneath its root (Linux's
+    /// `openat2` with `RESOLVE_BENEATH`, elsewhere one `O_NOFOLLOW`
+    /// component at a time) and its type and stamp are read from the open
+    /// handle, so a link swapped in for it while it is checked can never
+    /// make a read leave the roots. It is read under
     /// [`FetchConfig::max_body_bytes`] on the file threads
     /// ([`FetchConfig::file_readers`], started only with a root), so that
     /// a slow disk never holds up the network, nor the network a folder.

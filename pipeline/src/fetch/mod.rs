@@ -36,8 +36,6 @@ use errors::{causes, redirect_policy};
 pub(crate) use exchange::check_status;
 pub use exchange::{FetchRequest, FetchResponse};
 use file::FileReader;
-#[cfg(feature = "shared-thumbnails")]
-pub(crate) use file::canonical_roots;
 pub use headers::HeaderHook;
 pub(crate) use headers::RequestHeaders;
 pub use stop::{Enough, StopRule};
@@ -308,10 +306,10 @@ fn tls(
 }
 
 impl HttpFetcher {
-    /// Its file threads, if it reads files: the desktop's thumbnail cache
-    /// does its blocking work on them too.
-    pub(crate) fn file_threads(&self) -> Option<Arc<crate::workers::Workers>> {
-        self.files.as_ref().map(|files| files.threads())
+    /// The local files it reads, if any: the desktop's thumbnail cache
+    /// opens them, and does its blocking work on their threads, too.
+    pub(crate) fn local_files(&self) -> Option<Arc<crate::local_files::LocalFiles>> {
+        self.files.as_ref().map(|files| files.local_files())
     }
 }
 
@@ -345,14 +343,17 @@ impl Fetch for HttpFetcher {
             // The file's size is known only once it is open: the cap is
             // reserved, and the rest given back.
             let reservation = request.reserve(request.max_bytes).await;
-            let (body, stopped) = files
+            let (body, stopped, stamp) = files
                 .read(
                     request.url.clone(),
                     request.max_bytes,
                     request.stop_rule.clone(),
                 )
                 .await?;
-            let body = body.finish(stopped, |bytes| reservation.hold(bytes));
+            let mut body = body.finish(stopped, |bytes| reservation.hold(bytes));
+            if let Some(stamp) = stamp {
+                body = body.read_from_file(stamp);
+            }
             Ok(FetchResponse::new(request.url, body))
         })
     }

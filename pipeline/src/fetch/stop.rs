@@ -152,9 +152,11 @@ impl BodySoFar {
     /// The body: cut short if `stopped`, whole otherwise; its bytes held
     /// by `hold` (a share of the body budget).
     pub(crate) fn finish(self, stopped: bool, hold: impl FnOnce(Vec<u8>) -> Bytes) -> Body {
-        Body {
-            bytes: hold(self.bytes),
-            complete: !stopped,
+        let bytes = hold(self.bytes);
+        if stopped {
+            Body::cut_short(bytes)
+        } else {
+            Body::whole(bytes)
         }
     }
 

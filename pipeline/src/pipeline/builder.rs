@@ -15,9 +15,9 @@ use crate::deliver::Outbox;
 use crate::disk::{WithDisk, with_disk};
 use crate::fetch::{BodyBudget, RequestHeaders};
 use crate::load::{self, Parts, either};
+use crate::local_files::LocalFiles;
 use crate::metrics::Metrics;
 use crate::shared_thumbnails;
-use crate::workers::Workers;
 use crate::{BuildError, CacheStats, Config, Decode, Fetch, HttpFetcher, ImageDecoder};
 
 /// Builds a [`Pipeline`] with a runtime, fetcher or decoder of your own.
@@ -112,7 +112,7 @@ impl<K> PipelineBuilder<K> {
                 (Some(runtime), handle)
             }
         };
-        let (fetcher, file_threads) = match self.fetcher {
+        let (fetcher, local_files) = match self.fetcher {
             Some(fetcher) => (fetcher, None),
             None => default_fetcher(&config, &handle)?,
         };
@@ -127,7 +127,7 @@ impl<K> PipelineBuilder<K> {
         // The desktop's thumbnails of local files: a tier beside it.
         let shared = shared_thumbnails::tier(
             &config,
-            file_threads,
+            local_files,
             &metrics,
             self.decoder.is_none() && !config.decode.animation,
         )?;
@@ -215,17 +215,17 @@ fn decode_pool(
     )?))
 }
 
-/// A fetcher, and the file threads it reads local files on (`None`
-/// without file roots), for other blocking work on them.
-type FetcherAndFileThreads = (Arc<dyn Fetch>, Option<Arc<Workers>>);
+/// A fetcher, and the local files it reads (`None` without file roots),
+/// for the shared thumbnails of the same files.
+type FetcherAndFiles = (Arc<dyn Fetch>, Option<Arc<LocalFiles>>);
 
-/// The pipeline's own fetcher, and its file threads.
-fn default_fetcher(config: &Config, handle: &Handle) -> Result<FetcherAndFileThreads, BuildError> {
+/// The pipeline's own fetcher, and its local files.
+fn default_fetcher(config: &Config, handle: &Handle) -> Result<FetcherAndFiles, BuildError> {
     // reqwest's client needs a runtime context to build.
     let _entered = handle.enter();
     let fetcher = HttpFetcher::for_pipeline(&config.fetch)?;
-    let file_threads = fetcher.file_threads();
-    Ok((Arc::new(fetcher), file_threads))
+    let local_files = fetcher.local_files();
+    Ok((Arc::new(fetcher), local_files))
 }
 
 fn io_runtime(threads: usize) -> std::io::Result<Runtime> {

@@ -1,8 +1,13 @@
-//! The files of the shared thumbnail cache itself: a thumbnail read only
-//! if it is a small regular file (never through a link, a FIFO or a
-//! device planted there), and one written only into directories of the
-//! user's own that no one else may write to, through a private temporary
-//! file renamed into place.
+//! The files of the shared thumbnail cache itself, read and written only
+//! where the user alone may have put them: each directory from the cache's
+//! own down (`thumbnails/`, then `normal/` or `fail/thumbpipe-VERSION/`) is
+//! opened from the one above it, never through a link, and must be the
+//! user's and writable by no one else; a thumbnail is read only if it is
+//! a small regular file of the user's (never a link, a FIFO or a device
+//! planted there), and written through a private temporary file renamed
+//! into place. Every check is of the open handle (`fstat`), and the next
+//! open is relative to it: a directory swapped for a link after its check
+//! is never followed.
 //!
 //! Plain blocking functions, called on the file threads by the tier; each
 //! ends when its file is read or written, or with `None` or an error.
@@ -15,21 +20,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// RGBA thumbnail is at most 4 MiB of pixels, less once compressed.
 const MAX_THUMBNAIL_BYTES: u64 = 16 * 1024 * 1024;
 
-/// The bytes of the regular file at `path`, if it has at most
-/// [`MAX_THUMBNAIL_BYTES`]: a link, a FIFO, a device or a directory
-/// planted in the cache is passed over without opening what it names or
-/// waiting on it. Blocks.
-pub(super) fn read_small_file(path: &Path) -> Option<Vec<u8>> {
-    let mut options = std::fs::OpenOptions::new();
-    options.read(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::custom_flags(
-        &mut options,
-        libc::O_NONBLOCK | libc::O_NOFOLLOW | libc::O_NOCTTY,
-    );
-    let file = options.open(path).ok()?;
+/// The bytes of the thumbnail `name` in the directory `sub` of the cache at
+/// `cache`, if every directory on the way is private and the file is a
+/// regular file of the user's of at most [`MAX_THUMBNAIL_BYTES`]. Blocks.
+pub(super) fn read_small_file(cache: &Path, sub: &[&str], name: &str) -> Option<Vec<u8>> {
+    let dir = PrivateDir::open(cache, sub, false).ok()?;
+    let file = dir.open_file(name).ok()?;
     let metadata = file.metadata().ok()?;
-    if !metadata.is_file() || metadata.len() > MAX_THUMBNAIL_BYTES {
+    if !metadata.is_file() || !mine(&metadata) || metadata.len() > MAX_THUMBNAIL_BYTES {
         return None;
     }
     let mut bytes = Vec::with_capacity(metadata.len() as usize);
@@ -39,97 +37,187 @@ pub(super) fn read_small_file(path: &Path) -> Option<Vec<u8>> {
     Some(bytes)
 }
 
-/// Writes `bytes` as `name` in the directory `sub` of the cache at
-/// `cache`, made (0700) where missing, through a temporary file (0600)
-/// renamed into place; only if each level from the cache down is a
-/// directory (never a link) of the user's own that no one else may write
-/// to, as the temporary file's owner tells. Blocks.
+/// Writes `bytes` as `name` in the directory `sub` of the cache at `cache`,
+/// each level made (0700) where missing and checked private, through a
+/// temporary file (0600) renamed into place. Blocks.
 pub(super) fn write_privately(
     cache: &Path,
     sub: &[String],
     name: &str,
     bytes: &[u8],
 ) -> std::io::Result<()> {
-    let mut builder = std::fs::DirBuilder::new();
-    builder.recursive(true);
-    #[cfg(unix)]
-    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
-    let mut dir = cache.to_path_buf();
-    let mut levels = Vec::with_capacity(sub.len() + 1);
-    for level in std::iter::once(None).chain(sub.iter().map(Some)) {
-        if let Some(level) = level {
-            dir.push(level);
-        }
-        if std::fs::symlink_metadata(&dir).is_err() {
-            builder.create(&dir)?;
-        }
-        let metadata = std::fs::symlink_metadata(&dir)?;
-        if !metadata.is_dir() || shared_with_others(&metadata) {
-            return Err(std::io::Error::other("not a private directory"));
-        }
-        levels.push(metadata);
-    }
-    write_atomically(&dir, name, bytes, |mine| {
-        levels.iter().all(|level| same_owner(level, mine))
-    })
+    let sub: Vec<&str> = sub.iter().map(String::as_str).collect();
+    PrivateDir::open(cache, &sub, true)?.write_atomically(name, bytes)
 }
 
-/// Whether others than its owner may write into a directory.
-fn shared_with_others(metadata: &std::fs::Metadata) -> bool {
+/// Whether a file or directory is the user's (on Unix: the process's
+/// effective user; elsewhere, yes).
+fn mine(metadata: &std::fs::Metadata) -> bool {
     #[cfg(unix)]
     {
         use std::os::unix::fs::MetadataExt as _;
-        metadata.mode() & 0o022 != 0
+        metadata.uid() == rustix::process::geteuid().as_raw()
     }
     #[cfg(not(unix))]
     {
         let _ = metadata;
-        false
-    }
-}
-
-/// Whether two files have the same owner (on Unix; elsewhere, yes).
-fn same_owner(a: &std::fs::Metadata, b: &std::fs::Metadata) -> bool {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::MetadataExt as _;
-        a.uid() == b.uid()
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = (a, b);
         true
     }
 }
 
-/// Writes `bytes` as `dir/name` through a temporary file in `dir` (0600),
-/// renamed into place if `trusted` says yes to the temporary file's
-/// metadata (owned by this process's user). Blocks.
-fn write_atomically(
-    dir: &Path,
-    name: &str,
-    bytes: &[u8],
-    trusted: impl FnOnce(&std::fs::Metadata) -> bool,
-) -> std::io::Result<()> {
+fn not_private() -> std::io::Error {
+    std::io::Error::new(
+        std::io::ErrorKind::PermissionDenied,
+        "not a private directory of the user's",
+    )
+}
+
+/// A directory of the cache, open, that is the user's and that no one else
+/// may write to, reached from the cache's directory without a link.
+#[cfg(unix)]
+struct PrivateDir(std::os::fd::OwnedFd);
+
+#[cfg(unix)]
+impl PrivateDir {
+    /// The cache's directory `cache` (its parents as their paths resolve;
+    /// it not a link), then each of `sub` within the last; each made
+    /// (0700) where missing if `create`.
+    fn open(cache: &Path, sub: &[&str], create: bool) -> std::io::Result<Self> {
+        let parent = cache.parent().unwrap_or(Path::new("/"));
+        let name = cache.file_name().ok_or_else(not_private)?;
+        if create {
+            std::fs::create_dir_all(parent)?;
+        }
+        let parent = Self::at(rustix::fs::CWD, parent.as_os_str(), false, false)?;
+        let mut dir = Self::checked(Self::at(&parent.0, name, create, true)?)?;
+        for level in sub {
+            dir = Self::checked(Self::at(&dir.0, std::ffi::OsStr::new(level), create, true)?)?;
+        }
+        Ok(dir)
+    }
+
+    /// The directory `name` in `parent`, made (0700) first if missing and
+    /// `create`; not followed if it is a link and `no_link`.
+    fn at(
+        parent: impl std::os::fd::AsFd,
+        name: &std::ffi::OsStr,
+        create: bool,
+        no_link: bool,
+    ) -> std::io::Result<Self> {
+        use rustix::fs::{Mode, OFlags, mkdirat, openat};
+        use rustix::io::Errno;
+        let mut flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+        if no_link {
+            flags |= OFlags::NOFOLLOW;
+        }
+        match openat(&parent, name, flags, Mode::empty()) {
+            Err(Errno::NOENT) if create => {
+                match mkdirat(&parent, name, Mode::RWXU) {
+                    Ok(()) | Err(Errno::EXIST) => {}
+                    Err(error) => return Err(error.into()),
+                }
+                Ok(Self(openat(&parent, name, flags, Mode::empty())?))
+            }
+            opened => Ok(Self(opened?)),
+        }
+    }
+
+    /// `dir`, if it is the user's and no one else may write into it.
+    fn checked(dir: Self) -> std::io::Result<Self> {
+        use rustix::fs::{FileType, fstat};
+        let stat = fstat(&dir.0)?;
+        let private = FileType::from_raw_mode(stat.st_mode) == FileType::Directory
+            && stat.st_uid == rustix::process::geteuid().as_raw()
+            && stat.st_mode & 0o022 == 0;
+        if !private {
+            return Err(not_private());
+        }
+        Ok(dir)
+    }
+
+    /// The file `name` in it, for reading, never through a link and never
+    /// waiting (a FIFO).
+    fn open_file(&self, name: &str) -> std::io::Result<std::fs::File> {
+        use rustix::fs::{Mode, OFlags, openat};
+        let flags =
+            OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOFOLLOW | OFlags::NOCTTY | OFlags::CLOEXEC;
+        Ok(openat(&self.0, name, flags, Mode::empty())?.into())
+    }
+
+    /// Writes `bytes` as `name` in it through a temporary file (0600),
+    /// renamed into place.
+    fn write_atomically(&self, name: &str, bytes: &[u8]) -> std::io::Result<()> {
+        use rustix::fs::{AtFlags, Mode, OFlags, openat, renameat, unlinkat};
+        let temporary = temporary_name(name);
+        let flags =
+            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        let mode = Mode::RUSR | Mode::WUSR;
+        let mut file = std::fs::File::from(openat(&self.0, &temporary, flags, mode)?);
+        let written = file
+            .write_all(bytes)
+            .and_then(|()| Ok(renameat(&self.0, &temporary, &self.0, name)?));
+        if written.is_err() {
+            let _ = unlinkat(&self.0, &temporary, AtFlags::empty());
+        }
+        written
+    }
+}
+
+/// A directory of the cache, by its path: where there are no directory
+/// handles to open files from, each level is checked by its path (not a
+/// link, not shared with others) and then used by its path.
+#[cfg(not(unix))]
+struct PrivateDir(std::path::PathBuf);
+
+#[cfg(not(unix))]
+impl PrivateDir {
+    fn open(cache: &Path, sub: &[&str], create: bool) -> std::io::Result<Self> {
+        let mut dir = cache.to_path_buf();
+        for level in std::iter::once(None).chain(sub.iter().map(Some)) {
+            if let Some(level) = level {
+                dir.push(level);
+            }
+            if create && std::fs::symlink_metadata(&dir).is_err() {
+                std::fs::create_dir_all(&dir)?;
+            }
+            let metadata = std::fs::symlink_metadata(&dir)?;
+            // Without Unix's owners and modes, "private" is "not a link".
+            if !metadata.is_dir() {
+                return Err(not_private());
+            }
+        }
+        Ok(Self(dir))
+    }
+
+    fn open_file(&self, name: &str) -> std::io::Result<std::fs::File> {
+        let path = self.0.join(name);
+        if std::fs::symlink_metadata(&path)?.is_symlink() {
+            return Err(not_private());
+        }
+        std::fs::File::open(path)
+    }
+
+    fn write_atomically(&self, name: &str, bytes: &[u8]) -> std::io::Result<()> {
+        let temporary = self.0.join(temporary_name(name));
+        let written = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&temporary)
+            .and_then(|mut file| file.write_all(bytes))
+            .and_then(|()| std::fs::rename(&temporary, self.0.join(name)));
+        if written.is_err() {
+            let _ = std::fs::remove_file(&temporary);
+        }
+        written
+    }
+}
+
+/// A temporary name for `name`'s file, this process's and this write's.
+fn temporary_name(name: &str) -> String {
     static NEXT: AtomicU64 = AtomicU64::new(0);
-    let temporary = dir.join(format!(
+    format!(
         ".{name}.thumbpipe-{}-{}.tmp",
         std::process::id(),
         NEXT.fetch_add(1, Ordering::Relaxed)
-    ));
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    let written = options.open(&temporary).and_then(|mut file| {
-        if !trusted(&file.metadata()?) {
-            return Err(std::io::Error::other("the directory is another user's"));
-        }
-        file.write_all(bytes)?;
-        std::fs::rename(&temporary, dir.join(name))
-    });
-    if written.is_err() {
-        let _ = std::fs::remove_file(&temporary);
-    }
-    written
+    )
 }

@@ -19,8 +19,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use crate::load::ThumbnailTier;
+use crate::local_files::LocalFiles;
 use crate::metrics::Metrics;
-use crate::workers::Workers;
 use crate::{BuildError, Config};
 
 #[cfg(feature = "shared-thumbnails")]
@@ -103,8 +103,13 @@ fn desktop_dir() -> Option<PathBuf> {
 /// Read: before a local image is read, the smallest of the standard's
 /// thumbnails that covers the target is used if its `Thumb::MTime` (and
 /// `Thumb::Size`, when it has one) match the file: no read of the photo,
-/// no decode of it. A thumbnail that does not match, does not parse, or is
-/// not a regular file of at most 16 MiB is passed over, never deleted.
+/// no decode of it. The file is opened beneath its root as its read would
+/// open it, and its stamp taken from the open handle. A thumbnail that
+/// does not match, does not parse, or is not a regular file of the user's
+/// of at most 16 MiB is passed over, never deleted; so is every thumbnail
+/// in a directory (the cache's, or its size class's) that is a link, is
+/// another user's, or others may write to: what is read is only what the
+/// user alone could have written.
 /// A failure entry thumbpipe wrote (`fail/thumbpipe-VERSION/`) for the
 /// same modification time makes the load [`Error::Decode`](crate::Error::Decode)
 /// at once.
@@ -117,10 +122,13 @@ fn desktop_dir() -> Option<PathBuf> {
 /// the target, and written in that class as the standard says: an RGBA PNG with the EXIF orientation applied and
 /// `Thumb::URI`, `Thumb::MTime`, `Thumb::Size`, `Thumb::Mimetype`,
 /// `Thumb::Image::Width` and `Thumb::Image::Height`, through a temporary
-/// file renamed into place, directories 0700 and files 0600. Never for a
-/// file inside the cache, nor when the file changed during its load, nor
-/// into a directory that is a link or that another user owns or may write
-/// to. An image in a format this build decodes that the decoder refuses
+/// file renamed into place, directories 0700 and files 0600. Its stamp is
+/// the one its read took from the file it read (the same before and after
+/// the read), so a thumbnail is only ever of the bytes it was made from.
+/// Never for a file inside the cache, nor when the file changed during its
+/// load, nor into a directory that is a link or that another user owns or
+/// may write to, nor for bytes an app's own [`Fetch`](crate::Fetch) read
+/// (no read of thumbpipe's vouches for which file they came from). An image in a format this build decodes that the decoder refuses
 /// gets a failure entry. A thumbnail shown at 64 px thus costs a decode at
 /// 128 px (the same DCT scale of a camera photo) and a resize; a body read
 /// only as far as a 64 px thumbnail needs (a camera's 160 px EXIF
@@ -183,11 +191,11 @@ impl SharedThumbnailsConfig {
 
 /// The shared thumbnails as the load actor's tier, when `config` allows
 /// local files and reads or writes them (writes only with the default
-/// decoder, whose thumbnails they are); its work on `file_threads` (the
-/// default fetcher's), or on file threads of its own.
+/// decoder, whose thumbnails they are); its files opened by
+/// `local_files` (the default fetcher's), or by local files of its own.
 pub(crate) fn tier(
     config: &Config,
-    file_threads: Option<Arc<Workers>>,
+    local_files: Option<Arc<LocalFiles>>,
     metrics: &Arc<Metrics>,
     default_decoder: bool,
 ) -> Result<Option<Arc<dyn ThumbnailTier>>, BuildError> {
@@ -202,21 +210,17 @@ pub(crate) fn tier(
     }
     #[cfg(feature = "shared-thumbnails")]
     {
-        let roots = crate::fetch::canonical_roots(&config.fetch.file_roots)?;
-        let threads = match file_threads {
-            Some(threads) => threads,
-            None => Arc::new(
-                Workers::start(config.fetch.file_readers, |n| format!("thumbpipe-file-{n}"))
-                    .map_err(|e| {
-                        BuildError::Config(format!("cannot start the file threads: {e}"))
-                    })?,
-            ),
+        let files = match local_files {
+            Some(files) => files,
+            None => Arc::new(LocalFiles::start(
+                &config.fetch.file_roots,
+                config.fetch.file_readers,
+            )?),
         };
         let tier = SharedThumbnails::new(
             read,
             write,
-            roots,
-            threads,
+            files,
             (&config.decode).into(),
             Arc::clone(metrics),
         );
@@ -224,7 +228,7 @@ pub(crate) fn tier(
     }
     #[cfg(not(feature = "shared-thumbnails"))]
     {
-        let _ = (file_threads, metrics);
+        let _ = (local_files, metrics);
         Ok(None)
     }
 }

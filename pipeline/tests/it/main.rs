@@ -28,6 +28,7 @@ mod egui_image;
 mod embedded;
 mod faults;
 mod fetch_queue;
+mod file_races;
 mod files;
 #[cfg(feature = "iced")]
 mod iced_list;
@@ -37,5 +38,6 @@ mod priority;
 mod request_headers;
 mod seams;
 mod shared_thumbnails;
+mod shared_thumbnails_untrusted;
 mod tls;
 mod wrong_row;

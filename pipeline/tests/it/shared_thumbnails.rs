@@ -13,23 +13,23 @@ use crate::common::{Scratch, drain_until, eventually, id_of};
 use thumbpipe::{Config, Error, Pipeline, Priority, Stats, TargetSize, Thumbnail, ThumbnailStore};
 
 /// A folder of photos and a thumbnail cache of its own.
-struct Folder {
-    scratch: Scratch,
+pub(super) struct Folder {
+    pub(super) scratch: Scratch,
 }
 
 impl Folder {
-    fn new(name: &str) -> Self {
+    pub(super) fn new(name: &str) -> Self {
         let scratch = Scratch::new(name);
         std::fs::create_dir_all(scratch.0.join("photos")).unwrap();
         Self { scratch }
     }
 
-    fn cache(&self) -> PathBuf {
+    pub(super) fn cache(&self) -> PathBuf {
         self.scratch.0.join("cache").join("thumbnails")
     }
 
     /// Writes a 600x400 JPEG of picture `id` as `photos/name`.
-    fn photo(&self, name: &str, id: u32) -> PathBuf {
+    pub(super) fn photo(&self, name: &str, id: u32) -> PathBuf {
         let path = self.scratch.0.join("photos").join(name);
         let jpeg = fixture_server::picture::render(id, 600, 400)
             .encode_jpeg(90)
@@ -39,7 +39,7 @@ impl Folder {
     }
 
     /// A pipeline over `photos/`, reading and writing the cache.
-    fn pipeline(&self) -> Pipeline<usize> {
+    pub(super) fn pipeline(&self) -> Pipeline<usize> {
         let mut config = Config::default();
         config.fetch.file_roots = vec![self.scratch.0.join("photos")];
         config.shared_thumbnails.read = ThumbnailStore::Dir(self.cache());
@@ -48,13 +48,13 @@ impl Folder {
     }
 }
 
-fn url(path: &Path) -> String {
+pub(super) fn url(path: &Path) -> String {
     url::Url::from_file_path(path).unwrap().to_string()
 }
 
 /// The result of loading `path` at `target`, and the pipeline's stats once
 /// the shared cache's writes (if any) are done.
-fn load(
+pub(super) fn load(
     pipeline: &mut Pipeline<usize>,
     path: &Path,
     target: TargetSize,
@@ -64,7 +64,7 @@ fn load(
     done.remove(0).result
 }
 
-fn stats_when(pipeline: &Pipeline<usize>, done: impl Fn(&Stats) -> bool) -> Stats {
+pub(super) fn stats_when(pipeline: &Pipeline<usize>, done: impl Fn(&Stats) -> bool) -> Stats {
     assert!(
         eventually(|| done(&pipeline.stats())),
         "{:?}",
@@ -88,7 +88,7 @@ fn uri_and_name(photo: &Path) -> (String, String) {
     (lines.next().unwrap(), lines.next().unwrap())
 }
 
-fn thumbnail_path(cache: &Path, class: &str, photo: &Path) -> PathBuf {
+pub(super) fn thumbnail_path(cache: &Path, class: &str, photo: &Path) -> PathBuf {
     cache.join(class).join(uri_and_name(photo).1)
 }
 
@@ -105,8 +105,9 @@ fn python(args: &[&str]) -> String {
     String::from_utf8(output.stdout).unwrap()
 }
 
-/// The independent writer's thumbnails of `photos` in `cache`.
-fn other_writer(cache: &Path, extra: &[&str], photos: &[&Path]) {
+/// The independent writer's thumbnails of `photos` in `cache`; the paths
+/// it wrote, a line each.
+pub(super) fn other_writer(cache: &Path, extra: &[&str], photos: &[&Path]) -> String {
     let script = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/tests/data/freedesktop_thumbnailer.py"
@@ -115,7 +116,7 @@ fn other_writer(cache: &Path, extra: &[&str], photos: &[&Path]) {
     let mut args = vec![script, "--cache", cache];
     args.extend(extra);
     args.extend(photos.iter().map(|p| p.to_str().unwrap()));
-    python(&args);
+    python(&args)
 }
 
 /// The text chunks of a PNG, by keyword.
