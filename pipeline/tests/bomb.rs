@@ -923,3 +923,200 @@ fn an_svg_drawing_never_takes_more_than_the_decode_limit() {
         );
     }
 }
+
+/// A zlib stream that inflates to about `inflated` zero bytes from 158
+/// times fewer: one fixed-Huffman deflate block of a literal zero and then
+/// copies of 258 bytes at distance 1 (13 bits each, so 8 of them are 13
+/// whole bytes, written again and again).
+fn zeros_zlib(inflated: usize) -> Vec<u8> {
+    /// Deflate's bits, least significant first; a Huffman code's bits
+    /// most significant first.
+    struct Bits {
+        bytes: Vec<u8>,
+        used: u32,
+    }
+    impl Bits {
+        fn code(&mut self, code: u32, length: u32) {
+            for bit in (0..length).rev() {
+                if self.used.is_multiple_of(8) {
+                    self.bytes.push(0);
+                }
+                let last = self.bytes.last_mut().unwrap();
+                *last |= (((code >> bit) & 1) as u8) << (self.used % 8);
+                self.used += 1;
+            }
+        }
+    }
+    let copy = |bits: &mut Bits| {
+        bits.code(0b1100_0101, 8); // length code 285: 258 bytes
+        bits.code(0, 5); // distance code 0: 1 byte back
+    };
+    let mut bits = Bits {
+        bytes: vec![0x78, 0x01],
+        used: 16,
+    };
+    bits.code(0b1, 1); // the last block
+    bits.code(0b10, 2); // fixed Huffman codes (BTYPE 01, written low bit first)
+    bits.code(0b0011_0000, 8); // literal 0
+    copy(&mut bits); // 11 + 13 bits: the copies start on a byte
+    let start = bits.bytes.len();
+    for _ in 0..8 {
+        copy(&mut bits);
+    }
+    let pattern = bits.bytes[start..].to_vec();
+    let rounds = inflated / (8 * 258);
+    for _ in 1..rounds {
+        bits.bytes.extend_from_slice(&pattern);
+    }
+    bits.code(0, 7); // end of block
+    let zeros = 1 + 258 * (1 + 8 * rounds as u64);
+    let adler = ((zeros % 65_521) << 16) | 1;
+    bits.bytes.extend_from_slice(&(adler as u32).to_be_bytes());
+    bits.bytes
+}
+
+/// A 64x48 RGB PNG of picture 5 with `text` chunks, whose colour profile
+/// (`iCCP`) inflates to a gigabyte.
+fn png_with_a_gigabyte_profile(text: &[(&str, String)]) -> Vec<u8> {
+    let picture = fixture_server::picture::render(5, 64, 48);
+    let mut png = Vec::new();
+    let mut encoder = png::Encoder::new(&mut png, 64, 48);
+    encoder.set_color(png::ColorType::Rgb);
+    for (key, value) in text {
+        encoder
+            .add_text_chunk((*key).to_owned(), value.clone())
+            .unwrap();
+    }
+    let mut writer = encoder.write_header().unwrap();
+    let mut profile = b"bomb\0\0".to_vec();
+    profile.extend(zeros_zlib(1 << 30));
+    writer.write_chunk(png::chunk::iCCP, &profile).unwrap();
+    writer.write_image_data(&picture.pixels).unwrap();
+    writer.finish().unwrap();
+    png
+}
+
+/// Regression: a PNG's header was read with `image`'s own limits (512
+/// MiB), not the decode limit, and the png crate inflates a colour
+/// profile whole as it reads the header: a 7 MB PNG whose profile inflates
+/// to a gigabyte took the process past half a gigabyte, from a decode or as
+/// a planted shared thumbnail. A large profile is now left out before the
+/// header is read (no thumbnail uses it), and every probe runs under the
+/// decode limit.
+#[test]
+fn a_png_whose_colour_profile_inflates_to_a_gigabyte_takes_no_memory_for_it() {
+    let _one_at_a_time = MEASURING.lock().unwrap_or_else(|e| e.into_inner());
+    let png = png_with_a_gigabyte_profile(&[]);
+    let before = ALLOCATOR.current_usage();
+    ALLOCATOR.reset_peak_usage();
+    let thumbnail = thumbpipe::thumbnail_from_bytes(
+        "bomb.png",
+        &png,
+        TargetSize::square(32),
+        &Config::default().decode,
+    )
+    .unwrap();
+    let grew = ALLOCATOR.peak_usage().saturating_sub(before);
+    eprintln!(
+        "a {} KB PNG whose profile inflates to 1 GiB: peak growth {:.1} MB",
+        png.len() / 1000,
+        grew as f64 / 1e6
+    );
+    assert_eq!((thumbnail.width, thumbnail.height), (32, 24));
+    assert_eq!(common::id_of(&thumbnail), Some(5), "the picture, shown");
+    assert!(grew < ALLOWED + png.len(), "the process grew {grew} bytes");
+}
+
+/// The same PNG planted in the desktop's shared thumbnails as a valid
+/// thumbnail of a photo: read, it is the photo's thumbnail, and costs no
+/// memory for its profile either.
+#[cfg(feature = "shared-thumbnails")]
+#[test]
+fn a_planted_shared_thumbnail_whose_profile_inflates_to_a_gigabyte_takes_no_memory_for_it() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let _one_at_a_time = MEASURING.lock().unwrap_or_else(|e| e.into_inner());
+    let scratch = common::Scratch::new("bomb-shared");
+    let photos = scratch.0.join("photos");
+    std::fs::create_dir_all(&photos).unwrap();
+    let photo = photos.join("p.png");
+    std::fs::write(
+        &photo,
+        fixture_server::picture::render(6, 96, 96)
+            .encode_png()
+            .unwrap(),
+    )
+    .unwrap();
+    let warm = scratch.png("photos/warm.png", 7);
+    // The thumbnail's name and text as the standard has them.
+    let uri = format!("file://{}", photo.display());
+    let mtime = std::fs::metadata(&photo)
+        .unwrap()
+        .modified()
+        .unwrap()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let text = [
+        ("Thumb::URI", uri.clone()),
+        ("Thumb::MTime", mtime.to_string()),
+    ];
+    let cache = scratch.0.join("thumbnails");
+    std::fs::create_dir_all(cache.join("normal")).unwrap();
+    for dir in [&cache, &cache.join("normal")] {
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+    }
+    let name = md5_hex(uri.as_bytes());
+    std::fs::write(
+        cache.join("normal").join(format!("{name}.png")),
+        png_with_a_gigabyte_profile(&text),
+    )
+    .unwrap();
+    let mut config = Config::default();
+    config.fetch.file_roots = vec![photos.clone()];
+    config.shared_thumbnails.read = thumbpipe::ThumbnailStore::Dir(cache.clone());
+    config.shared_thumbnails.write = thumbpipe::ThumbnailStore::Off;
+    let mut pipeline = Pipeline::<u8>::new(config).unwrap();
+    // Warm up: the file threads, the decoder.
+    pipeline.request(
+        0,
+        &format!("file://{}", warm.display()),
+        TargetSize::square(32),
+        Priority::Visible,
+    );
+    assert!(
+        drain_until(&mut pipeline, |all| !all.is_empty())[0]
+            .result
+            .is_ok()
+    );
+
+    let before = ALLOCATOR.current_usage();
+    ALLOCATOR.reset_peak_usage();
+    pipeline.request(1, &uri, TargetSize::square(32), Priority::Visible);
+    let done = drain_until(&mut pipeline, |all| !all.is_empty());
+    let grew = ALLOCATOR.peak_usage().saturating_sub(before);
+    eprintln!(
+        "a planted thumbnail whose profile inflates to 1 GiB: peak growth {:.1} MB",
+        grew as f64 / 1e6
+    );
+    let thumbnail = done[0].result.as_ref().unwrap();
+    assert_eq!(
+        common::id_of(thumbnail),
+        Some(5),
+        "the planted thumbnail, shown"
+    );
+    assert_eq!(pipeline.stats().shared_thumbnails_used, 1);
+    assert!(grew < 2 * ALLOWED, "the process grew {grew} bytes");
+}
+
+/// The lowercase hex MD5 of `bytes`, as `md5sum` prints it.
+fn md5_hex(bytes: &[u8]) -> String {
+    let mut child = std::process::Command::new("md5sum")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("md5sum (coreutils) runs");
+    use std::io::Write as _;
+    child.stdin.take().unwrap().write_all(bytes).unwrap();
+    let output = child.wait_with_output().unwrap();
+    String::from_utf8(output.stdout).unwrap()[..32].to_owned()
+}

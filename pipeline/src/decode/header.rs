@@ -138,20 +138,26 @@ pub(super) fn open<'a>(
     if format == ImageFormat::Avif {
         return Ok(Opened::Avif);
     }
+    // A PNG's large colour profile, which its header read would inflate
+    // whole and no thumbnail uses, is left out first.
+    let bytes = match format {
+        ImageFormat::Png => png::without_large_profile(&bytes).map_or(bytes, Cow::Owned),
+        _ => bytes,
+    };
     // TIFF's decoder buffers, or its refusal of a layout it panics on,
     // before its header is read.
     let tiff_bytes = match format {
         ImageFormat::Tiff => tiff::inspect(&bytes).map_err(decode_error)?,
         _ => 0,
     };
-    let header = read_header(&bytes, format, limits, photo).map_err(decode_error)?;
+    let header = read_header(url, &bytes, format, limits, photo)?;
     let (width, height) = (header.width, header.height);
     within_max_dimension(url, width, height, limits)?;
     let decoder_bytes = match format {
         ImageFormat::Tiff => tiff_bytes,
         ImageFormat::WebP => webp::decoder_bytes(&bytes, width, height),
         ImageFormat::Gif => gif::decoder_bytes(&bytes),
-        ImageFormat::Png => png::DECODER_BYTES,
+        ImageFormat::Png => png::decoder_bytes(&bytes),
         _ => 0,
     };
     let mut image = Image {
@@ -204,14 +210,36 @@ struct Header {
 /// The header of `bytes`, a `format` image; `Err` with why it does not
 /// read.
 fn read_header(
+    url: &Arc<str>,
     bytes: &[u8],
     format: ImageFormat,
     limits: &DecodeLimits,
     photo: Option<&Photo>,
-) -> Result<Header, String> {
-    let probe = ImageReader::with_format(Cursor::new(bytes), format);
+) -> Result<Header, Error> {
+    let unreadable = |reason: String| Error::Decode {
+        url: url.to_string(),
+        reason,
+    };
+    // Under the decode limit: what a decoder allocates to read its header
+    // (a PNG's colour profile, a TIFF's tags) counts as its decode does.
+    // The sides are checked after, with the setting that refuses them.
+    let mut probe = ImageReader::with_format(Cursor::new(bytes), format);
+    let mut probe_limits = image::Limits::default();
+    probe_limits.max_alloc = Some(limits.max_alloc);
+    probe.limits(probe_limits);
     let mut header = match probe.into_decoder() {
         Ok(header) => header,
+        Err(image::ImageError::Limits(error)) => {
+            return Err(Error::TooLarge {
+                url: url.to_string(),
+                what: format!(
+                    "reading the {format:?} header takes more than the {}-byte decode limit \
+                     ({error})",
+                    limits.max_alloc
+                ),
+                setting: "decode.max_alloc_bytes",
+            });
+        }
         // The pure-Rust header reader refuses some JPEGs that libjpeg (and
         // browsers) decode, such as one whose APP14 segment is shorter
         // than its kind (Pillow's `truncated_app14.jpg`): with libjpeg's
@@ -227,15 +255,15 @@ fn read_header(
                     orientation,
                     full_decode_bytes: 0,
                 }),
-                None => Err(format!("unreadable {format:?} header: {error}")),
+                None => Err(unreadable(format!("unreadable {format:?} header: {error}"))),
             };
         }
     };
     let (width, height) = header.dimensions();
     if width == 0 || height == 0 {
-        return Err(format!(
+        return Err(unreadable(format!(
             "the {format:?} header says the image is {width}x{height} pixels"
-        ));
+        )));
     }
     // How the camera held the picture (EXIF, where the format has it); an
     // unreadable tag is no reason to refuse the image, and a WebP whose

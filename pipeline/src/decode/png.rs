@@ -1,16 +1,19 @@
-//! PNG's own fix: the transparency of a greyscale PNG of 1, 2 or 4 bits a
-//! sample whose `tRNS` chunk names one grey as transparent. The png crate
-//! expands such samples to 8 bits with an alpha channel, but every pixel
-//! comes out opaque (it compares the key at another bit depth, and takes
-//! a key wider than the depth as no key); libpng, browsers and Pillow use
-//! the key's low bits and show its pixels transparent. Found by the `realworld`
-//! comparison on Pillow's `1_trns.png`.
+//! PNG's own fixes, each from the chunks before the image data (walked by
+//! [`chunks_before_pixels`], never inflated):
 //!
-//! Runs inside a decode, on the decode thread that called it, after the
-//! full decode; reads only the chunks before the image data, and keeps
-//! nothing.
+//! - the transparency of a greyscale PNG of 1, 2 or 4 bits a sample whose
+//!   `tRNS` chunk names one grey as transparent. The png crate expands such
+//!   samples to 8 bits with an alpha channel, but every pixel comes out
+//!   opaque (it compares the key at another bit depth, and takes a key
+//!   wider than the depth as no key); libpng, browsers and Pillow use the
+//!   key's low bits and show its pixels transparent. Found by the
+//!   `realworld` comparison on Pillow's `1_trns.png`;
+//! - a large colour profile (`iCCP`) left out before the header is read:
+//!   the png crate inflates it whole as it reads the header (a 1 MB PNG's
+//!   profile can inflate to a gigabyte), and no thumbnail uses it.
 //!
-//! And PNG's own count for the decode limit, [`DECODER_BYTES`].
+//! And PNG's own count for the decode limit, [`decoder_bytes`]. Runs
+//! inside a decode, on the decode thread that called it; keeps nothing.
 
 use image::DynamicImage;
 
@@ -19,7 +22,60 @@ use image::DynamicImage;
 /// (`pipeline/tests/bomb.rs`) over RGB, RGBA and grey-and-alpha PNGs from
 /// 30x3200 to 16000x100: at most 177 KB beyond the rest of the count,
 /// whatever the image's size.
-pub(super) const DECODER_BYTES: u64 = 256 * 1024;
+const DECODER_BYTES: u64 = 256 * 1024;
+
+/// The largest colour profile, compressed, that is read with the header:
+/// deflate inflates at most 1032 times, so it is at most 4 MiB inflated.
+/// Real profiles are smaller (sRGB's is 2.6 KB compressed, Display P3's
+/// half a kilobyte); a larger one is left out.
+const MAX_PROFILE_BYTES: usize = 4 * 1024;
+
+/// The most deflate inflates one byte to.
+const INFLATE_RATIO: u64 = 1032;
+
+/// The chunks of the PNG `bytes` before its image data, each its type and
+/// its data; ends at the first `IDAT` or `IEND`, or where the chunks stop
+/// making sense.
+pub(super) fn chunks_before_pixels(bytes: &[u8]) -> impl Iterator<Item = ([u8; 4], &[u8])> {
+    let mut at: usize = 8;
+    std::iter::from_fn(move || {
+        let header = bytes.get(at..at.checked_add(8)?)?;
+        let length = u32::from_be_bytes([header[0], header[1], header[2], header[3]]) as usize;
+        let kind = [header[4], header[5], header[6], header[7]];
+        if &kind == b"IDAT" || &kind == b"IEND" {
+            return None;
+        }
+        let data_start = at + 8;
+        let data = bytes.get(data_start..data_start.checked_add(length)?)?;
+        at = data_start.checked_add(length)?.checked_add(4)?;
+        Some((kind, data))
+    })
+}
+
+/// The PNG `bytes` without their colour profile, if it is larger than
+/// [`MAX_PROFILE_BYTES`]: a copy with its `iCCP` chunk left out. `None`
+/// when they can be read as they are.
+pub(super) fn without_large_profile(bytes: &[u8]) -> Option<Vec<u8>> {
+    let (_, profile) = chunks_before_pixels(bytes)
+        .find(|(kind, data)| kind == b"iCCP" && data.len() > MAX_PROFILE_BYTES)?;
+    // The chunk: its length and type before the data, its CRC after.
+    let start = profile.as_ptr() as usize - bytes.as_ptr() as usize - 8;
+    let end = start + 8 + profile.len() + 4;
+    let mut copy = Vec::with_capacity(bytes.len() - (end - start));
+    copy.extend_from_slice(&bytes[..start]);
+    copy.extend_from_slice(&bytes[end..]);
+    Some(copy)
+}
+
+/// What the PNG decoder holds of `bytes` besides its output: its buffers,
+/// and its colour profile inflated (at most [`MAX_PROFILE_BYTES`] of it,
+/// once a larger one is left out).
+pub(super) fn decoder_bytes(bytes: &[u8]) -> u64 {
+    let profile = chunks_before_pixels(bytes)
+        .find(|(kind, _)| kind == b"iCCP")
+        .map_or(0, |(_, data)| data.len().min(MAX_PROFILE_BYTES) as u64);
+    DECODER_BYTES + profile * INFLATE_RATIO
+}
 
 /// The transparent grey of a greyscale PNG of fewer than 8 bits a sample,
 /// expanded to 8 bits as the decoder expands its samples; `None` for any
@@ -33,24 +89,14 @@ fn grey_key(bytes: &[u8]) -> Option<u8> {
     if color_type != 0 || !matches!(bits, 1 | 2 | 4) {
         return None;
     }
-    let mut at: usize = 33;
-    while let Some(chunk) = bytes.get(at..at.checked_add(8)?) {
-        let length = u32::from_be_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]) as usize;
-        match &chunk[4..8] {
-            b"tRNS" if length == 2 => {
-                let key = bytes.get(at.checked_add(8)?..at.checked_add(10)?)?;
-                let key = u16::from_be_bytes([key[0], key[1]]);
-                // Only the sample's own bits count: libpng (and so
-                // browsers) mask a key too wide for the depth, as Pillow's
-                // `1_trns.png` (a 1-bit file keyed 255) needs.
-                let max = (1u16 << bits) - 1;
-                return Some((u32::from(key & max) * 255 / u32::from(max)) as u8);
-            }
-            b"IDAT" | b"IEND" => return None,
-            _ => at = at.checked_add(length)?.checked_add(12)?,
-        }
-    }
-    None
+    let (_, key) = chunks_before_pixels(bytes).find(|(kind, _)| kind == b"tRNS")?;
+    let key: [u8; 2] = key.try_into().ok()?;
+    let key = u16::from_be_bytes(key);
+    // Only the sample's own bits count: libpng (and so browsers) mask a key
+    // too wide for the depth, as Pillow's `1_trns.png` (a 1-bit file keyed
+    // 255) needs.
+    let max = (1u16 << bits) - 1;
+    Some((u32::from(key & max) * 255 / u32::from(max)) as u8)
 }
 
 /// Makes the pixels of `image`, decoded from the PNG `bytes`, that have the
@@ -69,31 +115,34 @@ pub(super) fn restore_grey_key(bytes: &[u8], image: &mut DynamicImage) {
 mod tests {
     use super::*;
 
+    /// Appends a PNG chunk of `kind` with `data`, and its CRC.
+    fn chunk(out: &mut Vec<u8>, kind: &[u8; 4], data: &[u8]) {
+        out.extend_from_slice(&(data.len() as u32).to_be_bytes());
+        let start = out.len();
+        out.extend_from_slice(kind);
+        out.extend_from_slice(data);
+        let crc = crc32(&out[start..]);
+        out.extend_from_slice(&crc.to_be_bytes());
+    }
+
+    fn crc32(bytes: &[u8]) -> u32 {
+        let mut crc = !0u32;
+        for &byte in bytes {
+            crc ^= u32::from(byte);
+            for _ in 0..8 {
+                crc = if crc & 1 == 1 {
+                    (crc >> 1) ^ 0xEDB8_8320
+                } else {
+                    crc >> 1
+                };
+            }
+        }
+        !crc
+    }
+
     /// A 4x1 1-bit greyscale PNG, black white black white, whose tRNS
     /// makes white transparent.
     fn one_bit_with_key() -> Vec<u8> {
-        fn chunk(out: &mut Vec<u8>, kind: &[u8; 4], data: &[u8]) {
-            out.extend_from_slice(&(data.len() as u32).to_be_bytes());
-            let start = out.len();
-            out.extend_from_slice(kind);
-            out.extend_from_slice(data);
-            let crc = crc32(&out[start..]);
-            out.extend_from_slice(&crc.to_be_bytes());
-        }
-        fn crc32(bytes: &[u8]) -> u32 {
-            let mut crc = !0u32;
-            for &byte in bytes {
-                crc ^= u32::from(byte);
-                for _ in 0..8 {
-                    crc = if crc & 1 == 1 {
-                        (crc >> 1) ^ 0xEDB8_8320
-                    } else {
-                        crc >> 1
-                    };
-                }
-            }
-            !crc
-        }
         let mut png = b"\x89PNG\r\n\x1a\n".to_vec();
         chunk(&mut png, b"IHDR", &[0, 0, 0, 4, 0, 0, 0, 1, 1, 0, 0, 0, 0]);
         // 255: wider than one bit, as in Pillow's `1_trns.png`.
@@ -127,5 +176,38 @@ mod tests {
         // Other PNGs are left alone.
         assert_eq!(grey_key(&png[..20]), None);
         assert_eq!(grey_key(b"not a png at all, not at all....."), None);
+    }
+
+    /// `png` with an `iCCP` chunk of `size` bytes of data after its
+    /// header (a profile's name and compression, then filler: only its
+    /// length is read before it is left out).
+    fn with_profile(png: &[u8], size: usize) -> Vec<u8> {
+        let mut data = b"p\0\0".to_vec();
+        data.resize(size, 0x55);
+        let header_end = 8 + 8 + 13 + 4;
+        let mut out = png[..header_end].to_vec();
+        chunk(&mut out, b"iCCP", &data);
+        out.extend_from_slice(&png[header_end..]);
+        out
+    }
+
+    #[test]
+    fn only_a_large_colour_profile_is_left_out_and_counted_at_most_its_bound() {
+        let plain = one_bit_with_key();
+        assert_eq!(without_large_profile(&plain), None);
+        assert_eq!(decoder_bytes(&plain), DECODER_BYTES);
+        let small = with_profile(&plain, MAX_PROFILE_BYTES);
+        assert_eq!(without_large_profile(&small), None);
+        assert_eq!(
+            decoder_bytes(&small),
+            DECODER_BYTES + MAX_PROFILE_BYTES as u64 * INFLATE_RATIO
+        );
+        let large = with_profile(&plain, MAX_PROFILE_BYTES + 1);
+        let left_out = without_large_profile(&large).unwrap();
+        assert_eq!(left_out, plain, "the PNG as it was without the chunk");
+        // A chunk that claims more than the file holds ends the walk.
+        let mut cut = large.clone();
+        cut.truncate(40);
+        assert_eq!(without_large_profile(&cut), None);
     }
 }
