@@ -6,15 +6,18 @@ thumbnails of every AVIF in the test corpus.
 Writes into CORPUS/avif/: plasma-*.avif, the corpus's 96x72 plasma
 (`baseline.jpg`, `gray-alpha.png`) encoded by Pillow's libavif in each
 layout the tests need; then, for every CORPUS/avif/*.avif, Pillow's
-thumbnail fitted inside 64x64 (Lanczos, never scaled up, the file's turn
-and mirror applied) as CORPUS/avif/pillow/NAME.png, or NAME.refused with
-Pillow's error. Needs Pillow 11.2 or later (its wheels carry libavif).
+thumbnail fitted inside 64x64 (Lanczos, never scaled up, the file's clean
+aperture cropped as libavif reckons it, then its turn and mirror applied)
+as CORPUS/avif/pillow/NAME.png, or NAME.refused with Pillow's error. Needs
+Pillow 11.2 or later (its wheels carry libavif).
 """
 
 import os
 import sys
 
 from PIL import Image, ImageOps, features
+
+from avif_clap import libavif_crop
 
 SIDE = 64
 
@@ -41,9 +44,19 @@ def make(corpus, out):
     save(plasma.convert("L"), "plasma-400.avif")
     save(rgba, "plasma-alpha.avif")
     save(rgba, "plasma-alpha-premultiplied.avif", alpha_premultiplied=True)
-    turned = Image.Exif()
-    turned[0x0112] = 6
-    save(plasma.transpose(Image.Transpose.ROTATE_90), "plasma-orientation-6.avif", exif=turned)
+    # Stored as the orientation's inverse, so that each shows the plasma
+    # upright: libavif writes the orientation as `irot` and `imir`.
+    stored = {
+        2: Image.Transpose.FLIP_LEFT_RIGHT,  # imir, left and right
+        4: Image.Transpose.FLIP_TOP_BOTTOM,  # imir, top and bottom
+        5: Image.Transpose.TRANSPOSE,  # irot and imir
+        6: Image.Transpose.ROTATE_90,  # irot
+    }
+    for orientation, transpose in stored.items():
+        turned = Image.Exif()
+        turned[0x0112] = orientation
+        name = f"plasma-orientation-{orientation}.avif"
+        save(plasma.transpose(transpose), name, exif=turned)
     frames = [plasma, plasma.transpose(Image.Transpose.FLIP_LEFT_RIGHT)]
     save(frames[0], "plasma-animated.avif", save_all=True, append_images=frames[1:], duration=100)
 
@@ -53,8 +66,15 @@ def references(out):
     for name in sorted(n for n in os.listdir(out) if n.endswith(".avif")):
         stem = os.path.join(out, "pillow", name[: -len(".avif")])
         try:
-            with Image.open(os.path.join(out, name)) as image:
+            path = os.path.join(out, name)
+            with Image.open(path) as image:
                 image.seek(0)
+                crop = libavif_crop(path)
+                if crop is not None:
+                    x, y, width, height = crop
+                    cropped = image.crop((x, y, x + width, y + height))
+                    cropped.info = image.info
+                    image = cropped
                 rgba = ImageOps.exif_transpose(image).convert("RGBA")
             size = fit_inside(rgba.width, rgba.height, SIDE)
             if size != rgba.size:

@@ -4,7 +4,8 @@
 
 For every file in CORPUS_DIR: the first frame as a browser shows it (the
 EXIF orientation applied, a GIF frame placed on its logical screen, any
-transparency kept), fitted inside SIDE x SIDE with Lanczos (never scaled
+transparency kept, an AVIF's clean aperture cropped as libavif reckons it:
+`avif_clap.py`), fitted inside SIDE x SIDE with Lanczos (never scaled
 up), written to OUT_DIR as NAME.rgba (raw RGBA); OUT_DIR/index.tsv has a
 line per file: name, then "ok width height" or "refused reason".
 """
@@ -13,6 +14,8 @@ import os
 import sys
 
 from PIL import Image, ImageOps
+
+from avif_clap import libavif_crop
 
 Image.MAX_IMAGE_PIXELS = 16384 * 16384
 
@@ -35,6 +38,13 @@ def main():
             try:
                 with Image.open(path) as image:
                     image.seek(0)
+                    crop = libavif_crop(path) if image.format == "AVIF" else None
+                    if crop is not None:
+                        x, y, width, height = crop
+                        cropped = image.crop((x, y, x + width, y + height))
+                        cropped.info = image.info
+                        cropped.getexif().update(image.getexif())
+                        image = cropped
                     upright = ImageOps.exif_transpose(image)
                     rgba = upright.convert("RGBA")
                     size = fit_inside(rgba.width, rgba.height, side)

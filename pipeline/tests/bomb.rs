@@ -1120,3 +1120,179 @@ fn md5_hex(bytes: &[u8]) -> String {
     let output = child.wait_with_output().unwrap();
     String::from_utf8(output.stdout).unwrap()[..32].to_owned()
 }
+
+/// An ISO BMFF box: its size, its type, its body.
+#[cfg(feature = "avif")]
+fn iso_box(kind: &[u8; 4], body: &[u8]) -> Vec<u8> {
+    let mut out = ((body.len() + 8) as u32).to_be_bytes().to_vec();
+    out.extend_from_slice(kind);
+    out.extend_from_slice(body);
+    out
+}
+
+/// An AVIF whose grid of `rows` x `columns` cells puts one tile in every
+/// cell: one `dimg` box refers to the tile `rows * columns` times. The
+/// tile is `white_1x1.avif`'s 1x1 AV1 image followed by `padding` bytes
+/// of a padding OBU (which the decoder skips), stored in two extents.
+#[cfg(feature = "avif")]
+fn avif_grid_of_one_tile(rows: u8, columns: u8, padding: usize) -> Vec<u8> {
+    let white = include_bytes!("it/corpus/avif/white_1x1.avif");
+    let find = |kind: &[u8]| white.windows(4).position(|w| w == kind).unwrap() - 4;
+    let body_of = |at: usize| {
+        let size = u32::from_be_bytes(white[at..at + 4].try_into().unwrap()) as usize;
+        &white[at + 8..at + size]
+    };
+    let av1c = body_of(find(b"av1C"));
+    let mut tile = body_of(find(b"mdat")).to_vec();
+    // OBU_PADDING (15), with a size field: LEB128 of the padding.
+    tile.push(15 << 3 | 0b10);
+    let mut size = padding;
+    loop {
+        let byte = (size & 0x7f) as u8;
+        size >>= 7;
+        tile.push(if size > 0 { byte | 0x80 } else { byte });
+        if size == 0 {
+            break;
+        }
+    }
+    tile.resize(tile.len() + padding, 0);
+    let cells = u16::from(rows) * u16::from(columns);
+    let grid = [0, 0, rows - 1, columns - 1]
+        .into_iter()
+        .chain(u16::from(columns).to_be_bytes())
+        .chain(u16::from(rows).to_be_bytes())
+        .collect::<Vec<u8>>();
+    let full = |version_and_flags: u32, body: &[u8]| {
+        let mut out = version_and_flags.to_be_bytes().to_vec();
+        out.extend_from_slice(body);
+        out
+    };
+    let ispe = |w: u32, h: u32| {
+        iso_box(
+            b"ispe",
+            &full(0, &[w.to_be_bytes(), h.to_be_bytes()].concat()),
+        )
+    };
+    // The meta box, its data offsets filled in once its size is known.
+    let meta = |data_at: u32| {
+        let half = (tile.len() / 2) as u32;
+        let mut iloc = vec![0x44, 0x00, 0, 2];
+        for (item, extents) in [
+            (1u16, vec![(data_at, grid.len() as u32)]),
+            (
+                2,
+                vec![
+                    (data_at + grid.len() as u32, half),
+                    (data_at + grid.len() as u32 + half, tile.len() as u32 - half),
+                ],
+            ),
+        ] {
+            iloc.extend_from_slice(&item.to_be_bytes());
+            iloc.extend_from_slice(&[0, 0]);
+            iloc.extend_from_slice(&(extents.len() as u16).to_be_bytes());
+            for (offset, length) in extents {
+                iloc.extend_from_slice(&offset.to_be_bytes());
+                iloc.extend_from_slice(&length.to_be_bytes());
+            }
+        }
+        let infe = |id: u16, kind: &[u8; 4]| {
+            iso_box(
+                b"infe",
+                &full(
+                    2 << 24,
+                    &[&id.to_be_bytes()[..], &[0, 0], kind, b"\0"].concat(),
+                ),
+            )
+        };
+        let iinf = full(
+            0,
+            &[
+                &2u16.to_be_bytes()[..],
+                &infe(1, b"grid"),
+                &infe(2, b"av01"),
+            ]
+            .concat(),
+        );
+        let mut dimg = [1u16.to_be_bytes(), cells.to_be_bytes()].concat();
+        for _ in 0..cells {
+            dimg.extend_from_slice(&2u16.to_be_bytes());
+        }
+        let iref = full(0, &iso_box(b"dimg", &dimg));
+        let ipco = [
+            ispe(u32::from(columns), u32::from(rows)),
+            ispe(1, 1),
+            iso_box(b"av1C", av1c),
+        ]
+        .concat();
+        // Item 1: the size; item 2: its size and (essential) av1C.
+        let ipma = full(0, &[0, 0, 0, 2, 0, 1, 1, 1, 0, 2, 2, 2, 0x83]);
+        let iprp = [iso_box(b"ipco", &ipco), iso_box(b"ipma", &ipma)].concat();
+        let hdlr = full(0, &[&[0; 4][..], b"pict", &[0; 13]].concat());
+        let body = [
+            iso_box(b"hdlr", &hdlr),
+            iso_box(b"pitm", &full(0, &1u16.to_be_bytes())),
+            iso_box(b"iloc", &full(0, &iloc)),
+            iso_box(b"iinf", &iinf),
+            iso_box(b"iref", &iref),
+            iso_box(b"iprp", &iprp),
+        ]
+        .concat();
+        iso_box(b"meta", &full(0, &body))
+    };
+    let ftyp = iso_box(b"ftyp", b"avif\0\0\0\0avifmif1miaf");
+    let data_at = (ftyp.len() + meta(0).len() + 8) as u32;
+    [
+        ftyp,
+        meta(data_at),
+        iso_box(b"mdat", &[grid, tile].concat()),
+    ]
+    .concat()
+}
+
+/// Regression: a grid's tile was copied once for each reference to it: a
+/// 1 MB AVIF whose one tile, in two extents, fills 2,000 cells took a
+/// decode to 2 GB (and 1.13 MB of it aborted the process). A tile is now
+/// found once and shared by its cells, joined only while it is decoded,
+/// and every reference counts against the table limit.
+#[cfg(feature = "avif")]
+#[test]
+fn an_avif_grid_of_one_tile_in_two_thousand_cells_takes_one_tile_of_memory() {
+    let _one_at_a_time = MEASURING.lock().unwrap_or_else(|e| e.into_inner());
+    let avif = avif_grid_of_one_tile(40, 50, 1_000_000);
+    let before = ALLOCATOR.current_usage();
+    ALLOCATOR.reset_peak_usage();
+    let outcome = thumbpipe::thumbnail_from_bytes(
+        "grid-bomb.avif",
+        &avif,
+        TargetSize::square(64),
+        &Config::default().decode,
+    );
+    let grew = ALLOCATOR.peak_usage().saturating_sub(before);
+    eprintln!(
+        "a {} KB AVIF of one tile in 2,000 cells: peak growth {:.1} MB",
+        avif.len() / 1000,
+        grew as f64 / 1e6
+    );
+    // 50x40 white pixels.
+    let thumbnail = outcome.unwrap();
+    assert_eq!((thumbnail.width, thumbnail.height), (50, 40));
+    assert!(thumbnail.pixels.iter().all(|&v| v >= 250));
+    assert!(grew < ALLOWED + avif.len(), "the process grew {grew} bytes");
+}
+
+/// References past the table limit are refused, however few boxes hold
+/// them: 5,000 cells of one tile.
+#[cfg(feature = "avif")]
+#[test]
+fn an_avif_grid_with_more_references_than_the_limit_is_refused() {
+    let avif = avif_grid_of_one_tile(50, 100, 10);
+    match thumbpipe::thumbnail_from_bytes(
+        "refs.avif",
+        &avif,
+        TargetSize::square(64),
+        &Config::default().decode,
+    ) {
+        Err(Error::Decode { reason, .. }) => assert!(reason.contains("iref"), "{reason}"),
+        other => panic!("{other:?}"),
+    }
+}

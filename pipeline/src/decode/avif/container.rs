@@ -1,82 +1,24 @@
 //! Container: what an AVIF file (HEIF, on ISO BMFF boxes: `boxes.rs`)
-//! says of the image it shows, read from the boxes a still needs
-//! (`tables.rs`): the primary item
-//! (an AV1 image, or a grid of them), its alpha (an auxiliary image), its
-//! size, colours and transforms (`clap`, `irot`, `imir`). An image
-//! sequence (`avis`) without a still gives its first frame's sample
-//! (`sequence.rs`).
+//! says of the image it shows (`still.rs`), read from the boxes a still
+//! needs (`tables.rs`): the primary item (an AV1 image, or a grid of
+//! them), its alpha (an auxiliary image), its size, colours and
+//! transforms (`clap`, `irot`, `imir`). An image sequence (`avis`) without
+//! a still gives its first frame's sample (`sequence.rs`).
 //!
 //! Runs inside a decode, on the decode thread, over bytes already in
-//! memory; borrows them (an item in several extents is copied, at most the
-//! file's size) and keeps nothing. Every read is checked: a box that
-//! claims more than it holds is an error, never a panic.
-
-use std::borrow::Cow;
+//! memory; borrows them and keeps nothing. An item's data is where its
+//! extents lie, found once however many references point to it, and
+//! joined only as it is decoded. Every read is checked: a box that claims
+//! more than it holds is an error, never a panic.
 
 use super::boxes::{Boxes, FourCc, full_box};
 use super::sequence;
+use super::still::{Coded, Data, Grid, Still, Transforms};
 use super::tables::{
     Associations, Location, MAX_ENTRIES, Property, crop_of, read_grid, read_iinf, read_iloc,
     read_ipma, read_iref, read_pitm, read_property,
 };
-use super::yuv::Colour;
 use crate::formats;
-
-/// The image an AVIF file shows, as its boxes describe it.
-pub(super) struct Still<'a> {
-    pub(super) colour: Coded<'a>,
-    pub(super) alpha: Option<Coded<'a>>,
-    /// Whether the colour is premultiplied by the alpha (`prem`).
-    pub(super) premultiplied: bool,
-    /// The size the file declares (`ispe`, or the grid's).
-    pub(super) width: u32,
-    pub(super) height: u32,
-    /// The colour description (`colr` of type `nclx`), if any.
-    pub(super) nclx: Option<Colour>,
-    /// The colour image's (or its first tile's) AV1 configuration, if
-    /// given: what its decode allocates is counted by it, and checked.
-    pub(super) coding: Option<Av1Config>,
-    pub(super) transforms: Transforms,
-}
-
-/// A coded image: one AV1 image, or tiles laid out in a grid.
-pub(super) enum Coded<'a> {
-    Av1(Cow<'a, [u8]>),
-    Grid(Grid<'a>),
-}
-
-/// A grid image (`grid`): `rows` x `columns` tiles of one size, in rows,
-/// the whole cut to `width` x `height`.
-pub(super) struct Grid<'a> {
-    pub(super) rows: u32,
-    pub(super) columns: u32,
-    pub(super) width: u32,
-    pub(super) height: u32,
-    pub(super) tiles: Vec<Cow<'a, [u8]>>,
-}
-
-/// What an AV1 image item's configuration (`av1C`) says of its samples.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) struct Av1Config {
-    /// 10 or 12 bits a sample (stored in 16), not 8.
-    pub(super) high_bitdepth: bool,
-    pub(super) monochrome: bool,
-    /// Whether chroma is halved across, and down.
-    pub(super) halved: (bool, bool),
-}
-
-/// The transformative properties, applied in the order AVIF gives: the
-/// clean aperture crop, then the turn, then the mirror.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(super) struct Transforms {
-    /// The crop (`clap`): x, y, width, height in pixels.
-    pub(super) crop: Option<(u32, u32, u32, u32)>,
-    /// Quarter turns anticlockwise (`irot`), 0 to 3.
-    pub(super) quarter_turns: u8,
-    /// The mirror (`imir`): `Some(0)` about the vertical axis (left and
-    /// right swap), `Some(1)` about the horizontal axis (top and bottom).
-    pub(super) mirror: Option<u8>,
-}
 
 /// Reads what `bytes`, an AVIF file, shows.
 pub(super) fn read(bytes: &[u8]) -> Result<Still<'_>, String> {
@@ -132,7 +74,12 @@ impl<'a> Meta<'a> {
         let mut primary = None;
         for found in Boxes::new(meta) {
             let (kind, body) = found?;
-            let short = || format!("the {} box is cut short", String::from_utf8_lossy(&kind));
+            let short = || {
+                format!(
+                    "the {} box is cut short, or lists more than {MAX_ENTRIES} entries",
+                    String::from_utf8_lossy(&kind)
+                )
+            };
             match &kind {
                 b"hdlr" => {
                     let handler = full_box(body)?.1.get(4..8);
@@ -204,25 +151,17 @@ impl<'a> Meta<'a> {
         if width == 0 || height == 0 {
             return Err(format!("the file says the image is {width}x{height}"));
         }
-        let coded_item = self
-            .references_from(b"dimg", primary)
-            .next()
-            .unwrap_or(primary);
-        let coding = self.property(coded_item, |p| match p {
-            Property::Av1(config) => Some(*config),
-            _ => None,
-        });
         let nclx = self.property(primary, |p| match p {
             Property::Colour(nclx) => Some(*nclx),
             _ => None,
         });
+        // A clean aperture that is not a crop of the image shows it whole.
         let crop = self
             .property(primary, |p| match p {
                 Property::Crop(clap) => Some(*clap),
                 _ => None,
             })
-            .map(|clap| crop_of(clap, width, height))
-            .transpose()?;
+            .and_then(|clap| crop_of(clap, width, height));
         let transforms = Transforms {
             crop,
             quarter_turns: self
@@ -243,7 +182,12 @@ impl<'a> Meta<'a> {
             width,
             height,
             nclx,
-            coding,
+            operating_point: self
+                .property(primary, |p| match p {
+                    Property::OperatingPoint(point) => Some(*point),
+                    _ => None,
+                })
+                .unwrap_or(0),
             transforms,
         })
     }
@@ -265,11 +209,15 @@ impl<'a> Meta<'a> {
         let Some(alphas) = alphas else {
             return Ok(None);
         };
+        let mut found = Vec::new();
         let tiles = alphas
             .into_iter()
-            .map(|item| match self.coded(item)? {
-                Coded::Av1(data) => Ok(data),
-                Coded::Grid(_) => Err("a tile's alpha is a grid".to_string()),
+            .map(|item| {
+                self.check_essentials(item)?;
+                match self.item_type(item)? {
+                    b"av01" => self.data_once(item, &mut found),
+                    _ => Err("a tile's alpha is not an AV1 image".to_string()),
+                }
             })
             .collect::<Result<_, String>>()?;
         Ok(Some(Coded::Grid(Grid { tiles, ..*grid })))
@@ -282,7 +230,7 @@ impl<'a> Meta<'a> {
             b"av01" => Ok(Coded::Av1(self.data(item)?)),
             b"grid" => {
                 let tiles: Vec<u32> = self.references_from(b"dimg", item).collect();
-                let grid = read_grid(&self.data(item)?)?;
+                let grid = read_grid(&self.data(item)?.bytes())?;
                 let (rows, columns, width, height) = grid;
                 if tiles.len() as u64 != u64::from(rows) * u64::from(columns) {
                     return Err(format!(
@@ -290,12 +238,14 @@ impl<'a> Meta<'a> {
                         tiles.len()
                     ));
                 }
+                // A tile that fills many cells is found once, and shared.
+                let mut found = Vec::new();
                 let tiles = tiles
                     .into_iter()
                     .map(|tile| {
                         self.check_essentials(tile)?;
                         match self.item_type(tile)? {
-                            b"av01" => self.data(tile),
+                            b"av01" => self.data_once(tile, &mut found),
                             _ => Err("a grid's tile is not an AV1 image".into()),
                         }
                     })
@@ -383,8 +333,18 @@ impl<'a> Meta<'a> {
             .map(|(_, from, _)| *from)
     }
 
-    /// Item `item`'s data: its extents, joined.
-    fn data(&self, item: u32) -> Result<Cow<'a, [u8]>, String> {
+    /// Item `item`'s data, or the same data found before (in `found`).
+    fn data_once(&self, item: u32, found: &mut Vec<(u32, Data<'a>)>) -> Result<Data<'a>, String> {
+        if let Some((_, data)) = found.iter().find(|(id, _)| *id == item) {
+            return Ok(data.clone());
+        }
+        let data = self.data(item)?;
+        found.push((item, data.clone()));
+        Ok(data)
+    }
+
+    /// Item `item`'s data: where its extents lie.
+    fn data(&self, item: u32) -> Result<Data<'a>, String> {
         let location = self
             .locations
             .iter()
@@ -401,19 +361,14 @@ impl<'a> Meta<'a> {
             source.get(start..end)
         };
         let outside = || format!("item {item}'s data lies outside the file");
-        match location.extents.as_slice() {
-            [one] => Ok(Cow::Borrowed(extent(one).ok_or_else(outside)?)),
-            many => {
-                let mut joined = Vec::new();
-                for one in many {
-                    let bytes = extent(one).ok_or_else(outside)?;
-                    if joined.len() + bytes.len() > self.file.len() {
-                        return Err(outside());
-                    }
-                    joined.extend_from_slice(bytes);
-                }
-                Ok(Cow::Owned(joined))
-            }
-        }
+        let pieces = location
+            .extents
+            .iter()
+            .map(|one| extent(one).ok_or_else(outside))
+            .collect::<Result<Vec<&[u8]>, String>>()?;
+        Ok(match pieces.as_slice() {
+            [one] => Data::whole(one),
+            _ => Data::pieces(pieces),
+        })
     }
 }

@@ -16,16 +16,17 @@ use std::ptr::NonNull;
 
 use rav1d::Dav1dResult;
 
-use super::yuv::Colour;
+use super::still::Colour;
 use rav1d::include::dav1d::data::Dav1dData;
 use rav1d::include::dav1d::dav1d::{Dav1dContext, Dav1dLogger, Dav1dSettings};
 use rav1d::include::dav1d::headers::{
-    DAV1D_PIXEL_LAYOUT_I420, DAV1D_PIXEL_LAYOUT_I422, DAV1D_PIXEL_LAYOUT_I444,
+    DAV1D_PIXEL_LAYOUT_I420, DAV1D_PIXEL_LAYOUT_I422, DAV1D_PIXEL_LAYOUT_I444, Dav1dPixelLayout,
+    Dav1dSequenceHeader,
 };
 use rav1d::include::dav1d::picture::Dav1dPicture;
 use rav1d::src::lib::{
     dav1d_close, dav1d_data_create, dav1d_data_unref, dav1d_default_settings, dav1d_get_picture,
-    dav1d_open, dav1d_picture_unref, dav1d_send_data,
+    dav1d_open, dav1d_parse_sequence_header, dav1d_picture_unref, dav1d_send_data,
 };
 
 /// dav1d's "not yet" (`DAV1D_ERR(EAGAIN)`): send more data, or take a
@@ -51,6 +52,133 @@ impl Layout {
             Self::I420 => (true, true),
         }
     }
+
+    /// dav1d's layout as one of these: I400 for any it does not make, so
+    /// that no chroma plane is read past what was allocated.
+    fn of(layout: Dav1dPixelLayout) -> Self {
+        match layout {
+            DAV1D_PIXEL_LAYOUT_I420 => Layout::I420,
+            DAV1D_PIXEL_LAYOUT_I422 => Layout::I422,
+            DAV1D_PIXEL_LAYOUT_I444 => Layout::I444,
+            _ => Layout::I400,
+        }
+    }
+
+    /// Samples a pixel holds in all planes, in quarters: 4 for luma
+    /// alone, 6 for 4:2:0, 8 for 4:2:2, 12 for 4:4:4.
+    fn quarter_samples(self) -> u64 {
+        match self {
+            Self::I400 => 4,
+            Self::I420 => 6,
+            Self::I422 => 8,
+            Self::I444 => 12,
+        }
+    }
+}
+
+/// How an AV1 image's samples are coded, as its sequence header says:
+/// what the decoder allocates its picture by.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Coding {
+    pub(super) layout: Layout,
+    /// 10 or 12 bits a sample, held in 16.
+    pub(super) high_bitdepth: bool,
+}
+
+impl Coding {
+    /// Bytes a pixel takes in all planes, in quarters.
+    pub(super) fn quarter_bytes(self) -> u64 {
+        self.layout.quarter_samples() * if self.high_bitdepth { 2 } else { 1 }
+    }
+
+    /// The heavier of two codings, by the bytes a pixel takes.
+    pub(super) fn max(self, other: Self) -> Self {
+        if other.quarter_bytes() > self.quarter_bytes() {
+            other
+        } else {
+            self
+        }
+    }
+}
+
+/// The coding of the AV1 image `obus`, read from its sequence headers
+/// before anything is decoded: the heaviest of them, since the decoder
+/// codes the picture as whichever it meets does. `Err` if there is none,
+/// or one does not read.
+pub(super) fn coding(obus: &[u8]) -> Result<Coding, String> {
+    let mut heaviest: Option<Coding> = None;
+    for obu in obus_of(obus) {
+        let (kind, obu) = obu?;
+        // OBU_SEQUENCE_HEADER.
+        if kind != 1 {
+            continue;
+        }
+        let mut header = std::mem::MaybeUninit::<Dav1dSequenceHeader>::uninit();
+        // SAFETY: `header` is valid to write to, and written whole on
+        // success; the data pointer and length are `obu`'s, a live slice
+        // (not empty: it holds at least the OBU's header byte).
+        let parsed = unsafe {
+            dav1d_parse_sequence_header(
+                Some(NonNull::new_unchecked(header.as_mut_ptr())),
+                NonNull::new(obu.as_ptr().cast_mut()),
+                obu.len(),
+            )
+        };
+        if parsed.0 != 0 {
+            return Err(format!(
+                "the AV1 sequence header does not read ({})",
+                av1_error(parsed)
+            ));
+        }
+        // SAFETY: written by the successful call above.
+        let header = unsafe { header.assume_init() };
+        let coding = Coding {
+            layout: Layout::of(header.layout),
+            high_bitdepth: header.hbd > 0,
+        };
+        heaviest = Some(heaviest.map_or(coding, |h| h.max(coding)));
+    }
+    heaviest.ok_or_else(|| "the AV1 image has no sequence header".into())
+}
+
+/// The OBUs of an AV1 stream, in order: each its type and its bytes
+/// (header included), or `Err` (and no more) where one claims more than
+/// the stream holds.
+fn obus_of(mut rest: &[u8]) -> impl Iterator<Item = Result<(u8, &[u8]), String>> {
+    let cut = || "an AV1 OBU claims more bytes than the image holds".to_string();
+    std::iter::from_fn(move || {
+        let &header = rest.first()?;
+        let kind = (header >> 3) & 0xf;
+        let mut at = 1 + usize::from(header & 0b100 != 0);
+        let size = if header & 0b10 != 0 {
+            // LEB128, at most 8 bytes, as AV1 allows.
+            let mut size: u64 = 0;
+            for index in 0..8 {
+                let Some(&byte) = rest.get(at) else {
+                    rest = &[];
+                    return Some(Err(cut()));
+                };
+                at += 1;
+                size |= u64::from(byte & 0x7f) << (7 * index);
+                if byte & 0x80 == 0 {
+                    break;
+                }
+            }
+            usize::try_from(size).ok()
+        } else {
+            rest.len().checked_sub(at)
+        };
+        let Some(end) = size
+            .and_then(|size| at.checked_add(size))
+            .filter(|&end| end <= rest.len())
+        else {
+            rest = &[];
+            return Some(Err(cut()));
+        };
+        let (obu, after) = rest.split_at(end);
+        rest = after;
+        Some(Ok((kind, obu)))
+    })
 }
 
 /// A plane's samples: 8-bit, or 10- and 12-bit in 16.
@@ -90,13 +218,14 @@ impl Picture {
     }
 
     pub(super) fn layout(&self) -> Layout {
-        match self.picture.p.layout {
-            DAV1D_PIXEL_LAYOUT_I420 => Layout::I420,
-            DAV1D_PIXEL_LAYOUT_I422 => Layout::I422,
-            DAV1D_PIXEL_LAYOUT_I444 => Layout::I444,
-            // I400, and (never made by rav1d) any other: luma alone, so
-            // no chroma plane is read past what was allocated.
-            _ => Layout::I400,
+        Layout::of(self.picture.p.layout)
+    }
+
+    /// How its samples are coded.
+    pub(super) fn coding(&self) -> Coding {
+        Coding {
+            layout: self.layout(),
+            high_bitdepth: self.bit_depth() > 8,
         }
     }
 
@@ -192,9 +321,10 @@ impl Drop for Decoder {
 }
 
 /// Decodes the AV1 image `obus` (an item's data: a sequence header and a
-/// frame), refusing a frame of more than `max_pixels` pixels (up to
-/// `u32::MAX`) before the decoder allocates for it.
-pub(super) fn decode(obus: &[u8], max_pixels: u64) -> Result<Picture, String> {
+/// frame) at its `operating_point` (0 to 31; 0 is every layer), refusing a
+/// frame of more than `max_pixels` pixels (up to `u32::MAX`) before the
+/// decoder allocates for it.
+pub(super) fn decode(obus: &[u8], operating_point: u8, max_pixels: u64) -> Result<Picture, String> {
     if obus.is_empty() {
         return Err("an image item holds no data".into());
     }
@@ -208,8 +338,10 @@ pub(super) fn decode(obus: &[u8], max_pixels: u64) -> Result<Picture, String> {
     // On the calling thread: the decode pool bounds the threads.
     settings.n_threads = 1;
     settings.max_frame_delay = 1;
-    // The highest quality layer alone, as a still is shown.
+    // The highest quality layer of the operating point alone, as a still
+    // is shown.
     settings.all_layers = 0;
+    settings.operating_point = c_int::from(operating_point.min(31));
     settings.frame_size_limit = u32::try_from(max_pixels).unwrap_or(u32::MAX).max(1);
     // SAFETY: no callback: nothing is printed.
     settings.logger = unsafe { Dav1dLogger::new(None, None) };

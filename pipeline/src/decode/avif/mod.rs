@@ -1,11 +1,15 @@
 //! AVIF: an AVIF file to its thumbnail. The container says what the image
-//! is (`container.rs`; an image sequence's first frame, `sequence.rs`);
-//! what that takes is counted against the decode limit before anything is
-//! decoded; each AV1 image (the colour, each tile of a grid, the alpha) is
-//! decoded by rav1d (`dav1d.rs`) and turned into RGBA on one canvas of the
-//! part the clean aperture keeps (`yuv.rs`), one picture at a time; the
-//! usual resize and turn (`upright.rs`) make the thumbnail, the file's
-//! `irot` and `imir` applied as an EXIF orientation would be.
+//! is (`container.rs`; an image sequence's first frame, `sequence.rs`), as
+//! plain data (`still.rs`); what that takes is counted against the decode
+//! limit before anything is decoded, each AV1 image by what its sequence
+//! header says the decoder will allocate (the container's `av1C` only sums
+//! that up, and may be wrong: the image is decoded as its sequence header
+//! says, as libavif and browsers do); each AV1 image (the colour, each
+//! tile of a grid, the alpha) is decoded by rav1d (`dav1d.rs`) and turned
+//! into RGBA on one canvas of the part the clean aperture keeps (`yuv.rs`),
+//! one picture at a time; the usual resize and turn (`upright.rs`) make
+//! the thumbnail, the file's `irot` and `imir` applied as an EXIF
+//! orientation would be.
 //!
 //! Runs on the decode thread that calls it, start to end (rav1d starts no
 //! thread); keeps nothing.
@@ -14,6 +18,7 @@ mod boxes;
 mod container;
 mod dav1d;
 mod sequence;
+mod still;
 mod tables;
 mod yuv;
 
@@ -23,8 +28,8 @@ use std::sync::Arc;
 use image::ImageFormat;
 use image::metadata::Orientation;
 
-use self::container::{Av1Config, Coded, Still, Transforms};
-use self::dav1d::Picture;
+use self::dav1d::{Coding, Picture};
+use self::still::{Coded, Data, Still, Transforms};
 use self::yuv::{Canvas, Rect};
 use super::DecodeLimits;
 use super::fitting::Fitting;
@@ -64,7 +69,8 @@ pub(super) fn thumbnail(
     };
     image.source_size = image.upright();
     let fitting = Fitting::new(shows.2, shows.3, image.stored_target(asked));
-    let needed = bytes_needed(&still, shows, &fitting);
+    let coding = coding_of(&still).map_err(decode_error)?;
+    let needed = bytes_needed(&still, coding, shows, &fitting);
     if needed > limits.max_alloc {
         return Err(Error::TooLarge {
             url: url.to_string(),
@@ -80,7 +86,7 @@ pub(super) fn thumbnail(
         width: shows.2,
         height: shows.3,
         layout: Layout::Rgba,
-        data: pixels(&still, shows).map_err(decode_error)?,
+        data: pixels(&still, coding, shows).map_err(decode_error)?,
     };
     let rgba = fit(
         pixels,
@@ -94,75 +100,90 @@ pub(super) fn thumbnail(
 }
 
 /// The turn and mirror as the EXIF orientation that does the same: the
-/// turn (anticlockwise) first, then the mirror.
+/// turn (anticlockwise) first, then the mirror (`Some(0)` top and bottom
+/// exchanged, `Some(1)` left and right).
 fn orientation(transforms: &Transforms) -> Orientation {
     use Orientation::*;
     match (transforms.quarter_turns, transforms.mirror) {
         (0, None) => NoTransforms,
-        (0, Some(0)) => FlipHorizontal,
-        (0, Some(_)) => FlipVertical,
+        (0, Some(0)) => FlipVertical,
+        (0, Some(_)) => FlipHorizontal,
         (1, None) => Rotate270,
-        (1, Some(0)) => Rotate270FlipH,
-        (1, Some(_)) => Rotate90FlipH,
+        (1, Some(0)) => Rotate90FlipH,
+        (1, Some(_)) => Rotate270FlipH,
         (2, None) => Rotate180,
-        (2, Some(0)) => FlipVertical,
-        (2, Some(_)) => FlipHorizontal,
+        (2, Some(0)) => FlipHorizontal,
+        (2, Some(_)) => FlipVertical,
         (_, None) => Rotate90,
-        (_, Some(0)) => Rotate90FlipH,
-        (_, Some(_)) => Rotate270FlipH,
+        (_, Some(0)) => Rotate270FlipH,
+        (_, Some(_)) => Rotate90FlipH,
     }
 }
 
-/// Bytes the decode holds at its peak: the canvas, one AV1 picture and
-/// the decoder's state for it (counted at the whole image's size for a
-/// grid's tile: no smaller bound is known before a tile is decoded), and
-/// the resize.
-fn bytes_needed(still: &Still<'_>, shows: Rect, fitting: &Fitting) -> u64 {
+/// How the pictures a decode makes are coded, as far as the decoder
+/// allocates by it: the heavier of the colour's (a grid's first tile's)
+/// and the alpha's, by their sequence headers. Every other tile is
+/// checked against it before it is decoded.
+fn coding_of(still: &Still<'_>) -> Result<Coding, String> {
+    fn first<'a>(coded: &Coded<'a>) -> Option<Data<'a>> {
+        match coded {
+            Coded::Av1(data) => Some(data.clone()),
+            Coded::Grid(grid) => grid.tiles.first().cloned(),
+        }
+    }
+    let colour = first(&still.colour).ok_or("the grid has no tiles")?;
+    let mut coding = dav1d::coding(&colour.bytes())?;
+    if let Some(alpha) = still.alpha.as_ref().and_then(first) {
+        coding = coding.max(dav1d::coding(&alpha.bytes())?);
+    }
+    Ok(coding)
+}
+
+/// Bytes the decode holds at its peak: the canvas, one AV1 picture coded
+/// as `coding` and the decoder's state for it (counted at the whole
+/// image's size for a grid's tile: no smaller bound is known before a tile
+/// is decoded), and the resize.
+fn bytes_needed(still: &Still<'_>, coding: Coding, shows: Rect, fitting: &Fitting) -> u64 {
     let canvas = u64::from(shows.2) * u64::from(shows.3) * 4;
-    let frame = decoder_bytes(still.width, still.height, still.coding);
+    let frame = decoder_bytes(still.width, still.height, coding);
     canvas
         .saturating_add(frame)
         .saturating_add(resize::working_bytes((shows.2, shows.3), fitting.size))
 }
 
 /// What rav1d holds to decode a `width` x `height` frame: the picture (its
-/// planes as `coding` says, 16-bit 4:4:4 when nothing does; rows rounded
-/// up to 128, as rav1d allocates them) and half as much again of
-/// per-block state, and 4 MB. Measured by `avif-report`: a 12 MP 8-bit
-/// 4:2:0 image held 26 MB besides its canvas, counted here as 33 MB.
-fn decoder_bytes(width: u32, height: u32, coding: Option<Av1Config>) -> u64 {
+/// planes as `coding` says; rows rounded up to 128, as rav1d allocates
+/// them) and half as much again of per-block state, and 4 MB. Measured by
+/// `avif-report`: a 12 MP 8-bit 4:2:0 image held 26 MB besides its canvas,
+/// counted here as 33 MB.
+fn decoder_bytes(width: u32, height: u32, coding: Coding) -> u64 {
     let rows = u64::from(height).next_multiple_of(128);
     let stride = u64::from(width).next_multiple_of(64) + 128;
-    let (sample, quarters) = match coding {
-        None => (2, 12),
-        Some(coding) => (
-            if coding.high_bitdepth { 2 } else { 1 },
-            match (coding.monochrome, coding.halved) {
-                (true, _) => 4,
-                (false, (true, true)) => 6,
-                (false, (true, false)) => 8,
-                (false, _) => 12,
-            },
-        ),
-    };
-    let picture = stride * rows * sample * quarters / 4;
+    let picture = stride * rows * coding.quarter_bytes() / 4;
     (picture * 3 / 2).saturating_add(4 << 20)
 }
 
-/// The RGBA of the part `shows` of the image.
-fn pixels(still: &Still<'_>, shows: Rect) -> Result<Vec<u8>, String> {
+/// The RGBA of the part `shows` of the image, its pictures coded as
+/// `coding` at the most.
+fn pixels(still: &Still<'_>, coding: Coding, shows: Rect) -> Result<Vec<u8>, String> {
     let within = (still.width, still.height);
     let mut rgba = vec![0u8; shows.2 as usize * shows.3 as usize * 4];
     let mut canvas = Canvas {
         rgba: &mut rgba,
         shows,
     };
-    each_picture(&still.colour, within, still.coding, |picture, at| {
-        let colour = still.nclx.unwrap_or_else(|| picture.colour());
-        yuv::colour_into(&mut canvas, picture, at, within, colour);
-    })?;
+    each_picture(
+        &still.colour,
+        within,
+        coding,
+        still.operating_point,
+        |picture, at| {
+            let colour = still.nclx.unwrap_or_else(|| picture.colour());
+            yuv::colour_into(&mut canvas, picture, at, within, colour);
+        },
+    )?;
     if let Some(alpha) = &still.alpha {
-        each_picture(alpha, within, None, |picture, at| {
+        each_picture(alpha, within, coding, 0, |picture, at| {
             yuv::alpha_into(
                 &mut canvas,
                 picture,
@@ -178,21 +199,22 @@ fn pixels(still: &Still<'_>, shows: Rect) -> Result<Vec<u8>, String> {
     Ok(rgba)
 }
 
-/// Decodes each AV1 picture of `coded`, one at a time, handing each to
-/// `draw` with where it lies in an image of size `within`; checks that the
-/// pictures make that image, and are coded as `coding` says (what the
-/// decode limit counted them by).
+/// Decodes each AV1 picture of `coded` (at its `operating_point`), one at a
+/// time, handing each to `draw` with where it lies in an image of size
+/// `within`; checks that the pictures make that image, and that each is
+/// coded as `coding` at the most (what the decode limit counted them by)
+/// before it is decoded.
 fn each_picture(
     coded: &Coded<'_>,
     within: (u32, u32),
-    coding: Option<Av1Config>,
+    coding: Coding,
+    operating_point: u8,
     mut draw: impl FnMut(&Picture, (u32, u32)),
 ) -> Result<(), String> {
     let max_pixels = u64::from(within.0) * u64::from(within.1);
     match coded {
-        Coded::Av1(obus) => {
-            let picture = dav1d::decode(obus, max_pixels)?;
-            check_coding(&picture, coding)?;
+        Coded::Av1(data) => {
+            let picture = decode_within(data, coding, operating_point, max_pixels)?;
             if (picture.width(), picture.height()) != within {
                 return Err(format!(
                     "the AV1 image is {}x{}, the file says {}x{}",
@@ -210,8 +232,7 @@ fn each_picture(
             }
             let mut tile_size = None;
             for (index, tile) in grid.tiles.iter().enumerate() {
-                let picture = dav1d::decode(tile, max_pixels)?;
-                check_coding(&picture, coding)?;
+                let picture = decode_within(tile, coding, operating_point, max_pixels)?;
                 let size = (picture.width(), picture.height());
                 let (tile_width, tile_height) = *tile_size.get_or_insert(size);
                 if size != (tile_width, tile_height)
@@ -228,20 +249,28 @@ fn each_picture(
     Ok(())
 }
 
-/// Refuses a picture whose depth or chroma layout is not what its item's
-/// configuration said.
-fn check_coding(picture: &Picture, coding: Option<Av1Config>) -> Result<(), String> {
-    let Some(coding) = coding else {
-        return Ok(());
-    };
-    let layout = picture.layout();
-    let same = (picture.bit_depth() > 8) == coding.high_bitdepth
-        && (layout == dav1d::Layout::I400) == coding.monochrome
-        && (layout == dav1d::Layout::I400 || layout.halved() == coding.halved);
-    if !same {
-        return Err("the AV1 image is not coded as its configuration (av1C) says".into());
+/// Decodes the AV1 image `data` if its sequence headers code it as
+/// `coding` at the most, and it comes out so.
+fn decode_within(
+    data: &Data<'_>,
+    coding: Coding,
+    operating_point: u8,
+    max_pixels: u64,
+) -> Result<Picture, String> {
+    let bytes = data.bytes();
+    let heavier = |other: Coding| other.quarter_bytes() > coding.quarter_bytes();
+    if heavier(dav1d::coding(&bytes)?) {
+        return Err(
+            "a tile or the alpha is coded with more bits or more chroma than the \
+                    image's first picture, by which its memory was counted"
+                .into(),
+        );
     }
-    Ok(())
+    let picture = dav1d::decode(&bytes, operating_point, max_pixels)?;
+    if heavier(picture.coding()) {
+        return Err("the AV1 picture is not coded as its sequence header says".into());
+    }
+    Ok(picture)
 }
 
 /// Whether `count` tiles of `side` cover `length`, the last one needed.

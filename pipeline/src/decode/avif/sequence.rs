@@ -7,10 +7,8 @@
 //! Runs inside a decode, on the decode thread; borrows the file's bytes and
 //! keeps nothing.
 
-use std::borrow::Cow;
-
 use super::boxes::{Boxes, Reader, full_box};
-use super::container::{Coded, Still, Transforms};
+use super::still::{Coded, Data, Still, Transforms};
 
 /// The first frame of the first track in `moov` whose samples are AV1.
 pub(super) fn first_frame<'a>(file: &'a [u8], moov: &'a [u8]) -> Result<Still<'a>, String> {
@@ -30,13 +28,13 @@ pub(super) fn first_frame<'a>(file: &'a [u8], moov: &'a [u8]) -> Result<Still<'a
             return Err(format!("the track says its frames are {width}x{height}"));
         }
         return Ok(Still {
-            colour: Coded::Av1(Cow::Borrowed(sample)),
+            colour: Coded::Av1(Data::whole(sample)),
             alpha: None,
             premultiplied: false,
             width: u32::from(width),
             height: u32::from(height),
             nclx: None,
-            coding: None,
+            operating_point: 0,
             transforms: Transforms::default(),
         });
     }

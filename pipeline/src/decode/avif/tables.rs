@@ -5,11 +5,11 @@
 //! image.
 //!
 //! Plain functions over a box's body; they keep nothing. A table that is
-//! cut short reads as `None`, and at most `MAX_ENTRIES` entries are kept.
+//! cut short reads as `None`, and at most `MAX_ENTRIES` entries are kept,
+//! counting each reference and each association, not only each box.
 
 use super::boxes::{Boxes, FourCc, Reader, full_box};
-use super::container::Av1Config;
-use super::yuv::Colour;
+use super::still::Colour;
 
 /// Where an item's data is: in the file, or in the `meta` box's `idat`.
 pub(super) struct Location {
@@ -30,9 +30,10 @@ pub(super) enum Property<'a> {
     Crop(Clap),
     Turn(u8),
     Mirror(u8),
-    /// The AV1 configuration (`av1C`): depth and chroma layout.
-    Av1(Av1Config),
-    /// One this reader does not act on (`pixi`, an ICC `colr`...).
+    /// The operating point to decode (`a1op`), of an image of layers.
+    OperatingPoint(u8),
+    /// One this reader does not act on (`av1C`, which only sums up what
+    /// the AV1 sequence header says; `pixi`, an ICC `colr`...).
     Known,
     Unknown,
 }
@@ -46,8 +47,9 @@ pub(super) struct Clap {
     vertical_offset: (i32, u32),
 }
 
-/// Items a file may list, and references, before it is refused: the most
-/// a real grid needs (a 12 MP photo in 512 px tiles is 48) many times over.
+/// Items a file may list, references (each item a reference points to)
+/// and property associations, before it is refused: the most a real grid
+/// needs (a 12 MP photo in 512 px tiles is 48 tiles) many times over.
 pub(super) const MAX_ENTRIES: usize = 4096;
 
 pub(super) fn read_pitm(body: &[u8]) -> Option<u32> {
@@ -144,6 +146,9 @@ pub(super) fn read_iloc(body: &[u8]) -> Option<Vec<Location>> {
 pub(super) fn read_iref(body: &[u8]) -> Option<Vec<(FourCc, u32, Vec<u32>)>> {
     let ((version, _), rest) = full_box(body).ok()?;
     let mut references = Vec::new();
+    // Each item referred to, in every box: one box may refer to a tile
+    // thousands of times.
+    let mut counted = 0;
     for found in Boxes::new(rest) {
         let (kind, body) = found.ok()?;
         let mut reader = Reader::new(body);
@@ -153,13 +158,14 @@ pub(super) fn read_iref(body: &[u8]) -> Option<Vec<(FourCc, u32, Vec<u32>)>> {
         };
         let from = id(&mut reader)?;
         let count = reader.u16()?;
+        counted += usize::from(count);
+        if counted > MAX_ENTRIES {
+            return None;
+        }
         let to = (0..count)
             .map(|_| id(&mut reader))
             .collect::<Option<Vec<u32>>>()?;
         references.push((kind, from, to));
-        if references.len() > MAX_ENTRIES {
-            return None;
-        }
     }
     Some(references)
 }
@@ -169,6 +175,7 @@ pub(super) fn read_ipma(body: &[u8]) -> Option<Associations> {
     let mut reader = Reader::new(rest);
     let count = reader.u32()?;
     let mut associations = Vec::new();
+    let mut counted = 0;
     for _ in 0..count {
         if associations.len() >= MAX_ENTRIES {
             return None;
@@ -179,6 +186,10 @@ pub(super) fn read_ipma(body: &[u8]) -> Option<Associations> {
             reader.u32()?
         };
         let listed = reader.u8()?;
+        counted += usize::from(listed);
+        if counted > MAX_ENTRIES {
+            return None;
+        }
         let mut list = Vec::with_capacity(usize::from(listed));
         for _ in 0..listed {
             let (essential, index) = if flags & 1 == 1 {
@@ -241,17 +252,9 @@ pub(super) fn read_property(kind: FourCc, body: &[u8]) -> Result<Property<'_>, S
         }
         b"irot" => Property::Turn(body.first().ok_or_else(short)? & 3),
         b"imir" => Property::Mirror(body.first().ok_or_else(short)? & 1),
-        b"av1C" => {
-            // Marker and version, profile and level, then tier, high
-            // bit depth, twelve bit, monochrome, subsampling x and y.
-            let flags = *body.get(2).ok_or_else(short)?;
-            Property::Av1(Av1Config {
-                high_bitdepth: flags & 0x40 != 0,
-                monochrome: flags & 0x10 != 0,
-                halved: (flags & 0x08 != 0, flags & 0x04 != 0),
-            })
-        }
-        b"pixi" | b"pasp" | b"clli" | b"mdcv" | b"cclv" | b"amve" | b"a1op" | b"lsel" | b"a1lx" => {
+        // dav1d's operating points are 0 to 31.
+        b"a1op" => Property::OperatingPoint(body.first().ok_or_else(short)? & 31),
+        b"av1C" | b"pixi" | b"pasp" | b"clli" | b"mdcv" | b"cclv" | b"amve" | b"lsel" | b"a1lx" => {
             Property::Known
         }
         _ => Property::Unknown,
@@ -278,38 +281,44 @@ pub(super) fn read_grid(data: &[u8]) -> Result<(u32, u32, u32, u32), String> {
 }
 
 /// The pixels `clap` keeps of a `width` x `height` image, as libavif
-/// reckons them: the centre offset from the image's centre, the crop's
-/// origin and size whole numbers inside the image.
-pub(super) fn crop_of(clap: Clap, width: u32, height: u32) -> Result<(u32, u32, u32, u32), String> {
-    let invalid = || "the clean aperture (clap) is not a crop of the image".to_string();
-    let whole = |(n, d): (u32, u32)| (d != 0 && n % d == 0).then(|| n / d);
-    let crop_width = whole(clap.width).ok_or_else(invalid)?;
-    let crop_height = whole(clap.height).ok_or_else(invalid)?;
-    // origin = (size - 1) / 2 + offset - (crop - 1) / 2, in halves.
-    let origin = |size: u32, crop: u32, (n, d): (i32, u32)| -> Option<u32> {
-        if d == 0 {
+/// reckons them (`avifCropRectFromCleanApertureBox`): the crop's size whole
+/// numbers, its origin the image's centre (half its size) plus the offset
+/// less half the crop, a whole number inside the image. `None` for a clean
+/// aperture that is not such a crop, which libavif's apps, Android and
+/// browsers show as the whole image.
+pub(super) fn crop_of(clap: Clap, width: u32, height: u32) -> Option<(u32, u32, u32, u32)> {
+    let whole = |(n, d): (u32, u32)| {
+        let (n, d) = (i64::from(n as i32), i64::from(d as i32));
+        (d > 0 && n >= 0 && n % d == 0).then(|| n / d)
+    };
+    let crop_width = whole(clap.width)?;
+    let crop_height = whole(clap.height)?;
+    // origin = size / 2 + offset - crop / 2, in halves, as a whole number.
+    let origin = |size: u32, crop: i64, (n, d): (i32, u32)| -> Option<u32> {
+        let d = i64::from(d as i32);
+        if d <= 0 {
             return None;
         }
         let twice = i64::from(n) * 2;
-        let d = i64::from(d);
         if twice % d != 0 {
             return None;
         }
-        let halves = i64::from(size) - 1 + twice / d - (i64::from(crop) - 1);
+        let halves = i64::from(size) + twice / d - crop;
         (halves % 2 == 0)
             .then_some(halves / 2)
             .and_then(|o| u32::try_from(o).ok())
     };
-    let x = origin(width, crop_width, clap.horizontal_offset).ok_or_else(invalid)?;
-    let y = origin(height, crop_height, clap.vertical_offset).ok_or_else(invalid)?;
+    let x = origin(width, crop_width, clap.horizontal_offset)?;
+    let y = origin(height, crop_height, clap.vertical_offset)?;
+    let (crop_width, crop_height) = (
+        u32::try_from(crop_width).ok()?,
+        u32::try_from(crop_height).ok()?,
+    );
     let fits = crop_width > 0
         && crop_height > 0
         && u64::from(x) + u64::from(crop_width) <= u64::from(width)
         && u64::from(y) + u64::from(crop_height) <= u64::from(height);
-    if !fits {
-        return Err(invalid());
-    }
-    Ok((x, y, crop_width, crop_height))
+    fits.then_some((x, y, crop_width, crop_height))
 }
 
 #[cfg(test)]

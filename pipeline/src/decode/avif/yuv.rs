@@ -10,13 +10,7 @@
 //! is given.
 
 use super::dav1d::{Picture, Plane, Samples};
-
-/// How samples become colours (CICP, ITU-T H.273): the matrix and range.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) struct Colour {
-    pub(super) matrix: u16,
-    pub(super) full_range: bool,
-}
+use super::still::Colour;
 
 /// A rectangle: x, y, width, height.
 pub(super) type Rect = (u32, u32, u32, u32);
