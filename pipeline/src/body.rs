@@ -73,6 +73,7 @@ impl Body {
     }
 
     /// The stamp of the local file the body was read from, if it was.
+    #[cfg_attr(not(feature = "shared-thumbnails"), allow(dead_code))]
     pub(crate) fn file_stamp(&self) -> Option<FileStamp> {
         self.file.as_deref().copied()
     }

@@ -31,7 +31,11 @@ pub struct DecodeConfig {
     /// ARGB words, or a TIFF's own copy of the page, on top. An SVG costs
     /// its canvas twice over (drawn, then copied), the layers, clips, masks,
     /// filter results and pattern tiles it holds at once, and its elements;
-    /// the pixels it fills may be four times this limit. Default: 256 MiB,
+    /// the pixels it fills may be four times this limit. An AVIF counts
+    /// each frame its AV1 decoder may hold, at the largest size its
+    /// sequence header allows. Reading any header runs under it too (at
+    /// least 64 KiB: the chunks a header read buffers); a PNG's colour
+    /// profile over 4 KB compressed is left out unread. Default: 256 MiB,
     /// a 40-megapixel progressive 4:4:4 JPEG or a 60-megapixel PNG.
     pub max_alloc_bytes: u64,
     /// Whether JPEGs are decoded by libjpeg at the smallest DCT scale that

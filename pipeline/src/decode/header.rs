@@ -199,6 +199,10 @@ pub(super) fn within_max_dimension(
     Ok(())
 }
 
+/// The least a header is read with, whatever the decode limit: a PNG's
+/// header chunks, a TIFF's first tags.
+const HEADER_BYTES: u64 = 64 * 1024;
+
 /// What a header says.
 struct Header {
     width: u32,
@@ -221,11 +225,13 @@ fn read_header(
         reason,
     };
     // Under the decode limit: what a decoder allocates to read its header
-    // (a PNG's colour profile, a TIFF's tags) counts as its decode does.
-    // The sides are checked after, with the setting that refuses them.
+    // (a PNG's colour profile, a TIFF's tags) counts as its decode does,
+    // but for the few chunks any header read buffers, so that a tiny limit
+    // still refuses an image by what its decode takes. The sides are
+    // checked after, with the setting that refuses them.
     let mut probe = ImageReader::with_format(Cursor::new(bytes), format);
     let mut probe_limits = image::Limits::default();
-    probe_limits.max_alloc = Some(limits.max_alloc);
+    probe_limits.max_alloc = Some(limits.max_alloc.max(HEADER_BYTES));
     probe.limits(probe_limits);
     let mut header = match probe.into_decoder() {
         Ok(header) => header,

@@ -52,24 +52,34 @@ pub(super) fn chunks_before_pixels(bytes: &[u8]) -> impl Iterator<Item = ([u8; 4
     })
 }
 
-/// The PNG `bytes` without their colour profile, if it is larger than
-/// [`MAX_PROFILE_BYTES`]: a copy with its `iCCP` chunk left out. `None`
-/// when they can be read as they are.
+/// The PNG `bytes` without their colour profiles, if one is larger than
+/// [`MAX_PROFILE_BYTES`] or there are several (the png crate reads the
+/// next when the first is left out): a copy with every `iCCP` chunk
+/// before the image data left out. `None` when they can be read as they
+/// are.
 pub(super) fn without_large_profile(bytes: &[u8]) -> Option<Vec<u8>> {
-    let (_, profile) = chunks_before_pixels(bytes)
-        .find(|(kind, data)| kind == b"iCCP" && data.len() > MAX_PROFILE_BYTES)?;
-    // The chunk: its length and type before the data, its CRC after.
-    let start = profile.as_ptr() as usize - bytes.as_ptr() as usize - 8;
-    let end = start + 8 + profile.len() + 4;
-    let mut copy = Vec::with_capacity(bytes.len() - (end - start));
-    copy.extend_from_slice(&bytes[..start]);
-    copy.extend_from_slice(&bytes[end..]);
+    let profiles: Vec<&[u8]> = chunks_before_pixels(bytes)
+        .filter(|(kind, _)| kind == b"iCCP")
+        .map(|(_, data)| data)
+        .collect();
+    if profiles.len() < 2 && profiles.iter().all(|data| data.len() <= MAX_PROFILE_BYTES) {
+        return None;
+    }
+    let mut copy = Vec::with_capacity(bytes.len());
+    let mut from = 0;
+    for data in profiles {
+        // The chunk: its length and type before the data, its CRC after.
+        let start = data.as_ptr() as usize - bytes.as_ptr() as usize - 8;
+        copy.extend_from_slice(&bytes[from..start]);
+        from = start + 8 + data.len() + 4;
+    }
+    copy.extend_from_slice(&bytes[from..]);
     Some(copy)
 }
 
 /// What the PNG decoder holds of `bytes` besides its output: its buffers,
-/// and its colour profile inflated (at most [`MAX_PROFILE_BYTES`] of it,
-/// once a larger one is left out).
+/// and its colour profile inflated (one of at most [`MAX_PROFILE_BYTES`],
+/// once larger ones or others are left out).
 pub(super) fn decoder_bytes(bytes: &[u8]) -> u64 {
     let profile = chunks_before_pixels(bytes)
         .find(|(kind, _)| kind == b"iCCP")
@@ -205,6 +215,10 @@ mod tests {
         let large = with_profile(&plain, MAX_PROFILE_BYTES + 1);
         let left_out = without_large_profile(&large).unwrap();
         assert_eq!(left_out, plain, "the PNG as it was without the chunk");
+        // Two, however small: both left out, or the png crate would read
+        // the second once the first is gone.
+        let two = with_profile(&with_profile(&plain, 100), MAX_PROFILE_BYTES + 1);
+        assert_eq!(without_large_profile(&two).unwrap(), plain);
         // A chunk that claims more than the file holds ends the walk.
         let mut cut = large.clone();
         cut.truncate(40);

@@ -2,9 +2,11 @@
 //! opened is what is checked, so that a link swapped in for a part of the
 //! path while it is checked can never lead a read out of the roots.
 //!
-//! On Linux the kernel resolves the path beneath the root's directory
-//! (`openat2` with `RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS`): a link that
-//! leads out of it fails the open. A path that does lead out of the root
+//! Each open starts at the root's directory, itself opened by its resolved
+//! path without following a link anywhere on it (a root swapped for a
+//! link since the pipeline was built is refused). On Linux the kernel
+//! resolves the path beneath it (`openat2` with `RESOLVE_BENEATH |
+//! RESOLVE_NO_MAGICLINKS`): a link that leads out of it fails the open. A path that does lead out of the root
 //! it names (an absolute link into another root, say), or a kernel without
 //! `openat2`, is resolved once, checked against the roots, and then walked
 //! from that root's directory one component at a time, each opened with
@@ -62,8 +64,9 @@ pub(super) enum Refused {
 /// file's type on what was opened), if it lies beneath one of `roots`.
 /// Blocks.
 pub(super) fn open_beneath(roots: &[Root], path: &Path) -> Result<File, Refused> {
+    let named = named_beneath(roots, path);
     #[cfg(any(target_os = "linux", target_os = "android"))]
-    if let Some((root, relative)) = named_beneath(roots, path) {
+    if let Some((root, relative)) = named {
         use rustix::io::Errno;
         match unix::open_resolved_beneath(&root.canonical, relative) {
             Ok(file) => return Ok(file),
@@ -71,10 +74,18 @@ pub(super) fn open_beneath(roots: &[Root], path: &Path) -> Result<File, Refused>
             // another; a kernel without openat2 (before 5.6, or a sandbox
             // that filters it): resolved and walked below.
             Err(Errno::XDEV | Errno::NOSYS | Errno::PERM | Errno::AGAIN) => {}
+            Err(Errno::LOOP | Errno::NOTDIR) => return Err(Refused::Changed),
             Err(error) => return Err(Refused::Io(error.into())),
         }
     }
-    let resolved = path.canonicalize().map_err(Refused::Io)?;
+    // A path no root names is resolved only to see whether a link leads
+    // it into one; why it does not (it is missing, unreadable) is not
+    // told, or every URL would ask what exists outside the roots.
+    let resolved = match path.canonicalize() {
+        Ok(resolved) => resolved,
+        Err(_) if named.is_none() => return Err(Refused::Outside(path.to_path_buf())),
+        Err(error) => return Err(Refused::Io(error)),
+    };
     let Some(root) = roots.iter().find(|r| resolved.starts_with(&r.canonical)) else {
         return Err(Refused::Outside(resolved));
     };
@@ -94,7 +105,6 @@ pub(super) fn open_beneath(roots: &[Root], path: &Path) -> Result<File, Refused>
 
 /// The first root whose path (as given, or resolved) `path` starts with,
 /// and the rest of `path` beneath it (`.` for the root itself).
-#[cfg(any(target_os = "linux", target_os = "android"))]
 fn named_beneath<'a>(roots: &'a [Root], path: &'a Path) -> Option<(&'a Root, &'a Path)> {
     roots.iter().find_map(|root| {
         let relative = path
@@ -112,6 +122,7 @@ fn named_beneath<'a>(roots: &'a [Root], path: &'a Path) -> Option<(&'a Root, &'a
 #[cfg(unix)]
 mod unix {
     use std::fs::File;
+    use std::os::fd::OwnedFd;
     use std::path::{Component, Path};
 
     use rustix::fs::{Mode, OFlags, open, openat};
@@ -136,12 +147,46 @@ mod unix {
         .union(OFlags::DIRECTORY)
         .union(OFlags::CLOEXEC);
 
+    /// The directory `root` (a path with no links: a root as resolved when
+    /// the pipeline was built), opened without following a link anywhere
+    /// on it: a root, or a directory above it, swapped for a link since
+    /// then is refused, never followed. One `openat2` with
+    /// `RESOLVE_NO_SYMLINKS` on Linux, else one `O_NOFOLLOW` open a
+    /// component from `/`.
+    fn open_root(root: &Path) -> Result<OwnedFd, Errno> {
+        #[cfg(any(target_os = "linux", target_os = "android"))]
+        {
+            use rustix::fs::{CWD, ResolveFlags, openat2};
+            match openat2(
+                CWD,
+                root,
+                DIRECTORY,
+                Mode::empty(),
+                ResolveFlags::NO_SYMLINKS,
+            ) {
+                Err(Errno::NOSYS | Errno::PERM | Errno::AGAIN) => {}
+                opened => return opened,
+            }
+        }
+        let mut dir = open("/", DIRECTORY, Mode::empty())?;
+        for name in root.components() {
+            match name {
+                Component::RootDir => {}
+                Component::Normal(name) => {
+                    dir = openat(&dir, name, DIRECTORY | OFlags::NOFOLLOW, Mode::empty())?;
+                }
+                _ => return Err(Errno::INVAL),
+            }
+        }
+        Ok(dir)
+    }
+
     /// `relative` opened beneath the directory `root`, resolved by the
     /// kernel, which fails it with `EXDEV` if a link or `..` leads out.
     #[cfg(any(target_os = "linux", target_os = "android"))]
     pub(super) fn open_resolved_beneath(root: &Path, relative: &Path) -> Result<File, Errno> {
         use rustix::fs::{ResolveFlags, openat2};
-        let dir = open(root, DIRECTORY, Mode::empty())?;
+        let dir = open_root(root)?;
         let resolve = ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS;
         // EAGAIN: a rename elsewhere on the way raced the look-up; the
         // kernel asks for the open again.
@@ -168,7 +213,7 @@ mod unix {
                 _ => Err(Refused::Changed),
             }
         }
-        let mut dir = open(root, DIRECTORY, Mode::empty()).map_err(|e| Refused::Io(e.into()))?;
+        let mut dir = open_root(root).map_err(refused)?;
         let names: Vec<Component<'_>> = relative.components().collect();
         let Some((last, on_the_way)) = names.split_last() else {
             // The root itself: the caller refuses a directory.

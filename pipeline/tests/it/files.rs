@@ -164,3 +164,60 @@ fn a_fifo_under_the_root_is_refused_without_blocking_other_loads() {
     assert_eq!(results[1].as_ref().ok(), Some(&21));
     assert_eq!(results[2].as_ref().ok(), Some(&22));
 }
+
+/// Regression: each open started from the root's path, following links: a
+/// root swapped for a link to a directory outside (by a user who may write
+/// where the root lies) read that directory's files as the root's.
+#[cfg(unix)]
+#[test]
+fn a_root_swapped_for_a_link_after_the_build_is_not_followed() {
+    let scratch = Scratch::new("root-swap");
+    let root = scratch.0.join("root");
+    std::fs::create_dir(&root).unwrap();
+    scratch.png("root/mine.png", 31);
+    let outside = scratch.0.join("outside");
+    std::fs::create_dir(&outside).unwrap();
+    scratch.png("outside/secret.png", 32);
+    let mut config = Config::default();
+    config.fetch.file_roots = vec![root.clone()];
+    config.shared_thumbnails.read = thumbpipe::ThumbnailStore::Off;
+    config.shared_thumbnails.write = thumbpipe::ThumbnailStore::Off;
+    let mut pipeline = Pipeline::<usize>::new(config).unwrap();
+    std::fs::rename(&root, scratch.0.join("was-root")).unwrap();
+    std::os::unix::fs::symlink(&outside, &root).unwrap();
+    let results = load(&mut pipeline, &[url(&root.join("secret.png"))]);
+    match &results[0] {
+        Err(Error::File { reason, .. }) => assert!(reason.contains("changed"), "{reason}"),
+        other => panic!("the swapped root was followed: {other:?}"),
+    }
+}
+
+/// A path no root names, and that leads into none, is refused as outside
+/// the roots whether or not a file is there: a URL cannot ask what exists
+/// outside them.
+#[test]
+fn a_path_outside_the_roots_is_refused_alike_whether_or_not_it_exists() {
+    let root = Scratch::new("oracle-root");
+    let outside = Scratch::new("oracle-outside");
+    let there = outside.png("there.png", 41);
+    let mut config = Config::default();
+    config.fetch.file_roots = vec![root.0.clone()];
+    config.shared_thumbnails.read = thumbpipe::ThumbnailStore::Off;
+    config.shared_thumbnails.write = thumbpipe::ThumbnailStore::Off;
+    let mut pipeline = Pipeline::<usize>::new(config).unwrap();
+    let results = load(
+        &mut pipeline,
+        &[url(&there), url(&outside.0.join("missing.png"))],
+    );
+    for result in &results {
+        match result {
+            Err(Error::UnsupportedUrl { reason, .. }) => {
+                assert!(
+                    reason.contains("outside config.fetch.file_roots"),
+                    "{reason}"
+                )
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+}

@@ -114,8 +114,17 @@ impl<'a> Meta<'a> {
                     }
                 }
                 b"ipma" => {
-                    let associations = read_ipma(body).ok_or("the ipma box is cut short")?;
+                    let associations = read_ipma(body).ok_or_else(|| {
+                        format!(
+                            "the ipma box is cut short, or lists more than {MAX_ENTRIES} entries"
+                        )
+                    })?;
                     self.associations.extend(associations);
+                    // Every entry and every association, of every ipma.
+                    let listed: usize = self.associations.iter().map(|(_, l)| 1 + l.len()).sum();
+                    if listed > MAX_ENTRIES {
+                        return Err("the file lists too many property associations".into());
+                    }
                 }
                 _ => {}
             }
@@ -366,6 +375,14 @@ impl<'a> Meta<'a> {
             .iter()
             .map(|one| extent(one).ok_or_else(outside))
             .collect::<Result<Vec<&[u8]>, String>>()?;
+        // Joined, an item is never more than the file: extents that point
+        // at the same bytes again and again are refused.
+        let joined = pieces
+            .iter()
+            .try_fold(0usize, |sum, piece| sum.checked_add(piece.len()));
+        if joined.is_none_or(|joined| joined > self.file.len()) {
+            return Err(format!("item {item}'s extents hold more than the file"));
+        }
         Ok(match pieces.as_slice() {
             [one] => Data::whole(one),
             _ => Data::pieces(pieces),

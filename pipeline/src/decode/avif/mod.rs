@@ -86,7 +86,7 @@ pub(super) fn thumbnail(
         width: shows.2,
         height: shows.3,
         layout: Layout::Rgba,
-        data: pixels(&still, coding, shows).map_err(decode_error)?,
+        data: pixels(&still, coding, shows, bytes.len()).map_err(decode_error)?,
     };
     let rgba = fit(
         pixels,
@@ -151,22 +151,38 @@ fn bytes_needed(still: &Still<'_>, coding: Coding, shows: Rect, fitting: &Fittin
         .saturating_add(resize::working_bytes((shows.2, shows.3), fitting.size))
 }
 
-/// What rav1d holds to decode a `width` x `height` frame: the picture (its
-/// planes as `coding` says; rows rounded up to 128, as rav1d allocates
-/// them) and half as much again of per-block state, and 4 MB. Measured by
-/// `avif-report`: a 12 MP 8-bit 4:2:0 image held 26 MB besides its canvas,
-/// counted here as 33 MB.
+/// What rav1d holds to decode a `width` x `height` image coded as
+/// `coding`: each frame it holds (a picture whose planes are as `coding`
+/// says, at the image's size or the largest its sequence header allows;
+/// rows rounded up to 128, as rav1d allocates them), half a picture again
+/// of per-block state, and 4 MB. Measured by `avif-report`: a 12 MP 8-bit
+/// 4:2:0 image held 26 MB besides its canvas, counted here as 33 MB.
 fn decoder_bytes(width: u32, height: u32, coding: Coding) -> u64 {
+    let width = width.max(coding.max_size.0);
+    let height = height.max(coding.max_size.1);
     let rows = u64::from(height).next_multiple_of(128);
     let stride = u64::from(width).next_multiple_of(64) + 128;
-    let picture = stride * rows * coding.quarter_bytes() / 4;
-    (picture * 3 / 2).saturating_add(4 << 20)
+    let picture = (stride * rows).saturating_mul(coding.quarter_bytes()) / 4;
+    picture
+        .saturating_mul(coding.frames_held())
+        .saturating_add(picture / 2)
+        .saturating_add(4 << 20)
 }
 
 /// The RGBA of the part `shows` of the image, its pictures coded as
-/// `coding` at the most.
-fn pixels(still: &Still<'_>, coding: Coding, shows: Rect) -> Result<Vec<u8>, String> {
+/// `coding` at the most; the file is `file_bytes` long.
+fn pixels(
+    still: &Still<'_>,
+    coding: Coding,
+    shows: Rect,
+    file_bytes: usize,
+) -> Result<Vec<u8>, String> {
     let within = (still.width, still.height);
+    let limits = Decoding {
+        within,
+        coding,
+        file_bytes,
+    };
     let mut rgba = vec![0u8; shows.2 as usize * shows.3 as usize * 4];
     let mut canvas = Canvas {
         rgba: &mut rgba,
@@ -174,8 +190,7 @@ fn pixels(still: &Still<'_>, coding: Coding, shows: Rect) -> Result<Vec<u8>, Str
     };
     each_picture(
         &still.colour,
-        within,
-        coding,
+        &limits,
         still.operating_point,
         |picture, at| {
             let colour = still.nclx.unwrap_or_else(|| picture.colour());
@@ -183,7 +198,7 @@ fn pixels(still: &Still<'_>, coding: Coding, shows: Rect) -> Result<Vec<u8>, Str
         },
     )?;
     if let Some(alpha) = &still.alpha {
-        each_picture(alpha, within, coding, 0, |picture, at| {
+        each_picture(alpha, &limits, 0, |picture, at| {
             yuv::alpha_into(
                 &mut canvas,
                 picture,
@@ -199,22 +214,30 @@ fn pixels(still: &Still<'_>, coding: Coding, shows: Rect) -> Result<Vec<u8>, Str
     Ok(rgba)
 }
 
-/// Decodes each AV1 picture of `coded` (at its `operating_point`), one at a
-/// time, handing each to `draw` with where it lies in an image of size
-/// `within`; checks that the pictures make that image, and that each is
-/// coded as `coding` at the most (what the decode limit counted them by)
-/// before it is decoded.
-fn each_picture(
-    coded: &Coded<'_>,
+/// What every picture of a decode is held to: the image's size, the
+/// coding its memory was counted by, and the file's length (no grid's
+/// tiles hold more).
+struct Decoding {
     within: (u32, u32),
     coding: Coding,
+    file_bytes: usize,
+}
+
+/// Decodes each AV1 picture of `coded` (at its `operating_point`), one at a
+/// time, handing each to `draw` with where it lies in the image (a tile
+/// that fills several cells of a grid is decoded once, and handed on for
+/// each); checks that the pictures make the image, and that each is coded
+/// within what the decode counted, before it is decoded.
+fn each_picture(
+    coded: &Coded<'_>,
+    limits: &Decoding,
     operating_point: u8,
     mut draw: impl FnMut(&Picture, (u32, u32)),
 ) -> Result<(), String> {
-    let max_pixels = u64::from(within.0) * u64::from(within.1);
+    let within = limits.within;
     match coded {
         Coded::Av1(data) => {
-            let picture = decode_within(data, coding, operating_point, max_pixels)?;
+            let picture = decode_within(data, limits, operating_point)?;
             if (picture.width(), picture.height()) != within {
                 return Err(format!(
                     "the AV1 image is {}x{}, the file says {}x{}",
@@ -231,8 +254,18 @@ fn each_picture(
                 return Err("the alpha grid's size is not the image's".into());
             }
             let mut tile_size = None;
-            for (index, tile) in grid.tiles.iter().enumerate() {
-                let picture = decode_within(tile, coding, operating_point, max_pixels)?;
+            let mut decoded_bytes = 0;
+            for (first, tile) in grid.tiles.iter().enumerate() {
+                if grid.tiles[..first].iter().any(|earlier| earlier.same(tile)) {
+                    continue;
+                }
+                // Tiles are items of their own: together no more than the
+                // file, however many cells they fill.
+                decoded_bytes += tile.len();
+                if decoded_bytes > limits.file_bytes {
+                    return Err("the grid's tiles hold more bytes than the file".into());
+                }
+                let picture = decode_within(tile, limits, operating_point)?;
                 let size = (picture.width(), picture.height());
                 let (tile_width, tile_height) = *tile_size.get_or_insert(size);
                 if size != (tile_width, tile_height)
@@ -241,31 +274,39 @@ fn each_picture(
                 {
                     return Err("the grid's tiles do not make its image".into());
                 }
-                let (row, column) = (index as u32 / grid.columns, index as u32 % grid.columns);
-                draw(&picture, (column * tile_width, row * tile_height));
+                for (index, _) in (first..)
+                    .zip(&grid.tiles[first..])
+                    .filter(|(_, cell)| cell.same(tile))
+                {
+                    let (row, column) = (index as u32 / grid.columns, index as u32 % grid.columns);
+                    draw(&picture, (column * tile_width, row * tile_height));
+                }
             }
         }
     }
     Ok(())
 }
 
-/// Decodes the AV1 image `data` if its sequence headers code it as
-/// `coding` at the most, and it comes out so.
+/// Decodes the AV1 image `data` if its OBUs make it take no more than the
+/// decode counted, and it comes out so.
 fn decode_within(
     data: &Data<'_>,
-    coding: Coding,
+    limits: &Decoding,
     operating_point: u8,
-    max_pixels: u64,
 ) -> Result<Picture, String> {
     let bytes = data.bytes();
-    let heavier = |other: Coding| other.quarter_bytes() > coding.quarter_bytes();
+    let (width, height) = limits.within;
+    let counted = decoder_bytes(width, height, limits.coding);
+    let heavier = |coding: Coding| decoder_bytes(width, height, coding) > counted;
     if heavier(dav1d::coding(&bytes)?) {
         return Err(
-            "a tile or the alpha is coded with more bits or more chroma than the \
-                    image's first picture, by which its memory was counted"
+            "a tile or the alpha is coded to take more memory (more bits, chroma, \
+                    frames or a larger frame) than the image's first picture, by which the \
+                    decode was counted"
                 .into(),
         );
     }
+    let max_pixels = u64::from(width) * u64::from(height);
     let picture = dav1d::decode(&bytes, operating_point, max_pixels)?;
     if heavier(picture.coding()) {
         return Err("the AV1 picture is not coded as its sequence header says".into());

@@ -61,6 +61,24 @@ impl<'a> Data<'a> {
         Self(Rc::from(pieces))
     }
 
+    /// How many bytes they are.
+    pub(super) fn len(&self) -> usize {
+        self.0.iter().map(|piece| piece.len()).sum()
+    }
+
+    /// Whether `other` is the same bytes of the file: the same item's, or
+    /// another item's that lies in the same extents (as a writer that
+    /// stores identical tiles once makes them).
+    pub(super) fn same(&self, other: &Self) -> bool {
+        Rc::ptr_eq(&self.0, &other.0)
+            || (self.0.len() == other.0.len()
+                && self
+                    .0
+                    .iter()
+                    .zip(other.0.iter())
+                    .all(|(a, b)| std::ptr::eq(a.as_ptr(), b.as_ptr()) && a.len() == b.len()))
+    }
+
     /// The bytes: borrowed when they are in one piece, else joined (for
     /// as long as the caller holds them).
     pub(super) fn bytes(&self) -> Cow<'a, [u8]> {

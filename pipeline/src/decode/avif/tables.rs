@@ -158,7 +158,8 @@ pub(super) fn read_iref(body: &[u8]) -> Option<Vec<(FourCc, u32, Vec<u32>)>> {
         };
         let from = id(&mut reader)?;
         let count = reader.u16()?;
-        counted += usize::from(count);
+        // The reference box, and each item it refers to.
+        counted += 1 + usize::from(count);
         if counted > MAX_ENTRIES {
             return None;
         }
@@ -186,7 +187,8 @@ pub(super) fn read_ipma(body: &[u8]) -> Option<Associations> {
             reader.u32()?
         };
         let listed = reader.u8()?;
-        counted += usize::from(listed);
+        // The entry, and each of its associations.
+        counted += 1 + usize::from(listed);
         if counted > MAX_ENTRIES {
             return None;
         }
