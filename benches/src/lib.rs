@@ -5,7 +5,8 @@
 //! `fixture_server`, which the tests and the demo share.)
 //!
 //! The directory fuzzer of the disk cache is [`disk_fuzz`]; [`Rng`] is the
-//! fuzzers' source of mutations. [`Targets`] is how a report checks its
+//! fuzzers' source of numbers, and [`mutate`] their mutations (of bytes,
+//! ISO BMFF boxes, PNG chunks). [`Targets`] is how a report checks its
 //! figures against thumbpipe's targets and says which it missed.
 //!
 //! [`overhead`] is the per-request overhead measurement that the criterion
@@ -21,11 +22,45 @@ use std::process::{Child, Command, Stdio};
 use anyhow::{Context as _, bail};
 
 pub mod disk_fuzz;
+pub mod mutate;
 pub mod overhead;
 pub mod runs;
 pub mod targets;
 
 pub use targets::Targets;
+
+/// This process's resident memory, sampled through a long run: whether it
+/// stays flat (a fuzzer's inputs leave nothing behind) or grows.
+#[derive(Debug, Default)]
+pub struct ResidentTrace {
+    samples: Vec<f64>,
+}
+
+impl ResidentTrace {
+    /// Takes a sample now (none where `/proc/self/status` is missing).
+    pub fn sample(&mut self) {
+        if let Some(mb) = fixture_server::resident_mb() {
+            self.samples.push(mb);
+        }
+    }
+
+    /// "resident X MB after the first tenth of the run, Y at the end, Z at
+    /// most", or that there were no samples.
+    pub fn summary(&self) -> String {
+        let (Some(&last), Some(max)) = (
+            self.samples.last(),
+            self.samples.iter().copied().reduce(f64::max),
+        ) else {
+            return "resident memory not sampled".to_owned();
+        };
+        let early = self.samples[self.samples.len() / 10];
+        format!(
+            "resident {early:.1} MB after the first tenth of the run, {last:.1} MB at its end, \
+             {max:.1} MB at most ({} samples)",
+            self.samples.len()
+        )
+    }
+}
 
 /// The path of binary `bin` of workspace package `package`, built in the same
 /// profile as the running program. Builds it with cargo when it is missing.

@@ -12,6 +12,16 @@
 //! spliced ranges, truncation. Input `i` depends only on `--seed` and `i`,
 //! so `--replay i` rebuilds one input exactly.
 //!
+//! `--format avif` fuzzes the AVIF container: AVIF seeds alone, and half
+//! the mutations made on its boxes (a size, a field, a box repeated or
+//! removed with its parents' sizes kept true, a table's last entry
+//! repeated: `thumbpipe_benches::mutate`), so that inputs go past the
+//! first check into the item tables, the grid and the AV1 data:
+//!
+//! ```text
+//! cargo run --release -p thumbpipe-benches --bin decode-fuzz -- --format avif --inputs 1000000
+//! ```
+//!
 //! A crash is a panic (caught by thumbpipe and reported as "the decoder
 //! panicked", or in the decode pool's header probe), a thumbnail whose
 //! pixel buffer does not match its size or that does not fit the target,
@@ -38,7 +48,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use peak_alloc::PeakAlloc;
 use thumbpipe::thumbnail_from_bytes;
 use thumbpipe::{Config, Error, TargetSize};
-use thumbpipe_benches::{Rng, machine};
+use thumbpipe_benches::{ResidentTrace, Rng, machine, mutate};
 
 #[derive(Debug, Parser)]
 #[command(about = "Random-mutation fuzzing of thumbpipe's decode path")]
@@ -65,6 +75,10 @@ struct Args {
     /// that plays them does.
     #[arg(long)]
     animation: bool,
+    /// Only this format's seeds, with mutations that know its structure:
+    /// `avif` (ISO BMFF boxes).
+    #[arg(long, value_parser = ["avif"])]
+    format: Option<String>,
 }
 
 const TARGET: TargetSize = TargetSize::square(64);
@@ -103,12 +117,13 @@ fn main() {
 }
 
 fn run(args: Args) -> anyhow::Result<()> {
-    let seeds = Arc::new(seeds()?);
+    let boxes = args.format.as_deref() == Some("avif");
+    let seeds = Arc::new(seeds(boxes)?);
     let mut config = Config::default();
     config.decode.animation = args.animation;
     let config = Arc::new(config);
     if let Some(index) = args.replay {
-        let input = mutate(&seeds, args.seed, index);
+        let input = mutate(&seeds, args.seed, index, boxes);
         let started = Instant::now();
         let verdict = judge(&input, &config);
         let took = started.elapsed();
@@ -137,6 +152,7 @@ fn run(args: Args) -> anyhow::Result<()> {
             .context("progress bar template")?,
     );
     let started = Instant::now();
+    let heap_before = ALLOCATOR.current_usage();
     let slow = Duration::from_millis(args.slow_ms);
     let running: Arc<Vec<Running>> =
         Arc::new((0..args.threads).map(|_| Running::default()).collect());
@@ -176,14 +192,14 @@ fn run(args: Args) -> anyhow::Result<()> {
                 Arc::clone(&running),
                 Arc::clone(&window),
             );
-            let args = (args.inputs, args.threads as u64, args.seed);
+            let args = (args.inputs, args.threads as u64, args.seed, boxes);
             std::thread::Builder::new()
                 .name(format!("fuzz-{worker}"))
                 .spawn(move || {
-                    let (inputs, threads, seed) = args;
+                    let (inputs, threads, seed, boxes) = args;
                     let mut done = 0;
                     for index in (worker as u64..inputs).step_by(threads as usize) {
-                        let input = Arc::new(mutate(&seeds, seed, index));
+                        let input = Arc::new(mutate(&seeds, seed, index, boxes));
                         if !exact && let Ok(mut window) = window.lock() {
                             window.push(index);
                         }
@@ -227,12 +243,12 @@ fn run(args: Args) -> anyhow::Result<()> {
         let _ = worker.join();
     }
     finished.store(true, Ordering::Relaxed);
-    let (heavy_windows, largest_window) = watchdog.join().unwrap_or_default();
+    let (heavy_windows, largest_window, resident) = watchdog.join().unwrap_or_default();
     bar.finish();
     let elapsed = started.elapsed();
     // The inputs of windows whose peak was over the limit, measured alone.
     for index in &heavy_windows {
-        let input = mutate(&seeds, args.seed, *index);
+        let input = mutate(&seeds, args.seed, *index, boxes);
         tally.record_peak(*index, peak_of(&input, &config));
     }
     let findings = tally.findings.lock().map(|f| f.clone()).unwrap_or_default();
@@ -269,11 +285,17 @@ fn run(args: Args) -> anyhow::Result<()> {
         limit as f64 / 1e6,
     );
     for (index, peak) in &over {
-        let input = mutate(&seeds, args.seed, *index);
+        let input = mutate(&seeds, args.seed, *index, boxes);
         save(&args.out, *index, &input)?;
         saved += 1;
         println!("  input {index}: {:.1} MB at its peak", *peak as f64 / 1e6);
     }
+    println!(
+        "memory: {}; heap in use {:.1} MB before the run, {:.1} MB after",
+        resident.summary(),
+        heap_before as f64 / 1e6,
+        ALLOCATOR.current_usage() as f64 / 1e6
+    );
     if saved > 0 {
         println!("{saved} inputs written to {}", args.out.display());
     }
@@ -299,9 +321,10 @@ impl Watch {
     /// Every 50 ms, reports and saves each input running longer than
     /// `slow` (once), and reads the process's peak allocation over the
     /// window. Returns the inputs of windows whose peak grew by more than
-    /// `limit` (none when `exact`: every input is measured then), and the
-    /// largest growth of a window.
-    fn run(self) -> (Vec<u64>, usize) {
+    /// `limit` (none when `exact`: every input is measured then), the
+    /// largest growth of a window, and the process's resident memory
+    /// sampled at each look.
+    fn run(self) -> (Vec<u64>, usize, ResidentTrace) {
         let Watch {
             running,
             window,
@@ -314,12 +337,14 @@ impl Watch {
         } = self;
         let mut heavy = Vec::new();
         let mut largest = 0;
+        let mut resident = ResidentTrace::default();
         let mut base = ALLOCATOR.current_usage();
         if !exact {
             ALLOCATOR.reset_peak_usage();
         }
         while !finished.load(Ordering::Relaxed) {
             std::thread::sleep(Duration::from_millis(50));
+            resident.sample();
             for slot in running.iter() {
                 let Ok(mut now) = slot.now.lock() else {
                     continue;
@@ -353,28 +378,38 @@ impl Watch {
             base = ALLOCATOR.current_usage();
             ALLOCATOR.reset_peak_usage();
         }
-        (heavy, largest)
+        (heavy, largest, resident)
     }
 }
 
 /// The seed files: the decoder's test corpus (with Pillow's files and the
-/// AVIF files beside it) and a few fixture images.
-fn seeds() -> anyhow::Result<Vec<Vec<u8>>> {
+/// AVIF files beside it) and a few fixture images; with `avif_only`, the
+/// AVIF files alone.
+fn seeds(avif_only: bool) -> anyhow::Result<Vec<Vec<u8>>> {
     let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("../pipeline/tests/it/corpus");
+    let dirs = if avif_only {
+        vec![corpus.join("avif")]
+    } else {
+        vec![corpus.clone(), corpus.join("pillow"), corpus.join("avif")]
+    };
     let mut seeds = Vec::new();
     let mut names = Vec::new();
-    for dir in [corpus.clone(), corpus.join("pillow"), corpus.join("avif")] {
+    for dir in dirs {
         names.extend(
             std::fs::read_dir(&dir)
                 .with_context(|| format!("cannot read the corpus at {}", dir.display()))?
                 .filter_map(Result::ok)
                 .map(|entry| entry.path())
-                .filter(|path| path.is_file() && path.extension().is_some_and(|e| e != "md")),
+                .filter(|path| path.is_file() && path.extension().is_some_and(|e| e != "md"))
+                .filter(|path| !avif_only || path.extension().is_some_and(|e| e == "avif")),
         );
     }
     names.sort();
     for path in names {
         seeds.push(std::fs::read(&path).with_context(|| format!("{}", path.display()))?);
+    }
+    if avif_only {
+        return Ok(seeds);
     }
     for id in [1, 77, 4242] {
         let picture = fixture_server::picture::render(id, 128, 96);
@@ -389,75 +424,16 @@ fn seeds() -> anyhow::Result<Vec<Vec<u8>>> {
     Ok(seeds)
 }
 
-const INTERESTING_BYTES: [u8; 8] = [0x00, 0x01, 0x7F, 0x80, 0xFE, 0xFF, 0x10, 0x40];
-const INTERESTING_INTS: [u32; 12] = [
-    0,
-    1,
-    2,
-    0x7F,
-    0xFF,
-    0x7FFF,
-    0x8000,
-    0xFFFF,
-    16_384,
-    65_500,
-    0x7FFF_FFFF,
-    0xFFFF_FFFF,
-];
-
-/// Input `index`: a seed with one to four mutations.
-fn mutate(seeds: &[Vec<u8>], seed: u64, index: u64) -> Vec<u8> {
+/// Input `index`: a seed with one to four mutations, half of them of its
+/// boxes when `boxes`.
+fn mutate(seeds: &[Vec<u8>], seed: u64, index: u64, boxes: bool) -> Vec<u8> {
     let mut rng = Rng::new(seed, index);
     let mut data = seeds[rng.below(seeds.len())].clone();
     for _ in 0..=rng.below(4) {
-        let len = data.len();
-        match rng.below(9) {
-            0 | 1 if len > 0 => {
-                let at = rng.position(len);
-                data[at] ^= 1 << rng.below(8);
-            }
-            2 if len > 0 => {
-                let at = rng.position(len);
-                data[at] = INTERESTING_BYTES[rng.below(INTERESTING_BYTES.len())];
-            }
-            3 if len > 4 => {
-                let at = rng.position(len - 4);
-                let value = INTERESTING_INTS[rng.below(INTERESTING_INTS.len())];
-                let bytes = if rng.below(2) == 0 {
-                    value.to_be_bytes()
-                } else {
-                    value.to_le_bytes()
-                };
-                let width = [1, 2, 4][rng.below(3)];
-                let skip = if rng.below(2) == 0 { 4 - width } else { 0 };
-                data[at..at + width].copy_from_slice(&bytes[skip..skip + width]);
-            }
-            4 if len > 0 => {
-                let at = rng.position(len);
-                let end = (at + 1 + rng.below(64)).min(len);
-                data.drain(at..end);
-            }
-            5 if len > 0 => {
-                let at = rng.position(len);
-                let end = (at + 1 + rng.below(64)).min(len);
-                let copy = data[at..end].to_vec();
-                let to = rng.below(len);
-                data.splice(to..to, copy);
-            }
-            6 => data.truncate(rng.below(len + 1)),
-            7 => {
-                let other = &seeds[rng.below(seeds.len())];
-                let from = rng.below(other.len());
-                let at = rng.below(len + 1);
-                data.truncate(at);
-                data.extend_from_slice(&other[from..]);
-            }
-            _ => {
-                let at = rng.position(len + 1);
-                let byte = INTERESTING_BYTES[rng.below(INTERESTING_BYTES.len())];
-                let count = 1 + rng.below(16);
-                data.splice(at..at, std::iter::repeat_n(byte, count));
-            }
+        if boxes && rng.below(2) == 0 {
+            mutate::boxes_of(&mut rng, &mut data, seeds);
+        } else {
+            mutate::bytes(&mut rng, &mut data, seeds);
         }
     }
     data
