@@ -71,8 +71,10 @@
 //!   ([`FetchRequest`], [`FetchResponse`]), the headers every request
 //!   carries (`fetch/headers.rs`: the app's, a [`HeaderHook`]'s, thumbpipe's
 //!   `User-Agent` and `Accept`), when a reader may stop reading a body
-//!   ([`StopRule`], `fetch/stop.rs`), its reqwest implementation
-//!   [`HttpFetcher`], and [`fetch_fn`].
+//!   ([`StopRule`], `fetch/stop.rs`), the router that gives each scheme its
+//!   source (`fetch/sources.rs`: [`PipelineBuilder::source`]), the reqwest
+//!   source [`HttpFetcher`], the local files' (`fetch/file.rs`), and
+//!   [`fetch_fn`].
 //! - `disk` (opt-in, [`disk.dir`](DiskConfig::dir)): the HTTP cache on disk, a
 //!   layer in front of the pipeline's [`Fetch`] (`disk/tier.rs`) that owns
 //!   every caching decision, and beside it the decoded thumbnails, which
@@ -232,12 +234,13 @@
 //!   symbolic links resolved, lies under one of them; others are
 //!   [`Error::UnsupportedUrl`]. Only regular
 //!   files are read: a FIFO or a device is [`Error::File`], told from the
-//!   opened handle without waiting on it. The check and the read happen
-//!   together off the UI thread; a link swapped into a directory of the path
-//!   between them is not guarded against, so do not point the root at a
-//!   directory that untrusted users can write to.
-//! - Every other scheme is [`Error::UnsupportedUrl`], delivered at the next
-//!   [`Pipeline::drain`].
+//!   opened handle without waiting on it. On Unix a file is opened beneath
+//!   its root and then checked by its open handle, off the UI thread, so a
+//!   link swapped into its path while it is opened cannot lead a read out
+//!   of the roots.
+//! - A scheme an app adds with [`PipelineBuilder::source`] is its source's
+//!   to read. Every other scheme is [`Error::UnsupportedUrl`], delivered at
+//!   the next [`Pipeline::drain`].
 //! - The [`SUPPORTED_FORMATS`]. Anything else, and any
 //!   malformed input, is [`Error::Decode`]; a decoder panic is caught and
 //!   becomes [`Error::Decode`] too, and a custom fetcher's panic

@@ -5,7 +5,8 @@
 
 use url::Url;
 
-use crate::Error;
+use crate::error::Error;
+use crate::fetch::{Schemes, no_source};
 
 /// Identifies one load task for its whole life; allocated by the load
 /// actor's registry, increasing.
@@ -146,27 +147,26 @@ pub enum Fit {
     },
 }
 
-/// Checks that `url` is an absolute `http` or `https` URL, or a `file` URL
-/// when `files` is on: what every request is parsed by, once, on the UI
-/// side. Whether a file lies under the root is checked when it is read,
-/// off the UI thread.
-pub(crate) fn parse_url(url: &str, files: bool) -> Result<Url, Error> {
+/// Checks that `url` is an absolute URL of a scheme in `schemes`: `http`
+/// and `https` with a host, `file` a local path: what every request is
+/// parsed by, once, on the UI side. Whether a file lies under the root is
+/// checked when it is read, off the UI thread.
+pub(crate) fn parse_url(url: &str, schemes: &Schemes) -> Result<Url, Error> {
     let unsupported = |reason: String| Error::UnsupportedUrl {
         url: url.to_owned(),
         reason,
     };
     let parsed = Url::parse(url).map_err(|e| unsupported(format!("not a URL ({e})")))?;
     match parsed.scheme() {
-        "http" | "https" if parsed.host_str().is_some() => Ok(parsed),
-        "http" | "https" => Err(unsupported("the URL has no host".into())),
-        "file" if !files => Err(files_off(url)),
+        "file" if !schemes.has("file") => Err(files_off(url)),
+        scheme if !schemes.has(scheme) => Err(no_source(url, scheme)),
+        "http" | "https" if parsed.host_str().is_none() => {
+            Err(unsupported("the URL has no host".into()))
+        }
         "file" if parsed.to_file_path().is_err() => {
             Err(unsupported("not a local file path".into()))
         }
-        "file" => Ok(parsed),
-        scheme => Err(unsupported(format!(
-            "scheme '{scheme}' is not supported; use http or https"
-        ))),
+        _ => Ok(parsed),
     }
 }
 
@@ -177,10 +177,14 @@ pub(crate) fn parse_url(url: &str, files: bool) -> Result<Url, Error> {
 pub(crate) const FILES_HOST: &str = "file:";
 
 /// The host (and port) a URL's fetch counts against; for a `file://` URL,
-/// [`FILES_HOST`].
+/// [`FILES_HOST`]; for a URL of an app's scheme with no host (`myapp:42`),
+/// its scheme.
 pub(crate) fn host_key(url: &Url) -> String {
     if url.scheme() == "file" {
         return FILES_HOST.to_owned();
+    }
+    if url.host_str().is_none() {
+        return format!("{}:", url.scheme());
     }
     format!(
         "{}:{}",
@@ -203,37 +207,64 @@ pub(crate) fn files_off(url: &str) -> Error {
 mod tests {
     use super::*;
 
+    fn web() -> Schemes {
+        Schemes::of(["http", "https"])
+    }
+
     #[test]
-    fn only_http_and_https_urls_are_accepted() {
-        assert!(parse_url("http://127.0.0.1:8080/a.jpg", false).is_ok());
-        assert!(parse_url("https://example.com/a.jpg", false).is_ok());
-        assert!(parse_url("file:///srv/a.jpg", true).is_ok());
-        assert!(parse_url("file://host/a.jpg", true).is_err());
+    fn urls_of_a_scheme_with_no_source_are_refused() {
+        let files = Schemes::of(["http", "https", "file"]);
+        assert!(parse_url("http://127.0.0.1:8080/a.jpg", &web()).is_ok());
+        assert!(parse_url("https://example.com/a.jpg", &web()).is_ok());
+        assert!(parse_url("file:///srv/a.jpg", &files).is_ok());
+        assert!(parse_url("file://host/a.jpg", &files).is_err());
+        let apps = Schemes::of(["demo", "myapp"]);
+        assert!(parse_url("demo://cover/7", &apps).is_ok());
+        assert!(parse_url("MyApp:42", &apps).is_ok());
         for bad in [
             "ftp://example.com/a.jpg",
             "file:///etc/passwd",
+            "demo://cover/7",
             "a.jpg",
             "",
             "http://",
         ] {
             assert!(
-                matches!(parse_url(bad, false), Err(Error::UnsupportedUrl { .. })),
+                matches!(parse_url(bad, &web()), Err(Error::UnsupportedUrl { .. })),
                 "{bad}"
             );
         }
+        let Err(Error::UnsupportedUrl { reason, .. }) = parse_url("file:///a", &web()) else {
+            panic!("file URLs with no root are refused");
+        };
+        assert!(reason.contains("file_roots"), "{reason}");
+        let Err(Error::UnsupportedUrl { reason, .. }) = parse_url("s3://b/k", &apps) else {
+            panic!("a scheme with no source is refused");
+        };
+        assert!(reason.contains("PipelineBuilder::source"), "{reason}");
     }
 
     #[test]
     fn hosts_include_the_port() {
-        let a = parse_url("http://h:1/x", false).unwrap();
-        let b = parse_url("http://h:2/x", false).unwrap();
+        let a = parse_url("http://h:1/x", &web()).unwrap();
+        let b = parse_url("http://h:2/x", &web()).unwrap();
         assert_ne!(host_key(&a), host_key(&b));
-        assert_eq!(host_key(&parse_url("https://h/x", false).unwrap()), "h:443");
-        let file = parse_url("file:///srv/a.jpg", true).unwrap();
+        assert_eq!(
+            host_key(&parse_url("https://h/x", &web()).unwrap()),
+            "h:443"
+        );
+        let files = Schemes::of(["file"]);
+        let file = parse_url("file:///srv/a.jpg", &files).unwrap();
         assert_eq!(host_key(&file), FILES_HOST);
         assert_ne!(
-            host_key(&parse_url("http://file/x", false).unwrap()),
+            host_key(&parse_url("http://file/x", &web()).unwrap()),
             FILES_HOST
+        );
+        let apps = Schemes::of(["myapp", "demo"]);
+        assert_eq!(host_key(&parse_url("myapp:42", &apps).unwrap()), "myapp:");
+        assert_eq!(
+            host_key(&parse_url("demo://covers/7", &apps).unwrap()),
+            "covers:0"
         );
     }
 }

@@ -14,14 +14,13 @@
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use bytes::Bytes;
 use futures::future::BoxFuture;
 use http_cache_semantics::{AfterResponse, BeforeRequest, CachePolicy};
 use url::Url;
 
 use super::policy::{carries_credentials, may_be_shared};
 use super::{DiskCache, DiskStats, cache_options, request_parts, response_parts};
-use crate::fetch::{Fetch, FetchRequest, FetchResponse, body_only, check_status};
+use crate::fetch::{Fetch, FetchRequest, FetchResponse, check_status, fetch_from_response};
 use crate::load::ThumbnailTier;
 use crate::request::{Fit, TargetSize};
 use crate::{Body, BuildError, DiskConfig, Error, Thumbnail};
@@ -81,9 +80,7 @@ impl DiskTier {
 }
 
 impl Fetch for DiskTier {
-    fn fetch(&self, url: Url, max_bytes: u64) -> BoxFuture<'static, Result<Bytes, Error>> {
-        body_only(self, url, max_bytes)
-    }
+    fetch_from_response!();
 
     fn fetch_response(
         &self,

@@ -19,6 +19,7 @@ use super::EguiConfig;
 use super::front::{Front, Look};
 use super::size::{Cell, max_texture_side, target_for_hint};
 use super::textures::{TextureStats, color_image};
+use crate::fetch::Schemes;
 use crate::{
     BuildError, CoastModel, CoastPrediction, Pipeline, PipelineBuilder, Stats, TargetSize,
     Thumbnail,
@@ -39,9 +40,8 @@ pub(crate) struct UriKey {
 pub(crate) struct UriLoader {
     /// `None` once uninstalled.
     front: Mutex<Option<Front<UriKey>>>,
-    /// Whether `file://` URIs are thumbpipe's (`FetchConfig::file_roots`
-    /// has one).
-    files: bool,
+    /// The schemes the pipeline has a source for: its URIs are these.
+    schemes: Schemes,
 }
 
 impl UriLoader {
@@ -60,15 +60,11 @@ impl UriLoader {
         }
     }
 
-    /// http(s), and file when allowed, are thumbpipe's; SVGs too when it
-    /// draws them (cargo feature `svg`), else they are left to egui's SVG
-    /// loader.
+    /// The URIs of a scheme with a source (http(s), file when allowed, an
+    /// app's own) are thumbpipe's; SVGs too when it draws them (cargo
+    /// feature `svg`), else they are left to egui's SVG loader.
     fn takes(&self, uri: &str) -> bool {
-        let scheme = |prefix: &str| {
-            uri.get(..prefix.len())
-                .is_some_and(|start| start.eq_ignore_ascii_case(prefix))
-        };
-        (scheme("http://") || scheme("https://") || (self.files && scheme("file://")))
+        self.schemes.takes(uri)
             && (cfg!(feature = "svg") || !::egui::load::has_extension(uri, "svg"))
     }
 
@@ -191,7 +187,9 @@ fn without_fragment(uri: &str) -> &str {
 
 /// Makes thumbpipe egui's loader for `http://` and `https://` image URIs (and
 /// `file://` ones under
-/// [`FetchConfig::file_roots`](crate::FetchConfig::file_roots)): after it, every
+/// [`FetchConfig::file_roots`](crate::FetchConfig::file_roots), and those of
+/// the schemes a builder's [`source`](PipelineBuilder::source) adds, with
+/// [`install_with`]): after it, every
 /// `egui::Image::new(url)`, `ui.image(url)` and `Image::from_uri(url)` is
 /// fetched, decoded to the size it is drawn at, cached and cancelled by
 /// thumbpipe. Other URIs (`bytes://`, SVGs from `include_image!`, ...) still go
@@ -274,10 +272,10 @@ pub fn install_with<K>(
         return Err(BuildError::AlreadyInstalled);
     }
     let config = config.into();
-    let files = !config.pipeline.fetch.file_roots.is_empty();
+    let front = Front::new(ctx, config, builder.for_rows())?;
     let loader = Arc::new(UriLoader {
-        front: Mutex::new(Some(Front::new(ctx, config, builder.for_rows())?)),
-        files,
+        schemes: front.pipeline.scheme_set().clone(),
+        front: Mutex::new(Some(front)),
     });
     ctx.add_texture_loader(Arc::clone(&loader) as _);
     ctx.add_image_loader(Arc::clone(&loader) as _);

@@ -3,8 +3,8 @@
 //! beneath them and read on threads of their own (both the
 //! [`LocalFiles`]').
 //!
-//! Owned by the [`crate::HttpFetcher`] (shared by its clones), and started
-//! only when a root is set. Reading a file blocks, so it happens on the
+//! The pipeline's source for the `file` scheme (`sources.rs`), made by its
+//! builder only when a root is set. Reading a file blocks, so it happens on the
 //! named file threads (`thumbpipe-file-N`,
 //! [`FetchConfig::file_readers`](crate::FetchConfig::file_readers)), not on
 //! the I/O runtime: a slow disk or network share holds up only the file
@@ -14,60 +14,50 @@
 //! positioned reads of 32 KiB, doubling to 1 MiB,
 //! and only as far as the request's stop rule wants. A read whose load was
 //! cancelled before a thread reached it is skipped. The threads end when
-//! the last holder (the fetchers, the desktop's thumbnail cache) is
+//! the last holder (this source, the desktop's thumbnail cache) is
 //! dropped, which waits for them a bounded time.
 
 use std::sync::Arc;
 
+use futures::future::BoxFuture;
 use url::Url;
 
 use super::stop::{BodySoFar, ReadOn, StopRule};
+use super::{Fetch, FetchRequest, FetchResponse, fetch_from_response};
 use crate::body::FileStamp;
+use crate::error::Error;
 use crate::local_files::{LocalFiles, OpenFile, unreadable};
 use crate::workers::Unfinished;
-use crate::{BuildError, Error};
 
-/// The local files the fetcher reads, on their threads.
+/// The `file` source: the local files, read on their threads.
 #[derive(Debug)]
-pub(super) struct FileReader {
+pub(crate) struct FileSource {
     files: Arc<LocalFiles>,
 }
 
 /// A file's bytes as read: the body so far, whether the stop rule ended
 /// the read, and the file's stamp if it did not change while it was read.
-pub(super) type FileRead = (BodySoFar, bool, Option<FileStamp>);
+type FileRead = (BodySoFar, bool, Option<FileStamp>);
 
-impl FileReader {
-    /// Starts `readers` file threads for the files under `roots`; fails if
-    /// a root is not a directory or a thread cannot start.
-    pub(super) fn start(roots: &[std::path::PathBuf], readers: usize) -> Result<Self, BuildError> {
-        Ok(Self {
-            files: Arc::new(LocalFiles::start(roots, readers)?),
-        })
-    }
-
-    /// The local files, for other blocking work on them (the desktop's
-    /// thumbnail cache).
-    pub(crate) fn local_files(&self) -> Arc<LocalFiles> {
-        Arc::clone(&self.files)
+impl FileSource {
+    /// The source of the files `files` opens.
+    pub(crate) fn new(files: Arc<LocalFiles>) -> Self {
+        Self { files }
     }
 
     /// The bytes of the file at `url`, read on the file thread until
     /// `rule` says they are enough (then `true`) or to the end; dropping
     /// the future abandons the read if it has not started.
-    pub(super) fn read(
-        &self,
+    fn read(
+        files: Arc<LocalFiles>,
         url: Url,
         max_bytes: u64,
         rule: Option<StopRule>,
     ) -> impl Future<Output = Result<FileRead, Error>> + Send + 'static {
         let url_text = url.to_string();
-        let files = Arc::clone(&self.files);
-        let read = self
-            .files
-            .threads()
-            .run(move || read_file(&url, &files, max_bytes, rule));
         async move {
+            let threads = Arc::clone(files.threads());
+            let read = threads.run(move || read_file(&url, &files, max_bytes, rule));
             match read.await {
                 Ok(read) => read,
                 Err(Unfinished::Panicked) => Err(Error::File {
@@ -77,6 +67,30 @@ impl FileReader {
                 Err(Unfinished::Stopped) => Err(Error::Shutdown { url: url_text }),
             }
         }
+    }
+}
+
+impl Fetch for FileSource {
+    fetch_from_response!();
+
+    fn fetch_response(
+        &self,
+        request: FetchRequest,
+    ) -> BoxFuture<'static, Result<FetchResponse, Error>> {
+        let files = Arc::clone(&self.files);
+        Box::pin(async move {
+            // The file's size is known only once it is open: the cap is
+            // reserved first, and the rest given back.
+            let reservation = request.reserve(request.max_bytes).await;
+            let rule = request.stop_rule.clone();
+            let (body, stopped, stamp) =
+                Self::read(files, request.url.clone(), request.max_bytes, rule).await?;
+            let mut body = body.finish(stopped, |bytes| reservation.hold(bytes));
+            if let Some(stamp) = stamp {
+                body = body.read_from_file(stamp);
+            }
+            Ok(FetchResponse::new(request.url, body))
+        })
     }
 }
 

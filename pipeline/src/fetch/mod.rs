@@ -1,14 +1,15 @@
 //! Fetch: the bytes of a URL, asynchronously, cancellable, with a body cap.
 //!
-//! Owns the HTTP client, and the file root that `file://` URLs may read
-//! under. [`Fetch`] is the stage's seam: the default [`HttpFetcher`] uses
-//! reqwest (rustls, connections reused), and tests or benchmarks plug in
-//! anything else; a layer in front of a fetcher (the disk cache, `disk/`)
-//! is a [`Fetch`] too. A fetch is a future on the pipeline's I/O runtime;
-//! it is cancelled by dropping it, which closes its connection. The client
-//! lives as long as the pipeline. What a fetch is given and answers is
-//! `exchange.rs`, an `http` fetch `http.rs`, its errors `errors.rs`, a
-//! `file://` read `file.rs`, the bytes bodies may hold `budget.rs`.
+//! Owns the sources of bytes. [`Fetch`] is the stage's seam: each scheme
+//! has a source (`sources.rs` routes a URL to it): the default
+//! [`HttpFetcher`] for `http` and `https` (reqwest, rustls, connections
+//! reused), the local files for `file` (`file.rs`), and whatever an app
+//! adds; a layer in front of the router (the disk cache, `disk/`) is a
+//! [`Fetch`] too. A fetch is a future on the pipeline's I/O runtime; it is
+//! cancelled by dropping it, which closes its connection. The sources live
+//! as long as the pipeline. What a fetch is given and answers is
+//! `exchange.rs`, an `http` fetch `http.rs`, its errors `errors.rs`, the
+//! bytes bodies may hold `budget.rs`.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -18,8 +19,7 @@ use futures::FutureExt as _;
 use futures::future::BoxFuture;
 use url::Url;
 
-use crate::request::files_off;
-use crate::{BuildError, Error};
+use crate::error::{BuildError, Error};
 
 mod budget;
 mod config;
@@ -28,6 +28,7 @@ mod exchange;
 mod file;
 mod headers;
 mod http;
+mod sources;
 mod stop;
 
 pub(crate) use budget::BodyBudget;
@@ -35,9 +36,10 @@ pub use config::{FetchConfig, Proxy};
 use errors::{causes, redirect_policy};
 pub(crate) use exchange::check_status;
 pub use exchange::{FetchRequest, FetchResponse};
-use file::FileReader;
+pub(crate) use file::FileSource;
 pub use headers::HeaderHook;
 pub(crate) use headers::RequestHeaders;
+pub(crate) use sources::{Schemes, Sources, is_scheme, no_source};
 pub use stop::{Enough, StopRule};
 
 /// A source of image bytes.
@@ -169,8 +171,10 @@ where
 /// The default fetcher: one reqwest client, connections reused, timeouts
 /// and redirect limit from [`FetchConfig`]; TLS by rustls, checked against the
 /// platform's trusted roots, and HTTP/2 with a server that offers it (ALPN),
-/// where a cancelled fetch resets its stream and the connection stays. Reads `file://` URLs under
-/// [`FetchConfig::file_roots`](crate::FetchConfig::file_roots).
+/// where a cancelled fetch resets its stream and the connection stays. It
+/// serves `http` and `https` URLs; a pipeline reads `file://` ones (under
+/// [`FetchConfig::file_roots`](crate::FetchConfig::file_roots)) with a
+/// source of its own.
 ///
 /// In a pipeline, the bodies it holds, read or being read, count against the
 /// pipeline's
@@ -194,8 +198,6 @@ where
 pub struct HttpFetcher {
     client: reqwest::Client,
     limits: Arc<FetchLimits>,
-    /// Reads the files under `FetchConfig::file_roots`, when there are any.
-    files: Option<Arc<FileReader>>,
 }
 
 #[derive(Debug)]
@@ -209,9 +211,9 @@ impl HttpFetcher {
     /// A client with `config`'s timeouts, redirect limit, trusted roots,
     /// headers and proxy. [`FetchConfig::header_hook`] is the pipeline's: it
     /// runs as the pipeline makes each request, not here.
-    /// Fails if one of [`FetchConfig::file_roots`] is not a directory,
-    /// or a certificate of [`FetchConfig::extra_root_certificates`] cannot
-    /// be read.
+    /// Fails if a certificate of
+    /// [`FetchConfig::extra_root_certificates`] cannot be read, or the
+    /// config is not valid.
     pub fn new(config: &FetchConfig) -> Result<Self, BuildError> {
         Self::with_headers(config, &config.headers)
     }
@@ -226,10 +228,6 @@ impl HttpFetcher {
     /// A client whose default headers are thumbpipe's and `app`'s.
     fn with_headers(config: &FetchConfig, app: &::http::HeaderMap) -> Result<Self, BuildError> {
         config.validate()?;
-        let files = (!config.file_roots.is_empty())
-            .then(|| FileReader::start(&config.file_roots, config.file_readers))
-            .transpose()?
-            .map(Arc::new);
         let mut client = reqwest::Client::builder()
             // The total timeout is the fetch's own deadline, which does not
             // count time spent waiting for the body budget.
@@ -265,7 +263,6 @@ impl HttpFetcher {
                 total_timeout: config.total_timeout,
                 max_redirects: config.max_redirects,
             }),
-            files,
         })
     }
 }
@@ -305,13 +302,20 @@ fn tls(
     Ok(client)
 }
 
-impl HttpFetcher {
-    /// The local files it reads, if any: the desktop's thumbnail cache
-    /// opens them, and does its blocking work on their threads, too.
-    pub(crate) fn local_files(&self) -> Option<Arc<crate::local_files::LocalFiles>> {
-        self.files.as_ref().map(|files| files.local_files())
-    }
+/// [`Fetch::fetch`] for a fetcher whose work is its
+/// [`Fetch::fetch_response`]: the response's body ([`body_only`]).
+macro_rules! fetch_from_response {
+    () => {
+        fn fetch(
+            &self,
+            url: ::url::Url,
+            max_bytes: u64,
+        ) -> ::futures::future::BoxFuture<'static, Result<::bytes::Bytes, crate::error::Error>> {
+            crate::fetch::body_only(self, url, max_bytes)
+        }
+    };
 }
+pub(crate) use fetch_from_response;
 
 /// The body of `fetcher`'s response to a plain request for `url`: how a
 /// fetcher that answers [`Fetch::fetch_response`] answers [`Fetch::fetch`].
@@ -325,36 +329,18 @@ pub(crate) fn body_only(
 }
 
 impl Fetch for HttpFetcher {
-    fn fetch(&self, url: Url, max_bytes: u64) -> BoxFuture<'static, Result<Bytes, Error>> {
-        body_only(self, url, max_bytes)
-    }
+    fetch_from_response!();
 
     fn fetch_response(
         &self,
         request: FetchRequest,
     ) -> BoxFuture<'static, Result<FetchResponse, Error>> {
-        if request.url.scheme() != "file" {
-            return Box::pin(http::fetch_http(self.clone(), request));
-        }
-        let Some(files) = self.files.clone() else {
-            return Box::pin(std::future::ready(Err(files_off(request.url.as_str()))));
-        };
-        Box::pin(async move {
-            // The file's size is known only once it is open: the cap is
-            // reserved, and the rest given back.
-            let reservation = request.reserve(request.max_bytes).await;
-            let (body, stopped, stamp) = files
-                .read(
-                    request.url.clone(),
-                    request.max_bytes,
-                    request.stop_rule.clone(),
-                )
-                .await?;
-            let mut body = body.finish(stopped, |bytes| reservation.hold(bytes));
-            if let Some(stamp) = stamp {
-                body = body.read_from_file(stamp);
+        match request.url.scheme() {
+            "http" | "https" => Box::pin(http::fetch_http(self.clone(), request)),
+            scheme => {
+                let error = no_source(request.url.as_str(), scheme);
+                Box::pin(std::future::ready(Err(error)))
             }
-            Ok(FetchResponse::new(request.url, body))
-        })
+        }
     }
 }

@@ -1,7 +1,8 @@
-//! The builder: a [`Pipeline`] started with a runtime, fetcher or decoder
-//! of the app's own, or the defaults. Runs once, on the caller's thread:
-//! it validates the config, starts the threads and the load actor, and
-//! returns the handle (or the first error, with nothing left running).
+//! The builder: a [`Pipeline`] started with a runtime, fetcher, sources or
+//! decoder of the app's own, or the defaults. Runs once, on the caller's
+//! thread: it validates the config, routes each scheme to its source,
+//! starts the threads and the load actor, and returns the handle (or the
+//! first error, with nothing left running).
 
 use std::sync::{Arc, Mutex};
 
@@ -13,7 +14,7 @@ use crate::cache::{CacheLimits, CacheView};
 use crate::decode::{DecodePool, read_as_needed};
 use crate::deliver::Outbox;
 use crate::disk::{WithDisk, with_disk};
-use crate::fetch::{BodyBudget, RequestHeaders};
+use crate::fetch::{BodyBudget, FileSource, RequestHeaders, Sources, is_scheme};
 use crate::load::{self, Parts, either};
 use crate::local_files::LocalFiles;
 use crate::metrics::Metrics;
@@ -37,6 +38,8 @@ pub struct PipelineBuilder<K> {
     config: Config,
     runtime: Option<Handle>,
     fetcher: Option<Arc<dyn Fetch>>,
+    /// The app's sources, by scheme as given, in order.
+    sources: Vec<(String, Arc<dyn Fetch>)>,
     decoder: Option<Arc<dyn Decode>>,
     rows: std::marker::PhantomData<fn() -> K>,
 }
@@ -47,6 +50,7 @@ impl<K> PipelineBuilder<K> {
             config: Config::default(),
             runtime: None,
             fetcher: None,
+            sources: Vec::new(),
             decoder: None,
             rows: std::marker::PhantomData,
         }
@@ -65,12 +69,52 @@ impl<K> PipelineBuilder<K> {
         self
     }
 
-    /// Fetches with `fetcher` instead of an [`HttpFetcher`]. With
-    /// [`DiskConfig::dir`](crate::DiskConfig::dir) set, the disk cache is a
-    /// layer in front of it, and keeps what its [`Fetch::fetch_response`]
-    /// allows.
+    /// Fetches `http` and `https` URLs with `fetcher` instead of an
+    /// [`HttpFetcher`] (an API client that signs requests, a test's
+    /// fixtures). With [`DiskConfig::dir`](crate::DiskConfig::dir) set, the
+    /// disk cache is a layer in front of it, and keeps what its
+    /// [`Fetch::fetch_response`] allows. `file://` URLs are still read by
+    /// the pipeline's own file source, under
+    /// [`FetchConfig::file_roots`](crate::FetchConfig::file_roots); other
+    /// schemes are [`PipelineBuilder::source`]'s.
     pub fn fetcher(mut self, fetcher: impl Fetch) -> Self {
         self.fetcher = Some(Arc::new(fetcher));
+        self
+    }
+
+    /// Fetches the URLs of `scheme` (`s3`, `zip`, `myapp`: any case, taken
+    /// as lower case) with `fetcher`. A pipeline then takes requests for
+    /// them, and the egui door takes `egui::Image`s of them; a scheme with
+    /// no source is refused with [`Error::UnsupportedUrl`](crate::Error::UnsupportedUrl).
+    /// `http`, `https` and `file` may be given too, which replaces
+    /// thumbpipe's own source for that scheme; a later call for a scheme
+    /// replaces an earlier one. A name that is not a URL scheme (a letter,
+    /// then letters, digits, `+`, `-` or `.`) makes [`build`](Self::build)
+    /// fail with [`BuildError::Config`].
+    ///
+    /// The URL is the source's to read: `demo://cover/7`, `s3://bucket/key`
+    /// or `myapp:42`. Its fetches count against
+    /// [`FetchConfig::max_per_host`](crate::FetchConfig::max_per_host) by
+    /// the URL's host, like a network's.
+    ///
+    /// ```
+    /// use bytes::Bytes;
+    ///
+    /// static PNG: &[u8] = &[0x89, b'P', b'N', b'G'];
+    /// let mut pipeline = thumbpipe::Pipeline::<u32>::builder()
+    ///     .source("demo", thumbpipe::fetch_fn(|url, _max_bytes| async move {
+    ///         // `url` is `demo://cover/7`: look it up in the app's own store.
+    ///         let _id = url.path();
+    ///         Ok(Bytes::from_static(PNG))
+    ///     }))
+    ///     .build()?;
+    /// assert!(pipeline.schemes().any(|scheme| scheme == "demo"));
+    /// let size = thumbpipe::TargetSize::square(64);
+    /// pipeline.request(0, "demo://cover/7", size, thumbpipe::Priority::Visible);
+    /// # Ok::<(), thumbpipe::BuildError>(())
+    /// ```
+    pub fn source(mut self, scheme: impl Into<String>, fetcher: impl Fetch) -> Self {
+        self.sources.push((scheme.into(), Arc::new(fetcher)));
         self
     }
 
@@ -95,6 +139,7 @@ impl<K> PipelineBuilder<K> {
             config: self.config,
             runtime: self.runtime,
             fetcher: self.fetcher,
+            sources: self.sources,
             decoder: self.decoder,
             rows: std::marker::PhantomData,
         }
@@ -104,6 +149,12 @@ impl<K> PipelineBuilder<K> {
     pub fn build(self) -> Result<Pipeline<K>, BuildError> {
         let config = self.config;
         config.validate()?;
+        if let Some((scheme, _)) = self.sources.iter().find(|(s, _)| !is_scheme(s)) {
+            return Err(BuildError::Config(format!(
+                "PipelineBuilder::source: '{scheme}' is not a URL scheme (a letter, then \
+                 letters, digits, '+', '-' or '.')"
+            )));
+        }
         let (runtime, handle) = match self.runtime {
             Some(handle) => (None, handle),
             None => {
@@ -112,10 +163,28 @@ impl<K> PipelineBuilder<K> {
                 (Some(runtime), handle)
             }
         };
-        let (fetcher, local_files) = match self.fetcher {
-            Some(fetcher) => (fetcher, None),
+        // One set of local files serves the `file` source and the shared
+        // thumbnails of the same files.
+        let local_files = (!config.fetch.file_roots.is_empty())
+            .then(|| LocalFiles::start(&config.fetch.file_roots, config.fetch.file_readers))
+            .transpose()?
+            .map(Arc::new);
+        let network = match self.fetcher {
+            Some(fetcher) => fetcher,
             None => default_fetcher(&config, &handle)?,
         };
+        let mut sources = vec![
+            ("http".to_owned(), Arc::clone(&network)),
+            ("https".to_owned(), network),
+        ];
+        if let Some(files) = &local_files {
+            let files: Arc<dyn Fetch> = Arc::new(FileSource::new(Arc::clone(files)));
+            sources.push(("file".to_owned(), files));
+        }
+        sources.extend(self.sources);
+        let sources = Sources::new(sources);
+        let schemes = sources.schemes();
+        let fetcher: Arc<dyn Fetch> = Arc::new(sources);
         let metrics = Arc::new(Metrics::default());
         // The disk cache: a layer in front of the fetcher, and the
         // thumbnail tier beside it.
@@ -179,7 +248,7 @@ impl<K> PipelineBuilder<K> {
             ready: Vec::new(),
             refused: Vec::new(),
             default_ttl: config.cache.ttl,
-            files_allowed: !config.fetch.file_roots.is_empty(),
+            schemes,
             loads,
             deliveries,
             metrics,
@@ -215,17 +284,11 @@ fn decode_pool(
     )?))
 }
 
-/// A fetcher, and the local files it reads (`None` without file roots),
-/// for the shared thumbnails of the same files.
-type FetcherAndFiles = (Arc<dyn Fetch>, Option<Arc<LocalFiles>>);
-
-/// The pipeline's own fetcher, and its local files.
-fn default_fetcher(config: &Config, handle: &Handle) -> Result<FetcherAndFiles, BuildError> {
+/// The pipeline's own fetcher for `http` and `https`.
+fn default_fetcher(config: &Config, handle: &Handle) -> Result<Arc<dyn Fetch>, BuildError> {
     // reqwest's client needs a runtime context to build.
     let _entered = handle.enter();
-    let fetcher = HttpFetcher::for_pipeline(&config.fetch)?;
-    let local_files = fetcher.local_files();
-    Ok((Arc::new(fetcher), local_files))
+    Ok(Arc::new(HttpFetcher::for_pipeline(&config.fetch)?))
 }
 
 fn io_runtime(threads: usize) -> std::io::Result<Runtime> {

@@ -87,7 +87,7 @@ impl<K: Hash + Eq + Clone> Pipeline<K> {
             }
         };
         Metrics::add(&self.metrics.requested, 1);
-        match parse_url(&url, self.files_allowed) {
+        match parse_url(&url, &self.schemes) {
             // No work starts, and only the id is kept: the error is made
             // by the next `drain`.
             _ if refused => self.refused.push(id),

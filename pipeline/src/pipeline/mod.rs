@@ -22,6 +22,7 @@ use crate::cache::CacheView;
 use crate::decode::{self, DecodePool};
 use crate::deliver::{Delivery, Waker, unset_waker};
 use crate::disk::DiskStatsFn;
+use crate::fetch::Schemes;
 use crate::load::LoadHandle;
 use crate::metrics::Metrics;
 use crate::request::RequestId;
@@ -45,9 +46,8 @@ pub struct Pipeline<K> {
     /// [`Error::TooManyPending`].
     refused: Vec<RequestId>,
     default_ttl: Duration,
-    /// Whether `file://` URLs may be requested (`FetchConfig::file_roots`
-    /// has one).
-    files_allowed: bool,
+    /// The schemes with a source: what a request's URL may have.
+    schemes: Schemes,
     /// The load actor; dropping it ends the actor.
     loads: LoadHandle,
     deliveries: std::sync::mpsc::Receiver<Delivery>,
@@ -104,6 +104,26 @@ impl<K> Pipeline<K> {
             .map(|read| read())
             .unwrap_or_default();
         self.metrics.snapshot(cache, disk)
+    }
+
+    /// The URL schemes it has a source for, in lower case and in order:
+    /// `http` and `https`, `file` with a root in
+    /// [`FetchConfig::file_roots`](crate::FetchConfig::file_roots), and
+    /// those added with [`PipelineBuilder::source`]. A request for any
+    /// other is refused with [`Error::UnsupportedUrl`](crate::Error::UnsupportedUrl).
+    ///
+    /// ```
+    /// let pipeline = thumbpipe::Pipeline::<u32>::new(thumbpipe::Config::default())?;
+    /// assert_eq!(pipeline.schemes().collect::<Vec<_>>(), ["http", "https"]);
+    /// # Ok::<(), thumbpipe::BuildError>(())
+    /// ```
+    pub fn schemes(&self) -> impl Iterator<Item = &str> {
+        self.schemes.names()
+    }
+
+    /// The schemes, for a front door that tells its URIs from others.
+    pub(crate) fn scheme_set(&self) -> &Schemes {
+        &self.schemes
     }
 }
 

@@ -639,3 +639,26 @@ fn an_svg_is_drawn_by_thumbpipe_at_the_size_of_its_box() {
     );
     loader.uninstall();
 }
+
+#[test]
+fn an_apps_own_scheme_is_drawn_through_its_source_and_others_are_left_to_egui() {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let ctx = Context::default();
+    let builder =
+        thumbpipe::Pipeline::<()>::builder().source("covers", counting_fetcher(Arc::clone(&calls)));
+    let loader =
+        thumbpipe::egui::install_with(&ctx, EguiConfig::default(), builder).expect("installs");
+    let uri = "covers://shelf/5.png".to_owned();
+    assert_eq!(
+        draw_until_done(&ctx, std::slice::from_ref(&uri), CELL),
+        [Seen::Ready(CELL)]
+    );
+    assert_eq!(id_of(&loader.drawn(&uri, CELL).expect("drawn")), Some(5));
+    // A scheme with no source is not thumbpipe's: egui's other loaders
+    // (none here) get it, and no source is called.
+    let other = draw(&ctx, &["s3://bucket/6.png".to_owned()], CELL);
+    assert!(matches!(&other[..], [Seen::Failed(_)]), "{other:?}");
+    assert_eq!(loader.drawn("s3://bucket/6.png", CELL), None);
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+    loader.uninstall();
+}

@@ -39,5 +39,6 @@ mod request_headers;
 mod seams;
 mod shared_thumbnails;
 mod shared_thumbnails_untrusted;
+mod sources;
 mod tls;
 mod wrong_row;

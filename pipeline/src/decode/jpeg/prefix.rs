@@ -18,10 +18,8 @@
 
 use std::sync::Arc;
 
-use bytes::Bytes;
 use futures::future::BoxFuture;
 use image::metadata::Orientation;
-use url::Url;
 
 use super::frame::FrameHeader;
 use super::markers::{
@@ -30,7 +28,7 @@ use super::markers::{
 use super::{dc_headers, dc_scans, exif};
 use crate::Error;
 use crate::decode::{DecodeConfig, DecodeLimits, upright};
-use crate::fetch::{Enough, Fetch, FetchRequest, FetchResponse, StopRule, body_only};
+use crate::fetch::{Enough, Fetch, FetchRequest, FetchResponse, StopRule, fetch_from_response};
 use crate::request::TargetSize;
 
 /// `inner`, behind a layer that reads JPEGs only as far as their thumbnail
@@ -55,9 +53,7 @@ struct ReadAsNeeded {
 }
 
 impl Fetch for ReadAsNeeded {
-    fn fetch(&self, url: Url, max_bytes: u64) -> BoxFuture<'static, Result<Bytes, Error>> {
-        body_only(self, url, max_bytes)
-    }
+    fetch_from_response!();
 
     fn fetch_response(
         &self,
