@@ -44,6 +44,7 @@ impl Schemes {
     }
 
     /// Whether `uri` begins with a scheme that has a source.
+    #[cfg(any(feature = "egui", test))]
     pub(crate) fn takes(&self, uri: &str) -> bool {
         uri.split_once(':')
             .is_some_and(|(scheme, _)| is_scheme(scheme) && self.has(scheme))

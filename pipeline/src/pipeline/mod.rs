@@ -122,6 +122,7 @@ impl<K> Pipeline<K> {
     }
 
     /// The schemes, for a front door that tells its URIs from others.
+    #[cfg(feature = "egui")]
     pub(crate) fn scheme_set(&self) -> &Schemes {
         &self.schemes
     }
