@@ -1,12 +1,23 @@
 #!/usr/bin/env python3
-"""Circles of imports between the files of thumbpipe's crate (pipeline/src).
+"""Circles of imports between the files of thumbpipe's crate (pipeline/src),
+and imports that point up its layers.
 
 Each file is a module; an edge A -> B means A names something of B's
 (`use super::b::...`, `use crate::x::b::...`, or an inline `super::b::x`
 path). A module's `mod.rs` re-exporting its children is not an edge from
 the child's point of view, so the parent (`mod.rs`) is left out as a
 target when a child names it through `super::Item`. Prints every strongly
-connected group of two or more files; exits 1 if there is one.
+connected group of two or more files, and every import of a file in a
+higher layer (LAYERS below) than the importing file's; exits 1 if there
+is either.
+
+The layers, from the bottom: plain data and seams every stage shares (the
+errors, a body, a thumbnail, a request, each stage's settings and
+statistics, the thumbnail tier's trait); the settings as a whole, the
+counters, the memory cache, delivery and the local files; the fetch
+stage; the decode stage; the load actor; the tiers beside it (the disk
+cache, the shared thumbnails); the pipeline handle; the toolkit doors;
+the crate's front (lib.rs). A file imports from its own layer or below.
 
     python3 benches/scripts/import_cycles.py [pipeline/src]
 """
@@ -110,6 +121,41 @@ for module, path in files.items():
             continue
         edges[module].add(target)
 
+LAYERS = [
+    ["error", "body", "thumbnail", "formats", "workers", "request", "queue", "coast",
+     "decode/config", "fetch/config", "fetch/headers", "fetch/stop", "fetch/schemes", "disk/config",
+     "disk/stats", "shared_thumbnails/config", "load/tier"],
+    ["config", "metrics", "cache", "deliver", "local_files"],
+    ["fetch"],
+    ["decode"],
+    ["load"],
+    ["disk", "shared_thumbnails"],
+    ["pipeline"],
+    ["egui", "iced"],
+    [""],
+]
+
+
+def layer_of(module):
+    """The layer of a file: its own entry, else its top module's."""
+    name = "/".join(module)
+    for depth in range(len(module), -1, -1):
+        prefix = "/".join(module[:depth])
+        for n, names in enumerate(LAYERS):
+            if prefix in names:
+                return n
+    raise SystemExit(f"{name}: in no layer")
+
+
+upward = sorted(
+    (files[a], files[b])
+    for a, targets in edges.items()
+    for b in targets
+    if layer_of(b) > layer_of(a)
+)
+for a, b in upward:
+    print("up a layer:", os.path.relpath(a, root), "->", os.path.relpath(b, root))
+
 # Tarjan's strongly connected components.
 index, low, stack, on, groups = {}, {}, [], set(), []
 counter = [0]
@@ -144,5 +190,8 @@ for v in sorted(modules):
         visit(v)
 for group in groups:
     print("circle:", ", ".join(os.path.relpath(files[m], root) for m in group))
-print(f"{len(files)} files, {sum(len(e) for e in edges.values())} imports, {len(groups)} circles")
-sys.exit(1 if groups else 0)
+print(
+    f"{len(files)} files, {sum(len(e) for e in edges.values())} imports, "
+    f"{len(groups)} circles, {len(upward)} up a layer"
+)
+sys.exit(1 if groups or upward else 0)

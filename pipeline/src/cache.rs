@@ -19,8 +19,9 @@ use std::time::{Duration, Instant};
 
 use lru::LruCache;
 
+use crate::error::BuildError;
 use crate::request::TargetSize;
-use crate::{BuildError, Thumbnail};
+use crate::thumbnail::Thumbnail;
 
 /// Settings of the memory cache: [`Config::cache`](crate::Config::cache).
 ///

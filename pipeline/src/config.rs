@@ -8,9 +8,12 @@
 //! Plain data, read once by [`crate::Pipeline::new`]. Every field documents
 //! its default.
 
-use crate::{
-    BuildError, CacheConfig, DecodeConfig, DiskConfig, FetchConfig, SharedThumbnailsConfig,
-};
+use crate::cache::CacheConfig;
+use crate::decode::config::DecodeConfig;
+use crate::disk::config::DiskConfig;
+use crate::error::BuildError;
+use crate::fetch::config::FetchConfig;
+use crate::shared_thumbnails::config::SharedThumbnailsConfig;
 
 /// Settings of a [`crate::Pipeline`], one struct per stage.
 ///

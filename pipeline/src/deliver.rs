@@ -9,8 +9,9 @@ use std::panic::AssertUnwindSafe;
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex, PoisonError};
 
+use crate::error::Error;
 use crate::request::{RequestId, TargetSize};
-use crate::{Error, Thumbnail};
+use crate::thumbnail::Thumbnail;
 
 /// A finished load for one request.
 #[derive(Debug)]

@@ -10,7 +10,8 @@
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
-use crate::{CacheStats, DiskStats};
+use crate::cache::CacheStats;
+use crate::disk::stats::DiskStats;
 
 macro_rules! metrics {
     ($( $(#[$doc:meta])* $name:ident ),* $(,)?) => {

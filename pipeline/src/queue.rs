@@ -8,8 +8,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use crate::request::Priority;
-use crate::request::TaskId;
+use crate::request::{Priority, TaskId};
 
 #[derive(Debug, Default)]
 pub(crate) struct TaskQueue {

@@ -6,7 +6,7 @@
 use url::Url;
 
 use crate::error::Error;
-use crate::fetch::{Schemes, no_source};
+use crate::fetch::schemes::{Schemes, no_source};
 
 /// Identifies one load task for its whole life; allocated by the load
 /// actor's registry, increasing.

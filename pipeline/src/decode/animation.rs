@@ -20,7 +20,7 @@ use image::{AnimationDecoder, DynamicImage, ImageDecoder as _, ImageFormat, Limi
 
 use super::resize::Pixels;
 use super::{AnimationLimits, gif, webp};
-use crate::AnimationFrame;
+use crate::thumbnail::AnimationFrame;
 
 /// Bytes the frame decoders hold beyond a still decode of the same
 /// image: the canvas the frames are composed on and the composed frame

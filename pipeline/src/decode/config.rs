@@ -3,7 +3,7 @@
 //! data, read when the pipeline is built (by [`crate::ImageDecoder::new`]
 //! and the decode pool); validated with the rest of [`crate::Config`].
 
-use crate::BuildError;
+use crate::error::BuildError;
 
 /// Settings of the decode stage: [`Config::decode`](crate::Config::decode).
 ///

@@ -17,9 +17,10 @@ use image::{ColorType, ImageDecoder as _, ImageFormat, ImageReader};
 
 use super::upright::{orientation_of, quarter_turn, swapped};
 use super::{DecodeLimits, gif, ico, jpeg, png, svg, tiff, webp};
+use crate::error::Error;
 use crate::formats::{self, SUPPORTED_FORMATS};
 use crate::request::TargetSize;
-use crate::{Error, Thumbnail};
+use crate::thumbnail::Thumbnail;
 
 /// What the photo an embedded thumbnail came from says of it: how to turn
 /// it, and the photo's size, which the thumbnail reports as its source.

@@ -28,7 +28,7 @@
 //! crop) is `fitting.rs`.
 
 mod animation;
-mod config;
+pub(crate) mod config;
 mod fitting;
 mod gif;
 mod header;
@@ -73,8 +73,10 @@ pub(crate) use pool::{DecodeJob, DecodeOutcome, DecodePool, SHUTDOWN_PATIENCE};
 pub(crate) use resize::refit;
 pub(crate) use route::decode_thumbnail;
 
+use crate::body::Body;
+use crate::error::Error;
 use crate::request::TargetSize;
-use crate::{Body, Error, Thumbnail};
+use crate::thumbnail::Thumbnail;
 
 /// A body to a thumbnail: the decode stage's seam. The default,
 /// [`ImageDecoder`], decodes the formats it lists under the config's

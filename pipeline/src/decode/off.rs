@@ -14,8 +14,9 @@ pub(super) mod avif {
     use std::sync::Arc;
 
     use crate::decode::DecodeLimits;
+    use crate::error::Error;
     use crate::request::TargetSize;
-    use crate::{Error, Thumbnail};
+    use crate::thumbnail::Thumbnail;
 
     /// Never called: an AVIF is refused as a format this build does not
     /// decode.
@@ -53,8 +54,9 @@ pub(super) mod svg {
     use std::sync::Arc;
 
     use crate::decode::DecodeLimits;
+    use crate::error::Error;
     use crate::request::TargetSize;
-    use crate::{Error, Thumbnail};
+    use crate::thumbnail::Thumbnail;
 
     /// False: markup is not drawn.
     pub(in crate::decode) fn looks_like_svg(_: &[u8]) -> bool {

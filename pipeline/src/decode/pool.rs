@@ -18,10 +18,11 @@ use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
 use super::{Decode, catch_panic};
+use crate::body::Body;
+use crate::error::Error;
 use crate::queue::TaskQueue;
-use crate::request::TaskId;
-use crate::request::{Priority, TargetSize};
-use crate::{Body, Error, Thumbnail};
+use crate::request::{Priority, TargetSize, TaskId};
+use crate::thumbnail::Thumbnail;
 
 /// One decode for the pool.
 pub(crate) struct DecodeJob {

@@ -14,8 +14,9 @@ use image::{DynamicImage, RgbaImage};
 use std::sync::Arc;
 
 use super::fitting::Fitting;
+use crate::error::Error;
 use crate::request::TargetSize;
-use crate::{Animation, AnimationFrame, Error, Thumbnail};
+use crate::thumbnail::{Animation, AnimationFrame, Thumbnail};
 
 /// The filter: Lanczos3, which does not alias however far an image is
 /// scaled down (its support grows with the ratio), and is what the `image`

@@ -23,8 +23,9 @@ use super::jpeg::{self, JpegLayout};
 use super::resize::Pixels;
 use super::upright::fit;
 use super::{DecodeLimits, animation, avif, gif, png, resize, svg};
+use crate::error::Error;
 use crate::request::TargetSize;
-use crate::{Animation, Error, Thumbnail};
+use crate::thumbnail::{Animation, Thumbnail};
 
 /// Decodes `bytes` (in a format [`ImageDecoder`] lists) and scales the
 /// image down to `target` (fitted inside it, cropped to cover it, or at

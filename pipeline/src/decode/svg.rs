@@ -35,8 +35,9 @@ use resvg::usvg::{self, roxmltree};
 
 use super::svg_refs::{self, MAX_DEPTH, Over};
 use super::{DecodeLimits, svg_cost};
+use crate::error::Error;
 use crate::request::{Fit, TargetSize};
-use crate::{Error, Thumbnail};
+use crate::thumbnail::Thumbnail;
 
 /// Bytes an element costs once converted, at most (measured: under 400
 /// for paths of a few dozen segments), for the decode limit.

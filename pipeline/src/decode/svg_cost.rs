@@ -224,8 +224,9 @@ mod tests {
 
     use super::super::route::tests::LIMITS;
     use super::super::svg::rasterise;
+    use crate::error::Error;
     use crate::request::TargetSize;
-    use crate::{Error, Thumbnail};
+    use crate::thumbnail::Thumbnail;
 
     fn draw(svg: &str, target: TargetSize) -> Result<Thumbnail, Error> {
         rasterise(&Arc::from("http://x/a.svg"), svg.as_bytes(), target, LIMITS)

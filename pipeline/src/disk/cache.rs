@@ -15,9 +15,10 @@ use super::lanes::Lanes;
 use super::policy::reusable;
 use super::stats::DiskCounters;
 use super::store::Store;
+use crate::error::BuildError;
 use crate::request::TargetSize;
+use crate::thumbnail::Thumbnail;
 use crate::workers::Workers;
-use crate::{BuildError, Thumbnail};
 
 /// A stored response's index entry: what the caching rules need, before
 /// its body is read.
@@ -295,23 +296,23 @@ mod tests {
     /// cache's layer at hand. It keeps no thumbnails: every load reads a
     /// response's head.
     struct Rig<K> {
-        pipeline: crate::Pipeline<K>,
+        pipeline: crate::pipeline::Pipeline<K>,
         tier: Arc<DiskTier>,
         dir: std::path::PathBuf,
         _runtime: tokio::runtime::Runtime,
     }
 
     impl<K> Rig<K> {
-        fn new(name: &str, config: crate::Config) -> Self {
+        fn new(name: &str, config: crate::config::Config) -> Self {
             let dir = policy::scratch(name);
             let runtime = tokio::runtime::Runtime::new().unwrap();
             let fetcher = {
                 let _entered = runtime.enter();
-                crate::HttpFetcher::new(&config.fetch).unwrap()
+                crate::fetch::HttpFetcher::new(&config.fetch).unwrap()
             };
             let tier =
                 Arc::new(DiskTier::open(Arc::new(fetcher), dir.clone(), &config.disk).unwrap());
-            let pipeline = crate::Pipeline::builder()
+            let pipeline = crate::pipeline::Pipeline::builder()
                 .config(config)
                 .fetcher(Arc::clone(&tier))
                 .build()
@@ -345,15 +346,19 @@ mod tests {
             ..fixture_server::Config::default()
         })
         .unwrap();
-        let mut config = crate::Config::default();
+        let mut config = crate::config::Config::default();
         config.disk.read_timeout = Duration::from_millis(100);
         let mut rig = Rig::<usize>::new("hung-disk", config.clone());
         rig.disk().hang(true);
         let started = std::time::Instant::now();
         for row in 0..100 {
             let url = format!("{}?w=64&h=64", server.image_url(row as u32));
-            rig.pipeline
-                .request(row, &url, TargetSize::square(32), crate::Priority::Visible);
+            rig.pipeline.request(
+                row,
+                &url,
+                TargetSize::square(32),
+                crate::request::Priority::Visible,
+            );
         }
         let mut done = Vec::new();
         while done.len() < 100 && started.elapsed() < Duration::from_secs(60) {
@@ -398,7 +403,7 @@ mod tests {
             tier,
             dir,
             _runtime,
-        } = Rig::<u32>::new("stalled-disk", crate::Config::default());
+        } = Rig::<u32>::new("stalled-disk", crate::config::Config::default());
         let stats = tier.stats();
         // Each load asks for another size, so that the memory cache does
         // not answer it.
@@ -407,7 +412,7 @@ mod tests {
                 row,
                 &url,
                 TargetSize::square(16 + row),
-                crate::Priority::Visible,
+                crate::request::Priority::Visible,
             );
             let started = std::time::Instant::now();
             loop {

@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::BuildError;
+use crate::error::BuildError;
 
 /// Settings of the disk cache: [`Config::disk`](crate::Config::disk). Off
 /// unless [`DiskConfig::dir`] is set.

@@ -43,8 +43,8 @@
 
 // The settings and the counters are plain data, there with or without the
 // cargo feature `disk-cache`; the cache is not.
-mod config;
-mod stats;
+pub(crate) mod config;
+pub(crate) mod stats;
 
 #[cfg(feature = "disk-cache")]
 mod cache;
@@ -90,8 +90,10 @@ pub(crate) use tier::DiskTier;
 
 use std::sync::Arc;
 
-use crate::load::ThumbnailTier;
-use crate::{BuildError, Config, Fetch};
+use crate::config::Config;
+use crate::error::BuildError;
+use crate::fetch::Fetch;
+use crate::load::tier::ThumbnailTier;
 
 /// Reads the disk cache's counters.
 pub(crate) type DiskStatsFn = Box<dyn Fn() -> DiskStats + Send + Sync>;

@@ -104,7 +104,7 @@ impl Store {
 /// `/proc/self` (Linux), or else of a file this process creates in the
 /// directory; elsewhere, nothing is checked. A stat or two on the
 /// builder's thread, when the pipeline is built.
-pub(super) fn check_owner(dir: &Path) -> Result<(), crate::BuildError> {
+pub(super) fn check_owner(dir: &Path) -> Result<(), crate::error::BuildError> {
     #[cfg(unix)]
     {
         use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
@@ -128,7 +128,7 @@ pub(super) fn check_owner(dir: &Path) -> Result<(), crate::BuildError> {
         // counted as such when used.
         let Ok(me) = me else { return Ok(()) };
         if me != metadata.uid() {
-            return Err(crate::BuildError::Config(format!(
+            return Err(crate::error::BuildError::Config(format!(
                 "disk.dir '{}' belongs to another user (uid {}): use a directory of \
                  your own, such as the platform's cache directory for your app",
                 dir.display(),

@@ -21,8 +21,8 @@ use super::layout::{self, Unreadable};
 use super::request_parts;
 use super::store::Store;
 use super::unlink::Which;
-use crate::Thumbnail;
 use crate::request::{Fit, TargetSize};
+use crate::thumbnail::Thumbnail;
 
 impl Store {
     /// The thumbnail of `url` for `target` made from the response stored

@@ -20,10 +20,13 @@ use url::Url;
 
 use super::policy::{carries_credentials, may_be_shared};
 use super::{DiskCache, DiskStats, cache_options, request_parts, response_parts};
+use crate::body::Body;
+use crate::disk::DiskConfig;
+use crate::error::{BuildError, Error};
 use crate::fetch::{Fetch, FetchRequest, FetchResponse, check_status, fetch_from_response};
-use crate::load::ThumbnailTier;
+use crate::load::tier::ThumbnailTier;
 use crate::request::{Fit, TargetSize};
-use crate::{Body, BuildError, DiskConfig, Error, Thumbnail};
+use crate::thumbnail::Thumbnail;
 
 /// An HTTP cache on disk in front of `inner`.
 pub(crate) struct DiskTier {

@@ -9,7 +9,7 @@
 use ::egui::scroll_area::{ScrollAreaOutput, State};
 use ::egui::{Context, Id, Rect, Ui};
 
-use crate::{CoastPrediction, ExponentialDecay, ListGeometry};
+use crate::coast::{CoastPrediction, ExponentialDecay, ListGeometry};
 
 /// Watches one `ScrollArea` list for kinetic coasts.
 ///

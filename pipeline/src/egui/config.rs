@@ -5,7 +5,8 @@
 
 use std::time::Duration;
 
-use crate::{BuildError, Config};
+use crate::config::Config;
+use crate::error::BuildError;
 
 /// Settings of [`super::install`] and [`super::ThumbnailList::new`]: the
 /// pipeline's, and the UI side's own. A [`Config`] converts into it with

@@ -39,10 +39,12 @@ use super::EguiConfig;
 use super::plan::CoastPlan;
 use super::size::max_texture_side;
 use super::textures::{TextureCache, TextureKey, TextureStats, UploadRefused};
-use crate::{
-    BuildError, CoastModel, CoastPrediction, Error, Pipeline, PipelineBuilder, Priority, Stats,
-    TargetSize, Thumbnail,
-};
+use crate::coast::{CoastModel, CoastPrediction};
+use crate::error::{BuildError, Error};
+use crate::metrics::Stats;
+use crate::pipeline::{Pipeline, PipelineBuilder};
+use crate::request::{Priority, TargetSize};
+use crate::thumbnail::Thumbnail;
 
 /// The shortest time on screen worth a request while coasting, before any
 /// load has been timed.

@@ -15,10 +15,12 @@ use super::EguiConfig;
 use super::front::{Front, Look};
 use super::size::Cell;
 use super::textures::TextureStats;
-use crate::{
-    BuildError, CoastModel, CoastPrediction, Error, Pipeline, PipelineBuilder, Stats, TargetSize,
-    Thumbnail,
-};
+use crate::coast::{CoastModel, CoastPrediction};
+use crate::error::{BuildError, Error};
+use crate::metrics::Stats;
+use crate::pipeline::{Pipeline, PipelineBuilder};
+use crate::request::TargetSize;
+use crate::thumbnail::Thumbnail;
 
 /// Thumbnails for the rows of a list, keyed by row: one live request per
 /// row (a new URL cancels the old one), rows not shown during a pass

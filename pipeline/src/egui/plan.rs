@@ -18,7 +18,7 @@
 use std::ops::Range;
 use std::time::Duration;
 
-use crate::{CoastModel, CoastPrediction};
+use crate::coast::{CoastModel, CoastPrediction};
 
 /// What a pass asks for while the list coasts: items, by index.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -95,7 +95,7 @@ impl CoastPlan {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{ExponentialDecay, ListGeometry};
+    use crate::coast::{ExponentialDecay, ListGeometry};
 
     /// A list of 200 rows of 76 points in a 760-point view (ten on
     /// screen) flung from `offset` at `velocity`.

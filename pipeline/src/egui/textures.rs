@@ -15,7 +15,9 @@ use ::egui::load::SizedTexture;
 use ::egui::{ColorImage, Context, TextureHandle, TextureOptions};
 use lru::LruCache;
 
-use crate::{Error, TargetSize, Thumbnail};
+use crate::error::Error;
+use crate::request::TargetSize;
+use crate::thumbnail::Thumbnail;
 
 /// A texture's identity: the URL, the box its thumbnail was made for, and
 /// how egui samples it.
@@ -431,14 +433,14 @@ mod tests {
     /// all grey `frame * 100`.
     fn animation() -> Thumbnail {
         let frames = (0..3u8)
-            .map(|frame| crate::AnimationFrame {
+            .map(|frame| crate::thumbnail::AnimationFrame {
                 pixels: vec![frame * 100; 16 * 16 * 4].into(),
                 delay: Duration::from_millis(100 * (u64::from(frame) + 1)),
             })
             .collect::<Vec<_>>();
         Thumbnail {
             pixels: Arc::clone(&frames[0].pixels),
-            animation: crate::Animation::new(frames).map(Arc::new),
+            animation: crate::thumbnail::Animation::new(frames).map(Arc::new),
             ..thumbnail(16)
         }
     }

@@ -19,11 +19,13 @@ use super::EguiConfig;
 use super::front::{Front, Look};
 use super::size::{Cell, max_texture_side, target_for_hint};
 use super::textures::{TextureStats, color_image};
+use crate::coast::{CoastModel, CoastPrediction};
+use crate::error::BuildError;
 use crate::fetch::Schemes;
-use crate::{
-    BuildError, CoastModel, CoastPrediction, Pipeline, PipelineBuilder, Stats, TargetSize,
-    Thumbnail,
-};
+use crate::metrics::Stats;
+use crate::pipeline::{Pipeline, PipelineBuilder};
+use crate::request::TargetSize;
+use crate::thumbnail::Thumbnail;
 
 /// The id under which the loaders are registered (both kinds).
 const LOADER_ID: &str = ::egui::generate_loader_id!(UriLoader);

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::HeaderHook;
-use crate::BuildError;
+use crate::error::BuildError;
 
 /// Settings of the fetch stage: [`Config::fetch`](crate::Config::fetch).
 ///

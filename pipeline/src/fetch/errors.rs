@@ -8,7 +8,7 @@ use std::sync::Arc;
 use url::Url;
 
 use super::FetchLimits;
-use crate::Error;
+use crate::error::Error;
 
 /// Follows at most `max` redirects, and none from `https` to `http` unless
 /// `downgrades` allows it: the image would travel unencrypted, open to be

@@ -12,7 +12,7 @@ use url::Url;
 
 use super::budget::{BodyBudget, Reservation};
 use super::stop::StopRule;
-use crate::Body;
+use crate::body::Body;
 use crate::request::TargetSize;
 
 /// What a [`Fetch`](crate::Fetch) is asked for: a URL, the largest body
@@ -163,11 +163,11 @@ impl FetchResponse {
 pub(crate) fn check_status(
     url: &impl std::fmt::Display,
     status: http::StatusCode,
-) -> Result<(), crate::Error> {
+) -> Result<(), crate::error::Error> {
     if status.is_success() {
         Ok(())
     } else {
-        Err(crate::Error::Status {
+        Err(crate::error::Error::Status {
             url: url.to_string(),
             status: status.as_u16(),
         })

@@ -10,7 +10,8 @@ use std::time::Duration;
 use super::errors::classify;
 use super::stop::{BodySoFar, ReadOn};
 use super::{FetchLimits, FetchRequest, FetchResponse, HttpFetcher, check_status};
-use crate::{Body, Error};
+use crate::body::Body;
+use crate::error::Error;
 
 /// The response at an `http` or `https` URL: a success with its body, or,
 /// for a conditional request, a `304 Not Modified` with none.

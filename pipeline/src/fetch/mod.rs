@@ -22,12 +22,13 @@ use url::Url;
 use crate::error::{BuildError, Error};
 
 mod budget;
-mod config;
+pub(crate) mod config;
 mod errors;
 mod exchange;
 mod file;
 mod headers;
 mod http;
+pub(crate) mod schemes;
 mod sources;
 mod stop;
 
@@ -39,7 +40,8 @@ pub use exchange::{FetchRequest, FetchResponse};
 pub(crate) use file::FileSource;
 pub use headers::HeaderHook;
 pub(crate) use headers::RequestHeaders;
-pub(crate) use sources::{Schemes, Sources, is_scheme, no_source};
+pub(crate) use schemes::{Schemes, is_scheme, no_source};
+pub(crate) use sources::Sources;
 pub use stop::{Enough, StopRule};
 
 /// A source of image bytes.

@@ -12,7 +12,8 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
-use crate::{Body, Error};
+use crate::body::Body;
+use crate::error::Error;
 
 /// What a [`StopRule`]'s watch says of the bytes read so far.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -15,7 +15,9 @@ use bytes::Bytes;
 use iced_core::image::Handle;
 use lru::LruCache;
 
-use crate::{Error, TargetSize, Thumbnail};
+use crate::error::Error;
+use crate::request::TargetSize;
+use crate::thumbnail::Thumbnail;
 
 /// A handle's identity: the URL and the box its thumbnail was made for.
 pub(super) type HandleKey = (Arc<str>, TargetSize);

@@ -100,7 +100,11 @@ use iced_futures::Subscription;
 
 use self::handles::{HandleKey, Handles};
 use self::wake::Wakeups;
-use crate::{BuildError, Config, Error, Pipeline, PipelineBuilder, Priority, Stats, TargetSize};
+use crate::config::Config;
+use crate::error::{BuildError, Error};
+use crate::metrics::Stats;
+use crate::pipeline::{Pipeline, PipelineBuilder};
+use crate::request::{Priority, TargetSize};
 
 pub use handles::HandleStats;
 pub use wake::Ready;
@@ -344,7 +348,11 @@ impl<K: Hash + Eq + Clone> Thumbnails<K> {
     }
 
     /// `key`'s handle made from `thumbnail`, or why it cannot be.
-    fn make_handle(&mut self, key: HandleKey, thumbnail: &crate::Thumbnail) -> RowThumbnail {
+    fn make_handle(
+        &mut self,
+        key: HandleKey,
+        thumbnail: &crate::thumbnail::Thumbnail,
+    ) -> RowThumbnail {
         // The rows' handles matter only when one must be freed: most
         // arrivals fit, and cost no walk over the rows.
         let in_use: HashSet<&HandleKey> = if self.handles.fits(thumbnail.pixels.len()) {

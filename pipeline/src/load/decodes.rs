@@ -15,10 +15,12 @@ use url::Url;
 
 use super::registry::Stage;
 use super::{Event, LoadActor, ThumbnailTier};
-use crate::decode::{DecodeJob, DecodeOutcome, catch_panic, refit};
+use crate::body::Body;
+use crate::decode::{Decode, DecodeJob, DecodeOutcome, catch_panic, refit};
+use crate::error::Error;
 use crate::metrics::Metrics;
 use crate::request::{TargetSize, TaskId};
-use crate::{Body, Decode, Error, Thumbnail};
+use crate::thumbnail::Thumbnail;
 
 impl LoadActor {
     /// Sends `task_id`'s body, whole or cut short, to the decode pool.

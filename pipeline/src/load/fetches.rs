@@ -17,11 +17,12 @@ use tokio_util::sync::CancellationToken;
 use super::registry::{Reading, Stage};
 use super::{Event, LoadActor};
 
-use crate::error::panic_message;
+use crate::body::Body;
+use crate::error::{Error, panic_message};
 use crate::fetch::{Fetch, FetchRequest, FetchResponse, RequestHeaders, check_status};
 use crate::metrics::Metrics;
 use crate::request::TaskId;
-use crate::{Body, Error, Thumbnail};
+use crate::thumbnail::Thumbnail;
 
 impl LoadActor {
     /// Starts queued fetches while their hosts have free slots and the

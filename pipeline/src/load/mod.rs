@@ -46,7 +46,7 @@ mod fetches;
 mod handle;
 mod registry;
 mod schedule;
-mod tier;
+pub(crate) mod tier;
 mod times;
 
 use std::sync::atomic::AtomicBool;
@@ -65,13 +65,14 @@ use schedule::{FetchScheduler, Removed};
 pub(crate) use tier::{ThumbnailTier, either};
 use times::LoadTimes;
 
-use crate::cache::{CacheKey, CacheLimits, CacheView, ThumbnailCache};
+use crate::cache::{CacheKey, CacheLimits, CacheStats, CacheView, ThumbnailCache};
 use crate::decode::{DecodeJob, DecodeOutcome, DecodePool};
 use crate::deliver::{Delivery, Outbox};
+use crate::error::Error;
 use crate::fetch::{BodyBudget, Fetch, FetchResponse, RequestHeaders};
 use crate::metrics::Metrics;
 use crate::request::{Priority, RequestId, TaskId, host_key};
-use crate::{CacheStats, Error, Thumbnail};
+use crate::thumbnail::Thumbnail;
 
 /// From the fetch tasks and decode threads.
 enum Event {

@@ -10,8 +10,10 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use url::Url;
 
+use crate::body::Body;
+use crate::error::Error;
 use crate::request::TargetSize;
-use crate::{Body, Error, Thumbnail};
+use crate::thumbnail::Thumbnail;
 
 /// A tier of decoded thumbnails kept beside the fetch stage: the load
 /// actor asks it before a load's fetch, and offers it every thumbnail

@@ -22,8 +22,8 @@ use url::Url;
 
 use self::beneath::{Refused, Root, open_beneath};
 use crate::body::FileStamp;
+use crate::error::{BuildError, Error};
 use crate::workers::Workers;
-use crate::{BuildError, Error};
 
 /// The roots and the threads that read beneath them.
 #[derive(Debug)]

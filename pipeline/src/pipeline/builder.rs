@@ -10,16 +10,19 @@ use tokio::runtime::{Handle, Runtime};
 use tokio_util::sync::CancellationToken;
 
 use super::Pipeline;
-use crate::cache::{CacheLimits, CacheView};
-use crate::decode::{DecodePool, read_as_needed};
+use crate::cache::{CacheLimits, CacheStats, CacheView};
+use crate::config::Config;
+use crate::decode::{Decode, DecodePool, ImageDecoder, read_as_needed};
 use crate::deliver::Outbox;
 use crate::disk::{WithDisk, with_disk};
-use crate::fetch::{BodyBudget, FileSource, RequestHeaders, Sources, is_scheme};
+use crate::error::BuildError;
+use crate::fetch::{
+    BodyBudget, Fetch, FileSource, HttpFetcher, RequestHeaders, Sources, is_scheme,
+};
 use crate::load::{self, Parts, either};
 use crate::local_files::LocalFiles;
 use crate::metrics::Metrics;
 use crate::shared_thumbnails;
-use crate::{BuildError, CacheStats, Config, Decode, Fetch, HttpFetcher, ImageDecoder};
 
 /// Builds a [`Pipeline`] with a runtime, fetcher or decoder of your own.
 ///

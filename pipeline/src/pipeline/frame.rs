@@ -10,11 +10,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::rows::Asked;
-use crate::deliver::Delivery;
+use crate::deliver::{Completion, Delivery};
+use crate::error::Error;
 use crate::metrics::Metrics;
-use crate::request::parse_url;
-use crate::request::{Priority, RequestId, TargetSize};
-use crate::{Completion, Error, Pipeline, Thumbnail};
+use crate::pipeline::Pipeline;
+use crate::request::{Priority, RequestId, TargetSize, parse_url};
+use crate::thumbnail::Thumbnail;
 
 impl<K: Hash + Eq + Clone> Pipeline<K> {
     /// Asks for `url`'s thumbnail, fitted inside `target`, for `row`.

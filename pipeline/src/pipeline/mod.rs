@@ -18,15 +18,16 @@ use tokio_util::sync::CancellationToken;
 
 pub use builder::PipelineBuilder;
 
-use crate::cache::CacheView;
+use crate::cache::{CacheStats, CacheView};
+use crate::config::Config;
 use crate::decode::{self, DecodePool};
 use crate::deliver::{Delivery, Waker, unset_waker};
 use crate::disk::DiskStatsFn;
+use crate::error::BuildError;
 use crate::fetch::Schemes;
 use crate::load::LoadHandle;
-use crate::metrics::Metrics;
+use crate::metrics::{Metrics, Stats};
 use crate::request::RequestId;
-use crate::{BuildError, CacheStats, Config, Stats};
 
 /// The thumbnail pipeline, keyed by row keys of type `K` (a row index, an
 /// item id: anything small, hashable and cloneable).

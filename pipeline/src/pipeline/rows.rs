@@ -12,9 +12,9 @@ use std::hash::Hash;
 use std::sync::Arc;
 use std::time::Instant;
 
-use crate::deliver::Delivery;
+use crate::deliver::{Completion, Delivery};
+use crate::error::Error;
 use crate::request::{Priority, RequestId, TargetSize};
-use crate::{Completion, Error};
 
 /// A row's current request.
 #[derive(Debug)]
@@ -225,7 +225,7 @@ impl<K: Hash + Eq + Clone> RowTable<K> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Thumbnail;
+    use crate::thumbnail::Thumbnail;
 
     const SIZE: TargetSize = TargetSize::square(64);
 

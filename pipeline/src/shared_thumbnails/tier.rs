@@ -26,13 +26,14 @@ use url::Url;
 use super::cache_files::{read_small_file, write_privately};
 use super::names::{SizeClass, canonical_uri, fail_dir_name, thumbnail_name};
 use super::png_text::{PngInfo, encode, read_info};
-use crate::body::FileStamp;
+use crate::body::{Body, FileStamp};
 use crate::decode::{DecodeLimits, decode_thumbnail};
-use crate::load::ThumbnailTier;
+use crate::error::Error;
+use crate::load::tier::ThumbnailTier;
 use crate::local_files::LocalFiles;
 use crate::metrics::Metrics;
 use crate::request::{Fit, TargetSize};
-use crate::{Body, Error, Thumbnail};
+use crate::thumbnail::Thumbnail;
 
 /// The shared cache's look-ups and writes, for files under the roots.
 pub(crate) struct SharedThumbnails {

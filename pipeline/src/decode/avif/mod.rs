@@ -36,8 +36,9 @@ use super::fitting::Fitting;
 use super::header::{Image, within_max_dimension};
 use super::resize::{self, Layout, Pixels};
 use super::upright::fit;
+use crate::error::Error;
 use crate::request::TargetSize;
-use crate::{Error, Thumbnail};
+use crate::thumbnail::Thumbnail;
 
 /// Decodes `bytes`, an AVIF file, into a thumbnail for `asked`, under
 /// `limits`.

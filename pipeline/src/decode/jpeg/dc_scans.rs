@@ -29,8 +29,7 @@ use super::markers::{
     self, APP0, APP14, DHT, DQT, DRI, EOI, SOF2, SOS, Segment, is_frame, read_segment,
     skip_entropy_coded,
 };
-use crate::decode::fitting::Fitting;
-use crate::decode::resize::Pixels;
+use crate::decode::{fitting::Fitting, resize::Pixels};
 use crate::request::TargetSize;
 
 /// Whether a thumbnail of `target` (turned as the photo's orientation
@@ -492,8 +491,10 @@ pub(super) mod tests {
     /// bytes up to the AC scans are not enough.
     #[test]
     fn the_route_makes_small_thumbnails_from_the_dc_scans() {
-        use crate::decode::route::tests::LIMITS;
-        use crate::decode::route::{decode_thumbnail, decode_thumbnail_from_prefix};
+        use crate::decode::{
+            route::tests::LIMITS,
+            route::{decode_thumbnail, decode_thumbnail_from_prefix},
+        };
         let rgb = fixture_server::picture::render(77, 800, 600).pixels;
         let jpeg = progressive(&rgb, (800, 600), jpeg_encoder::SamplingFactor::F_2_2, None);
         let dc = &jpeg[..first_ac_scan(&jpeg)];

@@ -14,8 +14,7 @@ use image::metadata::Orientation;
 use super::frame::FrameHeader;
 use super::layout::frame_size;
 use super::markers::{APP1, SOS, Segment, headers, is_frame, is_not_jpeg};
-use crate::decode::fitting::Fitting;
-use crate::decode::upright;
+use crate::decode::{fitting::Fitting, upright};
 use crate::fetch::Enough;
 use crate::request::TargetSize;
 
@@ -233,7 +232,7 @@ mod tests {
         with_exif(&plain_jpeg(photo.0, photo.1, RED), &exif).unwrap()
     }
 
-    fn blue(thumbnail: &crate::Thumbnail) -> bool {
+    fn blue(thumbnail: &crate::thumbnail::Thumbnail) -> bool {
         thumbnail.pixels[2] > thumbnail.pixels[0]
     }
 

@@ -216,10 +216,9 @@ mod tests {
     #[cfg(feature = "libjpeg")]
     use super::super::libjpeg::decode_scaled;
     use super::*;
-    use crate::decode::decode_thumbnail;
     #[cfg(feature = "libjpeg")]
     use crate::decode::resize::Layout;
-    use crate::decode::route::tests::LIMITS;
+    use crate::decode::{decode_thumbnail, route::tests::LIMITS};
     use crate::request::TargetSize;
 
     /// A JPEG is decoded at the smallest DCT scale that covers the

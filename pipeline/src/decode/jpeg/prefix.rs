@@ -26,8 +26,8 @@ use super::markers::{
     self, APP1, DHT, DQT, DRI, EOI, SOF2, SOS, Segment, entropy_coded_end, is_frame, read_segment,
 };
 use super::{dc_headers, dc_scans, exif};
-use crate::Error;
 use crate::decode::{DecodeConfig, DecodeLimits, upright};
+use crate::error::Error;
 use crate::fetch::{Enough, Fetch, FetchRequest, FetchResponse, StopRule, fetch_from_response};
 use crate::request::TargetSize;
 
