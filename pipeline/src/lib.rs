@@ -272,6 +272,8 @@ mod pipeline;
 mod queue;
 mod request;
 mod shared_thumbnails;
+#[cfg(any(feature = "disk-cache", feature = "shared-thumbnails"))]
+mod small_files;
 mod thumbnail;
 mod workers;
 

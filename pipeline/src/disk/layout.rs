@@ -18,10 +18,10 @@
 //! content named by its hash.
 
 use std::collections::HashMap;
-use std::io::Read as _;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
+use crate::small_files::{self, hex};
 use base64::Engine as _;
 use sha1::Digest as _;
 
@@ -62,10 +62,6 @@ pub(super) fn content_path(dir: &Path, integrity: &cacache::Integrity) -> Option
     )
 }
 
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
 /// Why a file gave no bytes.
 #[derive(Debug, PartialEq, Eq)]
 pub(super) enum Unreadable {
@@ -104,18 +100,9 @@ pub(super) fn open_regular(path: &Path) -> Result<std::fs::File, Unreadable> {
 
 /// Reads `file` to its end if it holds at most `cap` bytes.
 fn read_capped(file: std::fs::File, cap: u64) -> Result<Vec<u8>, Unreadable> {
-    // Room for what the file holds, not for what it may hold: most
-    // buckets are a few hundred bytes, and a size claimed by an index line
-    // is not evidence.
-    let len = file.metadata().map_or(0, |metadata| metadata.len());
-    let mut bytes = Vec::with_capacity(usize::try_from(len.min(cap)).unwrap_or(0));
-    file.take(cap.saturating_add(1))
-        .read_to_end(&mut bytes)
-        .map_err(|_| Unreadable::Failed)?;
-    if bytes.len() as u64 > cap {
-        return Err(Unreadable::Corrupt);
-    }
-    Ok(bytes)
+    small_files::read_capped(file, cap)
+        .map_err(|_| Unreadable::Failed)?
+        .ok_or(Unreadable::Corrupt)
 }
 
 /// The content of `integrity`, which its entry says is `size` bytes: read

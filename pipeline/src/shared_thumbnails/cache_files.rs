@@ -12,7 +12,8 @@
 //! Plain blocking functions, called on the file threads by the tier; each
 //! ends when its file is read or written, or with `None` or an error.
 
-use std::io::{Read as _, Write as _};
+use crate::small_files::read_capped;
+use std::io::Write as _;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -30,11 +31,7 @@ pub(super) fn read_small_file(cache: &Path, sub: &[&str], name: &str) -> Option<
     if !metadata.is_file() || !mine(&metadata) || metadata.len() > MAX_THUMBNAIL_BYTES {
         return None;
     }
-    let mut bytes = Vec::with_capacity(metadata.len() as usize);
-    file.take(MAX_THUMBNAIL_BYTES)
-        .read_to_end(&mut bytes)
-        .ok()?;
-    Some(bytes)
+    read_capped(file, MAX_THUMBNAIL_BYTES).ok().flatten()
 }
 
 /// Writes `bytes` as `name` in the directory `sub` of the cache at `cache`,

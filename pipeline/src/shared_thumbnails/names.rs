@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use md5::{Digest as _, Md5};
 
 use crate::request::{Fit, TargetSize};
+use crate::small_files::hex;
 
 /// A size class of the shared cache: a directory of thumbnails that fit
 /// inside a square of its side.
@@ -106,11 +107,7 @@ fn path_bytes(path: &Path) -> Option<Vec<u8>> {
 /// The file name of the thumbnails of the file whose canonical URI is
 /// `uri`: the MD5 of the URI in lowercase hex, `.png`.
 pub(super) fn thumbnail_name(uri: &str) -> String {
-    let digest = Md5::digest(uri.as_bytes());
-    let mut name = String::with_capacity(36);
-    for byte in digest {
-        name.push_str(&format!("{byte:02x}"));
-    }
+    let mut name = hex(&Md5::digest(uri.as_bytes()));
     name.push_str(".png");
     name
 }
