@@ -2,16 +2,23 @@
 //! grid of cropped cells, through `thumbpipe::iced` (URL: an argument, or
 //! a local fixture server at 250 ms a response).
 //!
-//! `cargo run --release -p iced-list [-- --grid] [URL]`. Only the rows in view are laid out;
-//! scrolling tells thumbpipe which rows those are, rows that left are
-//! cancelled, and thumbnails arrive through the subscription.
+//! `cargo run --release -p iced-list [-- --grid] [--rows N] [URL]`. Only the
+//! rows in view are laid out. thumbpipe is told which rows those are when
+//! the app starts (iced sends no scroll message for a list that fits its
+//! window), when the list scrolls and when the window is resized; rows
+//! that left are cancelled, and thumbnails arrive through the
+//! subscription.
 
 use iced::widget::{Space, button, column, container, image, row, scrollable, text};
 use iced::{Element, Length, Size, Subscription, Task};
 use thumbpipe::TargetSize;
 use thumbpipe::iced::{Ready, RowThumbnail, Thumbnails};
 
+/// Rows unless `--rows N` says otherwise.
 const ROWS: usize = 1000;
+/// The window's height when it opens (iced's default window is 1024x768),
+/// until a resize says otherwise.
+const FIRST_HEIGHT: f32 = 768.0;
 const ROW_HEIGHT: f32 = 72.0;
 const CELL: f32 = 96.0;
 const COLUMNS: usize = 8;
@@ -26,6 +33,8 @@ enum Message {
 
 struct List {
     base: String,
+    /// How many rows (cells) the list has.
+    rows: usize,
     thumbnails: Thumbnails<usize>,
     grid: bool,
     top: f32,
@@ -36,8 +45,17 @@ struct List {
 
 impl List {
     fn new() -> (Self, Task<Message>) {
-        let grid = std::env::args().any(|arg| arg == "--grid");
-        let (base, server) = match std::env::args().skip(1).find(|arg| arg != "--grid") {
+        let args: Vec<String> = std::env::args().skip(1).collect();
+        let grid = args.iter().any(|arg| arg == "--grid");
+        let rows = args
+            .iter()
+            .position(|arg| arg == "--rows")
+            .and_then(|at| args.get(at + 1)?.parse().ok())
+            .unwrap_or(ROWS);
+        let mut words = args.iter().enumerate().filter(|(at, arg)| {
+            *arg != "--grid" && *arg != "--rows" && (*at == 0 || args[at - 1] != "--rows")
+        });
+        let (base, server) = match words.next().map(|(_, arg)| arg.clone()) {
             Some(url) => (url, None),
             None => {
                 let config = fixture_server::Config {
@@ -49,18 +67,26 @@ impl List {
                 (server.base_url(), Some(server))
             }
         };
-        (Self::showing(base, grid, server), Task::none())
+        (Self::showing(base, rows, grid, server), Task::none())
     }
 
-    /// The list of `base`'s images, its first screen asked for.
-    fn showing(base: String, grid: bool, server: Option<fixture_server::FixtureServer>) -> Self {
+    /// The list of `rows` of `base`'s images, its first screen asked for:
+    /// the rows a window of [`FIRST_HEIGHT`] shows, which for a list that
+    /// fits it is every row.
+    fn showing(
+        base: String,
+        rows: usize,
+        grid: bool,
+        server: Option<fixture_server::FixtureServer>,
+    ) -> Self {
         let thumbnails = Thumbnails::new(thumbpipe::Config::default()).expect("a pipeline");
         let mut list = Self {
             base,
+            rows,
             thumbnails,
             grid,
             top: 0.0,
-            height: 800.0,
+            height: FIRST_HEIGHT,
             _server: server,
         };
         list.show_rows();
@@ -70,9 +96,13 @@ impl List {
     /// Tells thumbpipe which rows (cells) are in view.
     fn show_rows(&mut self) {
         let (line, per_line, target) = self.shape();
-        let lines =
-            thumbpipe::iced::rows_in_view(self.top, self.height, line, ROWS.div_ceil(per_line));
-        let cells = (lines.start * per_line)..(lines.end * per_line).min(ROWS);
+        let lines = thumbpipe::iced::rows_in_view(
+            self.top,
+            self.height,
+            line,
+            self.rows.div_ceil(per_line),
+        );
+        let cells = (lines.start * per_line)..(lines.end * per_line).min(self.rows);
         let urls = cells.map(|cell| (cell, format!("{}/img/{cell}.jpg", self.base)));
         self.thumbnails.show_rows(urls, target);
     }
@@ -114,12 +144,12 @@ impl List {
 
     fn view(&self) -> Element<'_, Message> {
         let (line, per_line, _) = self.shape();
-        let count = ROWS.div_ceil(per_line);
+        let count = self.rows.div_ceil(per_line);
         let lines = thumbpipe::iced::rows_in_view(self.top, self.height, line, count);
         let mut list = column![Space::new().height(lines.start as f32 * line)];
         for index in lines.clone() {
             list = list.push(if self.grid {
-                let cells = (index * per_line..((index + 1) * per_line).min(ROWS))
+                let cells = (index * per_line..((index + 1) * per_line).min(self.rows))
                     .map(|cell| self.thumbnail(cell, CELL));
                 row(cells).height(line).into()
             } else {
@@ -181,9 +211,9 @@ mod tests {
         while Instant::now() < deadline {
             list.update(Message::Thumbnails(Ready));
             let (line, per_line, _) = list.shape();
-            let lines =
-                thumbpipe::iced::rows_in_view(list.top, list.height, line, ROWS.div_ceil(per_line));
-            let cells = lines.start * per_line..(lines.end * per_line).min(ROWS);
+            let count = list.rows.div_ceil(per_line);
+            let lines = thumbpipe::iced::rows_in_view(list.top, list.height, line, count);
+            let cells = lines.start * per_line..(lines.end * per_line).min(list.rows);
             if cells
                 .clone()
                 .all(|cell| matches!(list.thumbnails.get(&cell), RowThumbnail::Shown(_)))
@@ -205,7 +235,7 @@ mod tests {
             ..Default::default()
         };
         let server = fixture_server::FixtureServer::start_dedicated(config).unwrap();
-        let mut list = List::showing(server.base_url(), false, Some(server));
+        let mut list = List::showing(server.base_url(), ROWS, false, Some(server));
         // Before any arrival is passed to `update`: placeholders.
         assert!(iced_test::simulator(list.view()).find("…").is_ok());
         assert!(until_shown(&mut list), "{:?}", list.thumbnails.stats());
@@ -226,5 +256,30 @@ mod tests {
             "a cell in view shows its placeholder"
         );
         assert!(ui.find("row 0").is_err(), "the grid has no row labels");
+    }
+
+    /// A list shorter than its window: iced never sends it a scroll
+    /// message, and every row still shows its image, asked for when the
+    /// app started.
+    #[test]
+    fn a_list_that_fits_its_window_shows_every_row_without_a_scroll() {
+        let config = fixture_server::Config {
+            latency: Duration::from_millis(10),
+            ..Default::default()
+        };
+        let server = fixture_server::FixtureServer::start_dedicated(config).unwrap();
+        let mut list = List::showing(server.base_url(), 5, false, Some(server));
+        assert!(until_shown(&mut list), "{:?}", list.thumbnails.stats());
+        for row in 0..5 {
+            assert!(
+                matches!(list.thumbnails.get(&row), RowThumbnail::Shown(_)),
+                "row {row}"
+            );
+        }
+        assert_eq!(list.thumbnails.stats().requested, 5);
+        let mut ui = iced_test::simulator(list.view());
+        assert!(ui.find("row 4").is_ok());
+        assert!(ui.find("row 5").is_err(), "the list has 5 rows");
+        assert!(ui.find("…").is_err(), "a row shows its placeholder");
     }
 }

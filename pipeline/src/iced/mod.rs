@@ -2,12 +2,15 @@
 //! `image::Handle`s, in iced's own architecture — state, messages,
 //! `update`, `view`, a subscription.
 //!
-//! - [`Thumbnails`] is the state an app keeps, keyed by its rows: in
-//!   `update` the app tells it which rows are in view ([`Thumbnails::show_rows`],
-//!   from a `scrollable`'s `on_scroll` viewport and [`rows_in_view`]); rows
-//!   that left are cancelled, and a thumbnail already decoded becomes the
-//!   row's handle at once, so the next `view` draws it without a
-//!   placeholder.
+//! - [`Thumbnails`] is the state an app keeps, keyed by its rows: the app
+//!   tells it which rows are in view ([`Thumbnails::show_rows`], with
+//!   [`rows_in_view`]) when it starts, and in `update` when the list
+//!   scrolls (a `scrollable`'s `on_scroll` viewport) or the window is
+//!   resized; rows that left are cancelled, and a thumbnail already
+//!   decoded becomes the row's handle at once, so the next `view` draws it
+//!   without a placeholder. iced sends `on_scroll` only when the list
+//!   scrolls, never for a list that fits its window: the first screen is
+//!   the app's to ask for, with the window's height as it opens.
 //! - [`Thumbnails::subscription`] produces [`Ready`] when thumbnails
 //!   arrive, woken by the pipeline (no timer); `update` passes it to
 //!   [`Thumbnails::update`], which makes the rows' handles.
@@ -39,26 +42,49 @@
 //!     Thumbnails(Ready),
 //!     /// From the list's `scrollable(..).on_scroll(..)`: its viewport.
 //!     Scrolled { top: f32, height: f32 },
+//!     /// From `iced::window::resize_events()`: the window's new height.
+//!     Resized { height: f32 },
 //! }
 //!
 //! struct App {
 //!     thumbnails: Thumbnails<usize>,
 //!     urls: Vec<String>,
+//!     top: f32,
+//!     height: f32,
 //! }
 //!
 //! const ROW_HEIGHT: f32 = 72.0;
+//! /// The window's height as it opens (iced's default window is 1024x768).
+//! const WINDOW_HEIGHT: f32 = 768.0;
 //!
 //! impl App {
+//!     fn new(urls: Vec<String>) -> Result<Self, thumbpipe::BuildError> {
+//!         let mut app = App {
+//!             thumbnails: Thumbnails::new(thumbpipe::Config::default())?,
+//!             urls,
+//!             top: 0.0,
+//!             height: WINDOW_HEIGHT,
+//!         };
+//!         // The first screen: no scroll message comes for it.
+//!         app.show_rows();
+//!         Ok(app)
+//!     }
+//!
 //!     fn update(&mut self, message: Message) {
 //!         match message {
-//!             Message::Thumbnails(ready) => self.thumbnails.update(ready),
-//!             Message::Scrolled { top, height } => {
-//!                 let rows = rows_in_view(top, height, ROW_HEIGHT, self.urls.len());
-//!                 let urls = &self.urls;
-//!                 self.thumbnails
-//!                     .show_rows(rows.map(|row| (row, &urls[row])), TargetSize::square(64));
-//!             }
+//!             Message::Thumbnails(ready) => return self.thumbnails.update(ready),
+//!             Message::Scrolled { top, height } => (self.top, self.height) = (top, height),
+//!             Message::Resized { height } => self.height = height,
 //!         }
+//!         self.show_rows();
+//!     }
+//!
+//!     /// Tells thumbpipe which rows are in view.
+//!     fn show_rows(&mut self) {
+//!         let rows = rows_in_view(self.top, self.height, ROW_HEIGHT, self.urls.len());
+//!         let urls = &self.urls;
+//!         self.thumbnails
+//!             .show_rows(rows.map(|row| (row, &urls[row])), TargetSize::square(64));
 //!     }
 //!
 //!     fn subscription(&self) -> Subscription<Message> {
@@ -74,10 +100,7 @@
 //!     }
 //! }
 //!
-//! let app = App {
-//!     thumbnails: Thumbnails::new(thumbpipe::Config::default())?,
-//!     urls: (0..1000).map(|n| format!("https://example.com/{n}.jpg")).collect(),
-//! };
+//! let app = App::new((0..1000).map(|n| format!("https://example.com/{n}.jpg")).collect())?;
 //! # Ok::<(), thumbpipe::BuildError>(())
 //! ```
 //!
