@@ -133,7 +133,11 @@ pub struct SharedThumbnailsConfig {
     pub read: ThumbnailStore,
     /// Where thumbnails decoded from local files are written. Default: as
     /// `read` (the desktop's apps share the work: what one decoded, the
-    /// file manager and the others show).
+    /// file manager and the others show). A write waits on the file
+    /// threads behind every read a load waits for, so the rows in view
+    /// never wait on it; at most 64 writes wait at once, and a thumbnail
+    /// decoded past that is not written (a later load of the file writes
+    /// it).
     pub write: ThumbnailStore,
 }
 

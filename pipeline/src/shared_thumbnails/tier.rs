@@ -75,7 +75,7 @@ impl SharedThumbnails {
         let sub: Vec<String> = sub.iter().map(|&part| part.to_owned()).collect();
         let (url, files) = (url.clone(), Arc::clone(&self.files));
         let metrics = Arc::clone(&self.metrics);
-        self.files.threads().spawn(move || {
+        self.files.threads().spawn_later(move || {
             if files.open(&url).map(|file| file.stamp).ok() != Some(stamp) || inside(&url, &cache) {
                 return;
             }
