@@ -146,6 +146,7 @@ impl Workers {
     /// Runs `job` on a worker thread, in order with the jobs loads wait
     /// for (its own reply is the caller's business); returns whether it
     /// was queued. A panic of the job ends the job alone.
+    #[cfg(feature = "disk-cache")]
     pub(crate) fn spawn(&self, job: impl FnOnce() + Send + 'static) -> bool {
         self.send(Self::caught(job), false)
     }
@@ -154,6 +155,7 @@ impl Workers {
     /// queued, nobody waiting for it; returns whether it was queued: not
     /// when the workers are stopped, nor when [`MAX_LATER_JOBS`] such jobs
     /// wait already. A panic of the job ends the job alone.
+    #[cfg(any(feature = "shared-thumbnails", test))]
     pub(crate) fn spawn_later(&self, job: impl FnOnce() + Send + 'static) -> bool {
         self.send(Self::caught(job), true)
     }
