@@ -13,15 +13,15 @@ use std::time::Duration;
 /// ```
 /// let error = thumbpipe::Error::UnsupportedUrl {
 ///     url: "ftp://example.com/a.jpg".into(),
-///     reason: "scheme 'ftp' is not supported; use http or https".into(),
+///     reason: "no source serves the scheme 'ftp'".into(),
 /// };
 /// assert!(error.to_string().starts_with("cannot load 'ftp://example.com/a.jpg'"));
 /// ```
 #[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
-    /// The URL is not one the pipeline may load: not a URL, another scheme than
-    /// `http` and `https`, or a `file://` URL that
+    /// The URL is not one the pipeline may load: not a URL, a scheme no
+    /// source serves (see [`crate::Pipeline::schemes`]), or a `file://` URL that
     /// [`FetchConfig::file_roots`](crate::FetchConfig::file_roots) does not
     /// allow.
     #[error("cannot load '{url}': {reason}")]

@@ -239,7 +239,8 @@
 //!   link swapped into its path while it is opened cannot lead a read out
 //!   of the roots.
 //! - A scheme an app adds with [`PipelineBuilder::source`] is its source's
-//!   to read. Every other scheme is [`Error::UnsupportedUrl`], delivered at
+//!   to read; a `file` source of the app's replaces thumbpipe's, and the
+//!   roots with it. Every other scheme is [`Error::UnsupportedUrl`], delivered at
 //!   the next [`Pipeline::drain`].
 //! - The [`SUPPORTED_FORMATS`]. Anything else, and any
 //!   malformed input, is [`Error::Decode`]; a decoder panic is caught and

@@ -177,14 +177,15 @@ pub(crate) fn parse_url(url: &str, schemes: &Schemes) -> Result<Url, Error> {
 pub(crate) const FILES_HOST: &str = "file:";
 
 /// The host (and port) a URL's fetch counts against; for a `file://` URL,
-/// [`FILES_HOST`]; for a URL of an app's scheme with no host (`myapp:42`),
-/// its scheme.
+/// [`FILES_HOST`]; for a URL of an app's scheme, its scheme and host
+/// (`demo://covers`), or its scheme alone when it has no host (`myapp:42`),
+/// so two sources' hosts of one name are two lanes.
 pub(crate) fn host_key(url: &Url) -> String {
-    if url.scheme() == "file" {
-        return FILES_HOST.to_owned();
-    }
-    if url.host_str().is_none() {
-        return format!("{}:", url.scheme());
+    match (url.scheme(), url.host_str()) {
+        ("file", _) => return FILES_HOST.to_owned(),
+        ("http" | "https", _) => {}
+        (scheme, None) => return format!("{scheme}:"),
+        (scheme, Some(host)) => return format!("{scheme}://{host}"),
     }
     format!(
         "{}:{}",
@@ -264,7 +265,12 @@ mod tests {
         assert_eq!(host_key(&parse_url("myapp:42", &apps).unwrap()), "myapp:");
         assert_eq!(
             host_key(&parse_url("demo://covers/7", &apps).unwrap()),
-            "covers:0"
+            "demo://covers"
+        );
+        let s3 = Schemes::of(["s3", "zip"]);
+        assert_ne!(
+            host_key(&parse_url("s3://photos/a", &s3).unwrap()),
+            host_key(&parse_url("zip://photos/a", &s3).unwrap())
         );
     }
 }

@@ -161,6 +161,7 @@ impl Workers {
     }
 
     /// `job`, its panic caught and dropped.
+    #[cfg(any(feature = "disk-cache", feature = "shared-thumbnails", test))]
     fn caught(job: impl FnOnce() + Send + 'static) -> Job {
         Box::new(move || {
             let _ = std::panic::catch_unwind(AssertUnwindSafe(job));

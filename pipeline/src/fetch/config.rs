@@ -1,7 +1,8 @@
 //! The fetch stage's settings: connections, timeouts, body limits, TLS
-//! roots, the headers and proxy of requests, and the `file://` roots. Plain data, read when the pipeline is
-//! built (by [`crate::HttpFetcher::new`], the load actor's scheduler and
-//! its body budget); validated with the rest of [`crate::Config`].
+//! roots, the headers and proxy of requests, and the `file://` roots. Plain
+//! data, read when the pipeline is built (by [`crate::HttpFetcher::new`],
+//! the builder's file source, the load actor's scheduler and its body
+//! budget); validated with the rest of [`crate::Config`].
 
 use std::path::PathBuf;
 use std::time::Duration;

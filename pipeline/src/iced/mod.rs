@@ -88,6 +88,12 @@
 //!     }
 //!
 //!     fn subscription(&self) -> Subscription<Message> {
+//!         // With the full `iced` crate, batch the window's resizes in too:
+//!         // Subscription::batch([
+//!         //     self.thumbnails.subscription().map(Message::Thumbnails),
+//!         //     iced::window::resize_events()
+//!         //         .map(|(_, size)| Message::Resized { height: size.height }),
+//!         // ])
 //!         self.thumbnails.subscription().map(Message::Thumbnails)
 //!     }
 //!

@@ -7,8 +7,8 @@
 //! from the open handle (`fstat`), never from the path again.
 //!
 //! One `LocalFiles` serves the fetch stage's file source and the desktop's
-//! shared thumbnails. Made by the pipeline's builder (or an
-//! [`HttpFetcher`](crate::HttpFetcher) of the app's) when there is a root;
+//! shared thumbnails. Made by the pipeline's builder when there is
+//! a root;
 //! its threads end when the last holder drops it, which waits for them a
 //! bounded time.
 

@@ -91,14 +91,17 @@ impl<K> PipelineBuilder<K> {
     /// no source is refused with [`Error::UnsupportedUrl`](crate::Error::UnsupportedUrl).
     /// `http`, `https` and `file` may be given too, which replaces
     /// thumbpipe's own source for that scheme; a later call for a scheme
-    /// replaces an earlier one. A name that is not a URL scheme (a letter,
+    /// replaces an earlier one. A `file` source of the app's is not confined
+    /// to [`FetchConfig::file_roots`](crate::FetchConfig::file_roots): the
+    /// roots guard thumbpipe's own file source, and what an app's reads is
+    /// its own to check. A name that is not a URL scheme (a letter,
     /// then letters, digits, `+`, `-` or `.`) makes [`build`](Self::build)
     /// fail with [`BuildError::Config`].
     ///
     /// The URL is the source's to read: `demo://cover/7`, `s3://bucket/key`
     /// or `myapp:42`. Its fetches count against
     /// [`FetchConfig::max_per_host`](crate::FetchConfig::max_per_host) by
-    /// the URL's host, like a network's.
+    /// the URL's scheme and host, apart from any network host's.
     ///
     /// ```
     /// use bytes::Bytes;

@@ -107,7 +107,7 @@ impl<K> Pipeline<K> {
         self.metrics.snapshot(cache, disk)
     }
 
-    /// The URL schemes it has a source for, in lower case and in order:
+    /// The URL schemes it has a source for, in lower case, sorted:
     /// `http` and `https`, `file` with a root in
     /// [`FetchConfig::file_roots`](crate::FetchConfig::file_roots), and
     /// those added with [`PipelineBuilder::source`]. A request for any

@@ -90,9 +90,10 @@ fn desktop_dir() -> Option<PathBuf> {
 /// animation's frames are not the standard's still thumbnail) is decoded
 /// in the size class that covers the target (`normal` for targets up to
 /// 128 px; a cover crop takes the class twice its side), scaled down to
-/// the target, and written in that class as the standard says: a PNG (RGB
-/// when the image is opaque, RGBA otherwise) with the EXIF orientation
-/// applied and
+/// the target, and written in that class: an 8-bit PNG (RGB when the image
+/// is opaque, RGBA otherwise: the standard asks for alpha, and GNOME's and
+/// KDE's thumbnailers write a photo as RGB too, which every reader of the
+/// cache reads) with the EXIF orientation applied and
 /// `Thumb::URI`, `Thumb::MTime`, `Thumb::Size`, `Thumb::Mimetype`,
 /// `Thumb::Image::Width` and `Thumb::Image::Height`, through a temporary
 /// file renamed into place, directories 0700 and files 0600. Its stamp is

@@ -88,7 +88,8 @@ fn international_text(data: &[u8]) -> Option<(&[u8], String)> {
 }
 
 /// The standard's thumbnail file: an 8-bit PNG of `width` x `height` RGBA
-/// `pixels`, written as RGB when every pixel is opaque, with `text` as
+/// `pixels`, written as RGB when every pixel is opaque (the standard asks
+/// for alpha; GNOME's and KDE's thumbnailers write photos as RGB), with `text` as
 /// `tEXt` chunks (Latin-1: values outside it are written as `iTXt`) before
 /// its pixels.
 ///
