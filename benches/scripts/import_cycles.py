@@ -14,8 +14,9 @@ is either.
 The layers, from the bottom: plain data and seams every stage shares (the
 errors, a body, a thumbnail, a request, each stage's settings and
 statistics, the thumbnail tier's trait); the settings as a whole, the
-counters, the memory cache, delivery and the local files; the fetch
-stage; the decode stage; the load actor; the tiers beside it (the disk
+counters, the memory cache, delivery and the local files; the decode
+stage (with the format table, which the fetch asks what to accept and
+how far to read); the fetch stage; the load actor; the tiers beside it (the disk
 cache, the shared thumbnails); the pipeline handle; the toolkit doors;
 the crate's front (lib.rs). A file imports from its own layer or below.
 
@@ -126,8 +127,8 @@ LAYERS = [
      "decode/config", "fetch/config", "fetch/headers", "fetch/stop", "fetch/schemes", "disk/config",
      "disk/stats", "shared_thumbnails/config", "load/tier", "small_files"],
     ["config", "metrics", "cache", "deliver", "local_files"],
-    ["fetch"],
     ["decode"],
+    ["fetch"],
     ["load"],
     ["disk", "shared_thumbnails"],
     ["pipeline"],

@@ -68,7 +68,7 @@ use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
 pub use config::DecodeConfig;
-pub(crate) use jpeg::read_as_needed;
+pub(crate) use jpeg::stop_rule as jpeg_stop_rule;
 pub(crate) use pool::{DecodeJob, DecodeOutcome, DecodePool, SHUTDOWN_PATIENCE};
 pub(crate) use resize::refit;
 pub(crate) use route::decode_thumbnail;

@@ -12,12 +12,12 @@ use tokio_util::sync::CancellationToken;
 use super::Pipeline;
 use crate::cache::{CacheLimits, CacheStats, CacheView};
 use crate::config::Config;
-use crate::decode::{Decode, DecodePool, ImageDecoder, read_as_needed};
+use crate::decode::{Decode, DecodePool, ImageDecoder};
 use crate::deliver::Outbox;
 use crate::disk::{WithDisk, with_disk};
 use crate::error::BuildError;
 use crate::fetch::{
-    BodyBudget, Fetch, FileSource, HttpFetcher, RequestHeaders, Sources, is_scheme,
+    BodyBudget, Fetch, FileSource, HttpFetcher, RequestHeaders, Sources, is_scheme, read_as_needed,
 };
 use crate::load::{self, Parts, either};
 use crate::local_files::LocalFiles;

@@ -15,7 +15,7 @@ use super::frame::FrameHeader;
 use super::layout::frame_size;
 use super::markers::{APP1, SOS, Segment, headers, is_frame, is_not_jpeg};
 use crate::decode::{fitting::Fitting, upright};
-use crate::fetch::Enough;
+use crate::fetch::stop::Enough;
 use crate::request::TargetSize;
 
 /// An embedded thumbnail: its JPEG bytes and the size its frame header

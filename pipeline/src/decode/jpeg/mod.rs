@@ -41,4 +41,4 @@ pub(super) use dc_scans::{covers as dc_scans_cover, decode_dc};
 pub(super) use exif::covering as embedded_covering;
 pub(super) use layout::{JpegLayout, frame_size, scale_eighths, scaled_side};
 pub(super) use libjpeg::decode_scaled;
-pub(crate) use prefix::read_as_needed;
+pub(crate) use prefix::stop_rule;

@@ -1,24 +1,20 @@
-//! Reading a JPEG only as far as its thumbnail needs: a [`Fetch`] layer,
-//! `ReadAsNeeded`, in front of any fetcher (the HTTP one, the file reader,
-//! an app's own), and the watch it gives each request as its
-//! [`StopRule`]. How much of a JPEG a thumbnail needs is judged while the
-//! fetch reads its body: the headers and an embedded thumbnail that serves
-//! (`exif.rs`), or for a progressive JPEG bound for 1/8 of its size or less,
-//! its DC scans (`dc_scans.rs`). The fetch stops reading once the bytes read
-//! are [`Enough::Yes`] and answers them as a body cut short
+//! Reading a JPEG only as far as its thumbnail needs: the watch a fetch
+//! runs over each body it reads, as its [`StopRule`]. How much of a JPEG a
+//! thumbnail needs is judged while the fetch reads its body: the headers
+//! and an embedded thumbnail that serves (`exif.rs`), or for a progressive
+//! JPEG bound for 1/8 of its size or less, its DC scans (`dc_scans.rs`).
+//! The fetch stops reading once the bytes read are [`Enough::Yes`] and
+//! answers them as a body cut short
 //! ([`Body::cut_short`](crate::Body::cut_short)), which the decode takes as
-//! such.
+//! such. The fetch stage's `read_as_needed` layer gives the rule to each
+//! request that may be cut short.
 //!
-//! The layer is made by the pipeline's builder when its decoder takes bodies
-//! cut short, and lives as long as the fetcher it wraps. A watch is made for
-//! each body read and run by the fetch that reads it, chunk by chunk. The DC
-//! scans' watch goes on from where the last chunk's stopped, so it looks
-//! through a body once; the embedded thumbnail's reads the segments before
-//! the first scan again at each chunk, within the first 256 KiB.
+//! A watch is made for each body read and run by the fetch that reads it,
+//! chunk by chunk. The DC scans' watch goes on from where the last chunk's
+//! stopped, so it looks through a body once; the embedded thumbnail's reads
+//! the segments before the first scan again at each chunk, within the
+//! first 256 KiB.
 
-use std::sync::Arc;
-
-use futures::future::BoxFuture;
 use image::metadata::Orientation;
 
 use super::frame::FrameHeader;
@@ -26,51 +22,13 @@ use super::markers::{
     self, APP1, DHT, DQT, DRI, EOI, SOF2, SOS, Segment, entropy_coded_end, is_frame, read_segment,
 };
 use super::{dc_headers, dc_scans, exif};
-use crate::decode::{DecodeConfig, DecodeLimits, upright};
-use crate::error::Error;
-use crate::fetch::{Enough, Fetch, FetchRequest, FetchResponse, StopRule, fetch_from_response};
+use crate::decode::{DecodeLimits, upright};
+use crate::fetch::stop::{Enough, StopRule};
 use crate::request::TargetSize;
-
-/// `inner`, behind a layer that reads JPEGs only as far as their thumbnail
-/// needs where `config` takes an embedded thumbnail or the DC scans; `inner`
-/// itself where it takes neither.
-pub(crate) fn read_as_needed(inner: Arc<dyn Fetch>, config: &DecodeConfig) -> Arc<dyn Fetch> {
-    let limits = DecodeLimits::from(config);
-    if limits.embedded_thumbnails || limits.progressive_dc {
-        Arc::new(ReadAsNeeded { inner, limits })
-    } else {
-        inner
-    }
-}
-
-/// A [`Fetch`] in front of `inner` that gives every request that may be
-/// cut short for a thumbnail ([`FetchRequest::cut_short_for`]) a
-/// [`StopRule`] that stops at the JPEG's embedded thumbnail or DC scans.
-/// What else the request is, and what the answer is, is `inner`'s business.
-struct ReadAsNeeded {
-    inner: Arc<dyn Fetch>,
-    limits: DecodeLimits,
-}
-
-impl Fetch for ReadAsNeeded {
-    fetch_from_response!();
-
-    fn fetch_response(
-        &self,
-        mut request: FetchRequest,
-    ) -> BoxFuture<'static, Result<FetchResponse, Error>> {
-        if request.stop_rule.is_none()
-            && let Some(target) = request.cut_short_for
-        {
-            request.stop_rule = stop_rule(target, self.limits);
-        }
-        self.inner.fetch_response(request)
-    }
-}
 
 /// The stop rule for a thumbnail of `target` under `limits`, or `None`
 /// when `limits` take neither route.
-fn stop_rule(target: TargetSize, limits: DecodeLimits) -> Option<StopRule> {
+pub(crate) fn stop_rule(target: TargetSize, limits: DecodeLimits) -> Option<StopRule> {
     let fresh = PrefixWatch::new(target, &limits)?;
     Some(StopRule::new(move || {
         let mut watch = fresh.clone();
