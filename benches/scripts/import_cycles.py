@@ -123,7 +123,7 @@ for module, path in files.items():
         edges[module].add(target)
 
 LAYERS = [
-    ["error", "body", "thumbnail", "formats", "workers", "request", "queue", "coast",
+    ["error", "body", "thumbnail", "workers", "request", "queue", "coast",
      "decode/config", "fetch/config", "fetch/headers", "fetch/stop", "fetch/schemes", "disk/config",
      "disk/stats", "shared_thumbnails/config", "load/tier", "small_files"],
     ["config", "metrics", "cache", "deliver", "local_files"],

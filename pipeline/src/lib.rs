@@ -47,9 +47,6 @@
 //!   use.
 //! - `body`: the [`Body`] a fetch answers and a decode reads, whole or cut
 //!   short; a leaf too.
-//! - `formats`: the one table of the formats this build decodes
-//!   ([`SUPPORTED_FORMATS`]), which the fetch's `Accept` header and the
-//!   decode both read; a leaf.
 //! - `pipeline`: the [`Pipeline`] handle and its builder
 //!   (`pipeline/builder.rs`), and the UI side, `pipeline/rows.rs`:
 //!   [`Pipeline::request`] / [`Pipeline::drain`], one live request per row,
@@ -144,11 +141,13 @@
 //!   (`fetch/config.rs`, `decode/config.rs`, `cache.rs`, `disk/config.rs`;
 //!   egui's in `egui/config.rs`), with its default and its check in that
 //!   config's `validate`.
-//! - **A new image format**: a cargo feature in `pipeline/Cargo.toml`
-//!   that turns on `image`'s, and an entry of `formats.rs` (its
-//!   name, media type and `image`'s format) behind it; a faster path or a
-//!   fix for it in its own file like `decode/ico.rs` (or folder, like
-//!   `decode/jpeg/`).
+//! - **A new image format**: a row of the format table,
+//!   `decode/formats.rs` ([`SUPPORTED_FORMATS`], the `Accept` header, the
+//!   header read and the route all read it): its file in `decode/` (or
+//!   folder, like `decode/jpeg/`) with its `FORMAT` row (name, media
+//!   types, how its bytes are told, and either its own decoder or
+//!   `image`'s with its fixes), a cargo feature in `pipeline/Cargo.toml`,
+//!   and one line in the table. A format whose feature is off has no row.
 //! - **A new UI toolkit**: the row-keyed [`Pipeline`] is toolkit-free; a
 //!   module like `egui` or `iced` turns its completions into the
 //!   toolkit's images, its waker into the toolkit's wake-up (a repaint, a
@@ -263,7 +262,6 @@ mod disk;
 pub mod egui;
 mod error;
 mod fetch;
-mod formats;
 #[cfg(feature = "iced")]
 pub mod iced;
 mod load;
@@ -282,6 +280,7 @@ pub use body::Body;
 pub use cache::{CacheConfig, CacheStats};
 pub use coast::{CoastModel, CoastPrediction, ExponentialDecay, ListGeometry, RowVisit};
 pub use config::Config;
+pub use decode::formats::SUPPORTED_FORMATS;
 pub use decode::{Decode, DecodeConfig, ImageDecoder, thumbnail_from_bytes};
 pub use deliver::Completion;
 pub use disk::{DiskConfig, DiskStats};
@@ -290,7 +289,6 @@ pub use fetch::{
     Enough, Fetch, FetchConfig, FetchFn, FetchRequest, FetchResponse, HeaderHook, HttpFetcher,
     Proxy, StopRule, fetch_fn,
 };
-pub use formats::SUPPORTED_FORMATS;
 /// The `http` crate, whose header types [`FetchConfig::headers`],
 /// [`HeaderHook`] and [`FetchRequest`] use.
 pub use http;

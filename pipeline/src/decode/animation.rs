@@ -1,5 +1,5 @@
-//! Animation: an animated GIF or WebP as every one of its frames at the
-//! thumbnail's size, when the decode stage animates
+//! Animation: an animated image (a GIF, a WebP: a format whose row has a
+//! [`FrameReader`]) as every one of its frames at the thumbnail's size, when the decode stage animates
 //! ([`crate::DecodeConfig::animation`]).
 //!
 //! Runs inside a decode, on its thread, after the route has read the
@@ -10,16 +10,15 @@
 //! then fitted as a still image is. A frame the decoder refuses after the
 //! first ends the animation there, as browsers show what they could read.
 
-use std::io::Cursor;
 use std::sync::Arc;
 use std::time::Duration;
 
-use image::codecs::gif::GifDecoder;
-use image::codecs::webp::WebPDecoder;
-use image::{AnimationDecoder, DynamicImage, ImageDecoder as _, ImageFormat, Limits, RgbaImage};
+use image::{DynamicImage, Limits, RgbaImage};
 
+use super::AnimationLimits;
+use super::format::{Decoder, FrameReader};
+use super::formats;
 use super::resize::Pixels;
-use super::{AnimationLimits, gif, webp};
 use crate::thumbnail::AnimationFrame;
 
 /// Bytes the frame decoders hold beyond a still decode of the same
@@ -39,7 +38,7 @@ pub(super) fn canvas_bytes(width: u32, height: u32) -> u64 {
 /// its first frame as a still image.
 pub(super) fn frames(
     bytes: &[u8],
-    format: ImageFormat,
+    reader: &FrameReader,
     screen: (u32, u32),
     frame_bytes: u64,
     limits: AnimationLimits,
@@ -47,29 +46,17 @@ pub(super) fn frames(
     fit: impl Fn(Pixels) -> Result<RgbaImage, String>,
 ) -> Option<Vec<AnimationFrame>> {
     let max_frames = limits.max_frames as usize;
-    let counted = frame_count(format, bytes, max_frames + 1);
+    let counted = (reader.count)(bytes, max_frames + 1);
     let screen_pixels = u64::from(screen.0) * u64::from(screen.1);
     if counted < 2
         || counted > max_frames
         || (counted as u64).saturating_mul(frame_bytes) > limits.max_bytes
         || (counted as u64).saturating_mul(screen_pixels) > limits.max_pixels
-        || !frames_fit(format, bytes, screen, counted)
+        || !(reader.fit)(bytes, screen, counted)
     {
         return None;
     }
-    let decoded = match format {
-        ImageFormat::Gif => {
-            let mut decoder = GifDecoder::new(Cursor::new(bytes)).ok()?;
-            decoder.set_limits(image_limits).ok()?;
-            decoder.into_frames()
-        }
-        ImageFormat::WebP => {
-            let mut decoder = WebPDecoder::new(Cursor::new(bytes)).ok()?;
-            decoder.set_limits(image_limits).ok()?;
-            decoder.into_frames()
-        }
-        _ => return None,
-    };
+    let decoded = (reader.decode)(bytes, image_limits)?;
     let mut frames = Vec::with_capacity(counted);
     // `counted` bounds the work even if the decoder finds more frames
     // than the walk did.
@@ -86,40 +73,18 @@ pub(super) fn frames(
     (frames.len() >= 2).then_some(frames)
 }
 
-/// How many frames the file's structure holds, counting no further than
-/// `up_to`: a GIF's image descriptors, a WebP's `ANMF` chunks.
-fn frame_count(format: ImageFormat, bytes: &[u8], up_to: usize) -> usize {
-    match format {
-        ImageFormat::Gif => gif::frame_count(bytes, up_to),
-        ImageFormat::WebP => webp::frame_count(bytes, up_to),
-        _ => 1,
-    }
-}
-
-/// Whether each of the first `up_to` frames claims no more than the
-/// screen: a GIF image's size, a WebP frame's and its bitstream's.
-fn frames_fit(format: ImageFormat, bytes: &[u8], screen: (u32, u32), up_to: usize) -> bool {
-    match format {
-        ImageFormat::Gif => gif::frame_sizes(bytes)
-            .take(up_to)
-            .all(|(width, height)| width <= screen.0 && height <= screen.1),
-        ImageFormat::WebP => webp::frames_fit(bytes, screen, up_to),
-        _ => false,
-    }
-}
-
 /// How many frames of `bytes` a decode that plays animations of at most
 /// `max_frames` decodes: 1 for a still image or an animation it will not
 /// play. What the decode pool weighs a job by.
 pub(crate) fn frames_decoded(bytes: &[u8], max_frames: u32) -> u64 {
-    let format = if bytes.starts_with(b"GIF8") {
-        ImageFormat::Gif
-    } else if bytes.get(..4) == Some(b"RIFF") && bytes.get(8..12) == Some(b"WEBP") {
-        ImageFormat::WebP
-    } else {
+    let reader = match formats::detect(bytes).map(|format| &format.decoder) {
+        Some(Decoder::Image(raster)) => raster.frames.as_ref(),
+        _ => None,
+    };
+    let Some(reader) = reader else {
         return 1;
     };
-    match frame_count(format, bytes, max_frames as usize + 1) as u64 {
+    match (reader.count)(bytes, max_frames as usize + 1) as u64 {
         count if count > u64::from(max_frames) => 1,
         count => count.max(1),
     }
@@ -128,6 +93,7 @@ pub(crate) fn frames_decoded(bytes: &[u8], max_frames: u32) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::decode::gif;
     use image::codecs::gif::GifEncoder;
     use image::{Delay, Frame, Rgba};
 
@@ -164,7 +130,7 @@ mod tests {
     fn every_frame_is_fitted_with_its_delay() {
         let frames = frames(
             &gif(3, 70),
-            ImageFormat::Gif,
+            &gif::FRAMES,
             (40, 20),
             800,
             LIMITS,
@@ -185,7 +151,7 @@ mod tests {
         let decode = |bytes: &[u8], frame_bytes, limits| {
             frames(
                 bytes,
-                ImageFormat::Gif,
+                &gif::FRAMES,
                 (40, 20),
                 frame_bytes,
                 limits,
@@ -194,7 +160,7 @@ mod tests {
             )
         };
         let eleven = gif(11, 50);
-        assert_eq!(frame_count(ImageFormat::Gif, &eleven, 100), 11);
+        assert_eq!((gif::FRAMES.count)(&eleven, 100), 11);
         assert!(
             decode(&eleven, 800, LIMITS).is_none(),
             "11 frames, 10 allowed"
@@ -239,12 +205,12 @@ mod tests {
             .concat()
         };
         let fits = file(image(40, 20));
-        assert!(frames_fit(ImageFormat::Gif, &fits, (40, 20), 2));
+        assert!((gif::FRAMES.fit)(&fits, (40, 20), 2));
         let claims = file(image(4000, 4000));
         assert_eq!(
             gif::frame_sizes(&claims).collect::<Vec<_>>(),
             [(40, 20), (4000, 4000)]
         );
-        assert!(!frames_fit(ImageFormat::Gif, &claims, (40, 20), 2));
+        assert!(!(gif::FRAMES.fit)(&claims, (40, 20), 2));
     }
 }

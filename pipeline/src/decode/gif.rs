@@ -7,13 +7,48 @@
 //! And GIF's own count for the decode limit: its first frame may be larger
 //! than its logical screen, and the decoder allocates for the frame.
 //!
+//! Its row of the format table (`FORMAT`) names them, and its frames'
+//! reader.
+//!
 //! Runs inside a decode, on the decode thread that called it: the count
 //! before decoding, the fix when the full decode has refused the file
 //! (decoding it again, under the same limits). Keeps nothing.
 
 use std::io::Cursor;
 
-use image::{DynamicImage, ImageFormat, ImageReader, Limits};
+use image::codecs::gif::GifDecoder;
+use image::{AnimationDecoder, DynamicImage, ImageDecoder as _, ImageFormat, ImageReader, Limits};
+
+use super::format::{self, Decoder, Format, FrameReader, Raster};
+
+/// GIF's row of the format table.
+pub(super) const FORMAT: Format = Format {
+    name: "GIF",
+    media_types: &["image/gif"],
+    detect: |bytes| format::is(bytes, ImageFormat::Gif),
+    decoder: Decoder::Image(Raster {
+        decoder_bytes: |bytes, _, _| decoder_bytes(bytes),
+        recover: without_colour_table,
+        frames: Some(FRAMES),
+        ..Raster::of(ImageFormat::Gif)
+    }),
+};
+
+/// A GIF's frames: its image descriptors counted and checked, then
+/// decoded by `image`.
+pub(super) const FRAMES: FrameReader = FrameReader {
+    count: frame_count,
+    fit: |bytes, screen, up_to| {
+        frame_sizes(bytes)
+            .take(up_to)
+            .all(|(width, height)| width <= screen.0 && height <= screen.1)
+    },
+    decode: |bytes, limits| {
+        let mut decoder = GifDecoder::new(Cursor::new(bytes)).ok()?;
+        decoder.set_limits(limits).ok()?;
+        Some(decoder.into_frames())
+    },
+};
 
 /// The logical screen descriptor's flags: bit 7 says a global colour
 /// table follows, bits 0-2 its size (2^(n+1) entries).

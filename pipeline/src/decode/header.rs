@@ -1,10 +1,11 @@
-//! Header: what a decode knows of an image before it decodes a pixel. An
-//! icon's best entry is taken in its place (`ico.rs`), the format told from
-//! the magic bytes and checked against this build's (or the markup of an
-//! SVG recognised), and the header read: the size (refused past the
-//! limit), the EXIF orientation, and what `image`'s full decode and the
-//! format's own decoder would allocate, each format reckoning its own
-//! (`tiff.rs`, `webp.rs`, `gif.rs`, `png.rs`).
+//! Header: what a decode knows of an image before it decodes a pixel. The
+//! format is told by the format table (`formats.rs`): a format with its
+//! own decoder is handed to it; for one `image` decodes, the row's
+//! `prepare` may give other bytes first (an icon's best entry, a PNG
+//! without its large profile), and the header is read: the size (refused
+//! past the limit), the EXIF orientation, and what `image`'s full decode
+//! and the format's own decoder would allocate, each row reckoning its
+//! own.
 //!
 //! Runs inside a decode, on the thread that called it; keeps nothing.
 
@@ -15,10 +16,11 @@ use std::sync::Arc;
 use image::metadata::Orientation;
 use image::{ColorType, ImageDecoder as _, ImageFormat, ImageReader};
 
-use super::upright::{orientation_of, quarter_turn, swapped};
-use super::{DecodeLimits, gif, ico, jpeg, png, svg, tiff, webp};
+use super::DecodeLimits;
+use super::format::{Decoder, OwnDecode, Raster};
+use super::formats;
+use super::upright::{quarter_turn, swapped};
 use crate::error::Error;
-use crate::formats::{self, SUPPORTED_FORMATS};
 use crate::request::TargetSize;
 use crate::thumbnail::Thumbnail;
 
@@ -32,10 +34,8 @@ pub(super) struct Photo {
 
 /// Bytes opened as an image.
 pub(super) enum Opened<'a> {
-    /// An SVG: drawn at the target's size, not decoded.
-    Vector,
-    /// An AVIF: its container read and its images decoded by `avif/`.
-    Avif,
+    /// A format with its own decoder, bytes to thumbnail (AVIF, SVG).
+    Own(OwnDecode),
     Raster(Image<'a>),
 }
 
@@ -43,7 +43,8 @@ pub(super) enum Opened<'a> {
 pub(super) struct Image<'a> {
     /// The image's bytes: an icon's best entry, or all of them.
     pub(super) bytes: Cow<'a, [u8]>,
-    pub(super) format: ImageFormat,
+    /// Its format's row: how `image` decodes it, and the fixes around.
+    pub(super) raster: &'static Raster,
     pub(super) width: u32,
     pub(super) height: u32,
     pub(super) orientation: Orientation,
@@ -88,17 +89,28 @@ impl Image<'_> {
         }
     }
 
+    /// `image`'s name for its format.
+    pub(super) fn format(&self) -> ImageFormat {
+        self.raster.image
+    }
+
     /// The thumbnail of `rgba`, for `url`.
     pub(super) fn thumbnail(&self, url: &Arc<str>, rgba: image::RgbaImage) -> Thumbnail {
-        let (width, height) = rgba.dimensions();
-        Thumbnail {
-            url: Arc::clone(url),
-            width,
-            height,
-            pixels: Arc::from(rgba.into_raw()),
-            source_size: self.source_size,
-            animation: None,
-        }
+        still(url, rgba, self.source_size)
+    }
+}
+
+/// The still thumbnail of `rgba`, for `url`, of an image `source_size`
+/// upright.
+pub(super) fn still(url: &Arc<str>, rgba: image::RgbaImage, source_size: (u32, u32)) -> Thumbnail {
+    let (width, height) = rgba.dimensions();
+    Thumbnail {
+        url: Arc::clone(url),
+        width,
+        height,
+        pixels: Arc::from(rgba.into_raw()),
+        source_size,
+        animation: None,
     }
 }
 
@@ -116,54 +128,30 @@ pub(super) fn open<'a>(
         url: url.to_string(),
         reason,
     };
-    // An icon: the entry of the size that best fits the target.
-    let (bytes, icon_size) = match ico::best_entry(bytes, target) {
-        Some(best) => (Cow::Owned(best.icon), Some(best.largest)),
+    let Some(format) = formats::detect(bytes) else {
+        return Err(decode_error(formats::not_decoded(bytes)));
+    };
+    let raster = match &format.decoder {
+        Decoder::Own(decode) => return Ok(Opened::Own(*decode)),
+        Decoder::Image(raster) => raster,
+    };
+    // Other bytes in the file's place: an icon's entry of the size that
+    // best fits the target, a PNG without the large colour profile its
+    // header read would inflate whole and no thumbnail uses.
+    let (bytes, prepared_size) = match (raster.prepare)(bytes, target) {
+        Some(prepared) => (Cow::Owned(prepared.bytes), prepared.source_size),
         None => (Cow::Borrowed(bytes), None),
     };
-    let Some(format) = formats::guess(&bytes) else {
-        // Markup, not magic bytes: a vector image.
-        if svg::looks_like_svg(&bytes) {
-            return Ok(Opened::Vector);
-        }
-        return Err(decode_error(not_an_image(&bytes)));
-    };
-    if formats::supported(format).is_none() {
-        return Err(decode_error(format!(
-            "the image is {format:?}, which this build does not decode (it decodes {}; AVIF, \
-             BMP, ICO, TIFF and SVG need thumbpipe's cargo features of those names)",
-            SUPPORTED_FORMATS.join(", ")
-        )));
-    }
-    // An AVIF's container is read by its own module, and its size with it.
-    if format == ImageFormat::Avif {
-        return Ok(Opened::Avif);
-    }
-    // A PNG's large colour profile, which its header read would inflate
-    // whole and no thumbnail uses, is left out first.
-    let bytes = match format {
-        ImageFormat::Png => png::without_large_profile(&bytes).map_or(bytes, Cow::Owned),
-        _ => bytes,
-    };
-    // TIFF's decoder buffers, or its refusal of a layout it panics on,
-    // before its header is read.
-    let tiff_bytes = match format {
-        ImageFormat::Tiff => tiff::inspect(&bytes).map_err(decode_error)?,
-        _ => 0,
-    };
-    let header = read_header(url, &bytes, format, limits, photo)?;
+    // What the decoder holds that its header read does not say (TIFF's
+    // buffers), or its refusal of a layout it panics on.
+    let before_header = (raster.before_header)(&bytes).map_err(decode_error)?;
+    let header = read_header(url, &bytes, raster, limits, photo)?;
     let (width, height) = (header.width, header.height);
     within_max_dimension(url, width, height, limits)?;
-    let decoder_bytes = match format {
-        ImageFormat::Tiff => tiff_bytes,
-        ImageFormat::WebP => webp::decoder_bytes(&bytes, width, height),
-        ImageFormat::Gif => gif::decoder_bytes(&bytes),
-        ImageFormat::Png => png::decoder_bytes(&bytes),
-        _ => 0,
-    };
+    let decoder_bytes = before_header.saturating_add((raster.decoder_bytes)(&bytes, width, height));
     let mut image = Image {
         bytes,
-        format,
+        raster,
         width,
         height,
         orientation: header.orientation,
@@ -171,7 +159,7 @@ pub(super) fn open<'a>(
         decoder_bytes,
         source_size: (0, 0),
     };
-    image.source_size = match (photo, icon_size) {
+    image.source_size = match (photo, prepared_size) {
         (Some(photo), _) => photo.size,
         (None, Some(size)) => size,
         (None, None) => image.upright(),
@@ -217,7 +205,7 @@ struct Header {
 fn read_header(
     url: &Arc<str>,
     bytes: &[u8],
-    format: ImageFormat,
+    raster: &Raster,
     limits: &DecodeLimits,
     photo: Option<&Photo>,
 ) -> Result<Header, Error> {
@@ -225,6 +213,7 @@ fn read_header(
         url: url.to_string(),
         reason,
     };
+    let format = raster.image;
     // Under the decode limit: what a decoder allocates to read its header
     // (a PNG's colour profile, a TIFF's tags) counts as its decode does,
     // but for the few chunks any header read buffers, so that a tiny limit
@@ -252,10 +241,7 @@ fn read_header(
         // than its kind (Pillow's `truncated_app14.jpg`): with libjpeg's
         // route, the frame header says the size.
         Err(error) => {
-            return match (format == ImageFormat::Jpeg && limits.jpeg_dct_scaling)
-                .then(|| jpeg::frame_size(bytes))
-                .flatten()
-            {
+            return match (raster.header_fallback)(bytes, limits) {
                 Some((width, height, orientation)) => Ok(Header {
                     width,
                     height,
@@ -272,16 +258,12 @@ fn read_header(
             "the {format:?} header says the image is {width}x{height} pixels"
         )));
     }
-    // How the camera held the picture (EXIF, where the format has it); an
-    // unreadable tag is no reason to refuse the image, and a WebP whose
-    // chunks claim more than the file holds is not asked (its decoder
-    // would allocate what the EXIF chunk claims).
-    let orientation = if let Some(photo) = photo {
-        photo.orientation
-    } else if format == ImageFormat::WebP && !webp::chunks_fit(bytes) {
-        Orientation::NoTransforms
-    } else {
-        orientation_of(&mut header, format)
+    // How the camera held the picture (EXIF, where the format has it, as
+    // its row reads it); an unreadable tag is no reason to refuse the
+    // image.
+    let orientation = match photo {
+        Some(photo) => photo.orientation,
+        None => (raster.orientation)(bytes, &mut header),
     };
     let rgba_copy = match header.color_type() {
         ColorType::L8 | ColorType::La8 | ColorType::Rgb8 | ColorType::Rgba8 => 0,
@@ -298,22 +280,4 @@ fn read_header(
 /// Bytes of a `width` x `height` RGBA image.
 pub(super) fn full_rgba(width: u32, height: u32) -> u64 {
     u64::from(width) * u64::from(height) * 4
-}
-
-/// Says what the bytes look like when they are not an image.
-fn not_an_image(bytes: &[u8]) -> String {
-    let start = &bytes[..bytes.len().min(64)];
-    let text = String::from_utf8_lossy(start).to_ascii_lowercase();
-    if bytes.is_empty() {
-        "the response was empty".into()
-    } else if text.trim_start().starts_with("<!doctype html") || text.contains("<html") {
-        "the server sent an HTML page, not an image".into()
-    } else {
-        format!(
-            "not one of {} ({} bytes starting {:02x?})",
-            SUPPORTED_FORMATS.join(", "),
-            bytes.len(),
-            &bytes[..bytes.len().min(4)]
-        )
-    }
 }

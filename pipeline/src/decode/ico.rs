@@ -4,11 +4,33 @@
 //! sharper at small sizes (drawn, not scaled) and cheaper to decode. This
 //! picks that entry and hands `image` a one-entry ICO of it.
 //!
-//! Runs inside a decode, on the decode thread that called it, before the
-//! header is read; keeps nothing.
+//! Its row of the format table (`FORMAT`) names the step as its
+//! `prepare`. Runs inside a decode, on the decode thread that called it,
+//! before the header is read; keeps nothing.
+
+use image::ImageFormat;
 
 use super::fitting::Fitting;
+use super::format::{self, Decoder, Format, Prepared, Raster};
 use crate::request::{Fit, TargetSize};
+
+/// ICO's row of the format table.
+pub(super) const FORMAT: Format = Format {
+    name: "ICO",
+    // What IANA registered; browsers and most servers still send the
+    // older `image/x-icon`, which `Accept` names too.
+    media_types: &["image/vnd.microsoft.icon", "image/x-icon"],
+    detect: |bytes| format::is(bytes, ImageFormat::Ico),
+    decoder: Decoder::Image(Raster {
+        prepare: |bytes, target| {
+            best_entry(bytes, target).map(|best| Prepared {
+                bytes: best.icon,
+                source_size: Some(best.largest),
+            })
+        },
+        ..Raster::of(ImageFormat::Ico)
+    }),
+};
 
 /// The directory's header: reserved (0), type (1 for an icon, 2 for a
 /// cursor), and the number of entries.

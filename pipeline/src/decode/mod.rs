@@ -17,52 +17,47 @@
 //! [`thumbnail_from_bytes`] runs the same work on the caller's thread.
 //! Nothing here keeps state between decodes.
 //!
-//! Where to change what: a new format is a cargo feature in
-//! `pipeline/Cargo.toml` that turns on `image`'s, and an entry in
-//! the crate's `formats.rs` (with its stand-in in `off.rs` when the feature
-//! is off); a
-//! faster path or a fix for one format is a file like `ico.rs` or a folder
-//! like `jpeg/`, chosen by `route.rs`, which takes one image from its bytes
-//! to its thumbnail once `header.rs` has read what it is; the resize filter
-//! is `resize::FILTER`; how an image goes in its box (inside or a cover
-//! crop) is `fitting.rs`.
+//! Where to change what: a new format is a row of the format table
+//! (`formats.rs` says how: its file here with its `FORMAT`, its cargo
+//! feature, its line in the table); a fix for one format is a hook of its
+//! row, in its file (`png.rs`, `gif.rs`, `ico.rs`); a faster path for a
+//! JPEG is in `jpeg/`, chosen by `route.rs`, which takes one image from
+//! its bytes to its thumbnail once `header.rs` has read what it is; the
+//! resize filter is `resize::FILTER`; how an image goes in its box (inside
+//! or a cover crop) is `fitting.rs`.
 
 mod animation;
 pub(crate) mod config;
 mod fitting;
-mod gif;
+mod format;
+pub(crate) mod formats;
 mod header;
-mod jpeg;
 mod off;
-mod png;
 mod pool;
 mod resize;
 mod route;
 mod upright;
-mod webp;
 
-// The formats behind cargo features; without one, its stand-in in
-// `off.rs`, so the route names no feature.
+// The formats, each a row of `formats.rs`' table; a format behind a cargo
+// feature that is off has no row, and is named nowhere else.
 #[cfg(feature = "avif")]
 mod avif;
-#[cfg(not(feature = "avif"))]
-use off::avif;
+#[cfg(feature = "bmp")]
+mod bmp;
+mod gif;
 #[cfg(feature = "ico")]
 mod ico;
-#[cfg(not(feature = "ico"))]
-use off::ico;
+mod jpeg;
+mod png;
 #[cfg(feature = "svg")]
 mod svg;
 #[cfg(feature = "svg")]
 mod svg_cost;
 #[cfg(feature = "svg")]
 mod svg_refs;
-#[cfg(not(feature = "svg"))]
-use off::svg;
 #[cfg(feature = "tiff")]
 mod tiff;
-#[cfg(not(feature = "tiff"))]
-use off::tiff;
+mod webp;
 
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;

@@ -12,10 +12,31 @@
 //!   the png crate inflates it whole as it reads the header (a 1 MB PNG's
 //!   profile can inflate to a gigabyte), and no thumbnail uses it.
 //!
-//! And PNG's own count for the decode limit, [`decoder_bytes`]. Runs
-//! inside a decode, on the decode thread that called it; keeps nothing.
+//! And PNG's own count for the decode limit, [`decoder_bytes`]. Its row of
+//! the format table (`FORMAT`) names them. Runs inside a decode, on the
+//! decode thread that called it; keeps nothing.
 
-use image::DynamicImage;
+use image::{DynamicImage, ImageFormat};
+
+use super::format::{self, Decoder, Format, Prepared, Raster};
+
+/// PNG's row of the format table.
+pub(super) const FORMAT: Format = Format {
+    name: "PNG",
+    media_types: &["image/png"],
+    detect: |bytes| format::is(bytes, ImageFormat::Png),
+    decoder: Decoder::Image(Raster {
+        prepare: |bytes, _| {
+            without_large_profile(bytes).map(|bytes| Prepared {
+                bytes,
+                source_size: None,
+            })
+        },
+        decoder_bytes: |bytes, _, _| decoder_bytes(bytes),
+        after_decode: restore_grey_key,
+        ..Raster::of(ImageFormat::Png)
+    }),
+};
 
 /// Bytes the PNG decoder holds besides the image it returns: its inflate
 /// state and window, and its rows. Measured with the peak allocator

@@ -22,7 +22,7 @@ use super::header::{self, Image, Opened, Photo, full_rgba};
 use super::jpeg::{self, JpegLayout};
 use super::resize::Pixels;
 use super::upright::fit;
-use super::{DecodeLimits, animation, avif, gif, png, resize, svg};
+use super::{DecodeLimits, animation, resize};
 use crate::error::Error;
 use crate::request::TargetSize;
 use crate::thumbnail::{Animation, Thumbnail};
@@ -79,8 +79,7 @@ fn decode(
         reason,
     };
     let image = match header::open(url, bytes, asked, &limits, photo)? {
-        Opened::Vector => return svg::rasterise(url, bytes, asked, limits),
-        Opened::Avif => return avif::thumbnail(url, bytes, asked, limits),
+        Opened::Own(decode) => return decode(url, bytes, asked, limits),
         Opened::Raster(image) => image,
     };
     let target = image.stored_target(asked);
@@ -92,7 +91,7 @@ fn decode(
         Err(error) => Some(error),
     };
     // What the markers say, before any decoder reads past them.
-    let layout = match image.format {
+    let layout = match image.format() {
         ImageFormat::Jpeg => {
             let layout = JpegLayout::read(&image.bytes);
             layout
@@ -151,7 +150,7 @@ fn from_embedded(
     limits: DecodeLimits,
     photo: Option<&Photo>,
 ) -> Result<Option<Thumbnail>, Error> {
-    if image.format != ImageFormat::Jpeg || !limits.embedded_thumbnails || photo.is_some() {
+    if image.format() != ImageFormat::Jpeg || !limits.embedded_thumbnails || photo.is_some() {
         return Ok(None);
     }
     let Some(embedded) = jpeg::embedded_covering(&image.bytes, (image.width, image.height), target)
@@ -251,7 +250,7 @@ fn choose(
             full_rgba(width, height),
             layout.decoder_bytes(),
         ),
-        (None, _) if image.format == ImageFormat::WebP => (
+        (None, _) if image.raster.decodes_to_rgba => (
             (width, height),
             full_rgba(width, height),
             image.decoder_bytes,
@@ -326,7 +325,7 @@ fn animated(
     frame_limits.max_alloc = Some(limits.max_alloc.saturating_sub(animation.max_bytes));
     let frames = animation::frames(
         &image.bytes,
-        image.format,
+        image.raster.frames.as_ref()?,
         (width, height),
         u64::from(thumb_width) * u64::from(thumb_height) * 4,
         animation,
@@ -357,8 +356,8 @@ fn animated(
 }
 
 /// The image's pixels by `route`: libjpeg at its scale, or `image`'s full
-/// decode with each format's fixes (a GIF without a colour table, a PNG's
-/// grey key).
+/// decode with its row's fixes (a GIF without a colour table, a PNG's grey
+/// key).
 fn run(image: &Image<'_>, route: &Route, limits: &Limits) -> Result<Pixels, String> {
     let bytes: &[u8] = &image.bytes;
     if let Some(eighths) = route.eighths
@@ -367,23 +366,17 @@ fn run(image: &Image<'_>, route: &Route, limits: &Limits) -> Result<Pixels, Stri
     {
         return Ok(pixels);
     }
-    let format = image.format;
+    let (format, raster) = (image.format(), image.raster);
     let mut reader = ImageReader::with_format(Cursor::new(bytes), format);
     reader.limits(limits.clone());
     let mut decoded = match reader.decode() {
         Ok(decoded) => decoded,
-        // A GIF with no colour table, which `image` refuses.
-        Err(error) => match (format == ImageFormat::Gif)
-            .then(|| gif::without_colour_table(bytes, limits.clone()))
-            .flatten()
-        {
+        Err(error) => match (raster.recover)(bytes, limits.clone()) {
             Some(decoded) => decoded,
             None => return Err(format!("{format:?}: {error}")),
         },
     };
-    if format == ImageFormat::Png {
-        png::restore_grey_key(bytes, &mut decoded);
-    }
+    (raster.after_decode)(bytes, &mut decoded);
     Ok(Pixels::from_image(decoded))
 }
 

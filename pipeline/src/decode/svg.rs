@@ -33,8 +33,18 @@ use std::sync::Arc;
 use resvg::tiny_skia::{Pixmap, Transform};
 use resvg::usvg::{self, roxmltree};
 
+use super::format::{Decoder, Format};
 use super::svg_refs::{self, MAX_DEPTH, Over};
 use super::{DecodeLimits, svg_cost};
+
+/// SVG's row of the format table: told by its markup, drawn by its own
+/// module.
+pub(super) const FORMAT: Format = Format {
+    name: "SVG",
+    media_types: &["image/svg+xml"],
+    detect: looks_like_svg,
+    decoder: Decoder::Own(rasterise),
+};
 use crate::error::Error;
 use crate::request::{Fit, TargetSize};
 use crate::thumbnail::Thumbnail;
@@ -54,7 +64,7 @@ pub(super) const MAX_FILL_PER_ALLOC: u64 = 4;
 /// Whether `bytes` look like an SVG document: markup (after any byte
 /// order mark and whitespace) with an `<svg` element near its start, and
 /// not an HTML page (which may hold an inline `<svg>`).
-pub(super) fn looks_like_svg(bytes: &[u8]) -> bool {
+fn looks_like_svg(bytes: &[u8]) -> bool {
     let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
     let start = bytes.iter().position(|b| !b.is_ascii_whitespace());
     let Some(start) = start.filter(|&at| bytes[at] == b'<') else {

@@ -9,9 +9,25 @@
 //!
 //! Runs inside a decode, on the decode thread that called it, before the
 //! pixels are decoded: it reads the first page's header again with the
-//! `tiff` crate (a few hundred bytes) and keeps nothing.
+//! `tiff` crate (a few hundred bytes) and keeps nothing. Its row of the
+//! format table (`FORMAT`) names both.
 
 use std::io::Cursor;
+
+use image::ImageFormat;
+
+use super::format::{self, Format, Raster};
+
+/// TIFF's row of the format table: a TIFF or a BigTIFF.
+pub(super) const FORMAT: Format = Format {
+    name: "TIFF",
+    media_types: &["image/tiff"],
+    detect: format::is_tiff,
+    decoder: format::Decoder::Image(Raster {
+        before_header: inspect,
+        ..Raster::of(ImageFormat::Tiff)
+    }),
+};
 
 use tiff::decoder::Decoder;
 use tiff::tags::Tag;
@@ -27,7 +43,7 @@ use tiff::tags::Tag;
 /// chunk at its decoded size (its compressed bytes, which LZW or Deflate
 /// may make a little larger than that, and the rows decoded from them).
 /// Measured with the peak allocator (`pipeline/tests/bomb.rs`).
-pub(super) fn inspect(bytes: &[u8]) -> Result<u64, String> {
+fn inspect(bytes: &[u8]) -> Result<u64, String> {
     let Ok(mut decoder) = Decoder::new(Cursor::new(bytes)) else {
         return Ok(0);
     };

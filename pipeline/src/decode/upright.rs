@@ -5,8 +5,8 @@
 //!
 //! Runs inside a decode, on the thread that called it; keeps nothing.
 
+use image::DynamicImage;
 use image::metadata::Orientation;
-use image::{DynamicImage, ImageFormat};
 
 use super::fitting::Fitting;
 use super::{jpeg, resize};
@@ -81,28 +81,8 @@ pub(super) fn fit(
     Ok(rgba)
 }
 
-/// How the camera held the picture, by its EXIF orientation: an
-/// unreadable tag is no reason to refuse the image. A WebP's EXIF chunk
-/// may begin with JPEG's `Exif\0\0` before its TIFF header (as Pillow and
-/// other writers put it); `image` reads the TIFF header only, so such a
-/// chunk is read here, as browsers read it.
-pub(super) fn orientation_of(
-    header: &mut impl image::ImageDecoder,
-    format: ImageFormat,
-) -> Orientation {
-    match header.orientation() {
-        Ok(orientation) if orientation != Orientation::NoTransforms => orientation,
-        // Only WebP's chunk is read again (for a JPEG it would parse the
-        // file's headers a second time, for nothing).
-        _ if format != ImageFormat::WebP => Orientation::NoTransforms,
-        _ => header
-            .exif_metadata()
-            .ok()
-            .flatten()
-            .and_then(|exif| {
-                exif.strip_prefix(b"Exif\0\0")
-                    .and_then(Orientation::from_exif_chunk)
-            })
-            .unwrap_or(Orientation::NoTransforms),
-    }
+/// How the camera held the picture, by its EXIF orientation as `image`
+/// reads it: an unreadable tag is no reason to refuse the image.
+pub(super) fn orientation_of(header: &mut dyn image::ImageDecoder) -> Orientation {
+    header.orientation().unwrap_or(Orientation::NoTransforms)
 }

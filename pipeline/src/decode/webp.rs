@@ -2,8 +2,65 @@
 //! pixels, for the decode limit, and whether its chunks fit in the file
 //! before any of their contents is read.
 //!
+//! Its row of the format table (`FORMAT`) names them, with its EXIF
+//! reading and its frames' reader.
+//!
 //! Runs inside a decode, on the decode thread that called it, on the
 //! file's first bytes and chunk headers; keeps nothing.
+
+use std::io::Cursor;
+
+use image::codecs::webp::WebPDecoder;
+use image::metadata::Orientation;
+use image::{AnimationDecoder, ImageDecoder, ImageFormat};
+
+use super::format::{self, Decoder, Format, FrameReader, Raster};
+use super::upright;
+
+/// WebP's row of the format table. `image` decodes it to 8-bit RGB(A).
+pub(super) const FORMAT: Format = Format {
+    name: "WebP",
+    media_types: &["image/webp"],
+    detect: |bytes| format::is(bytes, ImageFormat::WebP),
+    decoder: Decoder::Image(Raster {
+        decoder_bytes,
+        orientation,
+        decodes_to_rgba: true,
+        frames: Some(FrameReader {
+            count: frame_count,
+            fit: frames_fit,
+            decode: |bytes, limits| {
+                let mut decoder = WebPDecoder::new(Cursor::new(bytes)).ok()?;
+                decoder.set_limits(limits).ok()?;
+                Some(decoder.into_frames())
+            },
+        }),
+        ..Raster::of(ImageFormat::WebP)
+    }),
+};
+
+/// How the camera held the picture. A WebP whose chunks claim more than
+/// the file holds is not asked (its decoder would allocate what the EXIF
+/// chunk claims). Its EXIF chunk may begin with JPEG's `Exif\0\0` before
+/// its TIFF header (as Pillow and other writers put it); `image` reads the
+/// TIFF header only, so such a chunk is read here, as browsers read it.
+fn orientation(bytes: &[u8], header: &mut dyn ImageDecoder) -> Orientation {
+    if !chunks_fit(bytes) {
+        return Orientation::NoTransforms;
+    }
+    match upright::orientation_of(header) {
+        Orientation::NoTransforms => header
+            .exif_metadata()
+            .ok()
+            .flatten()
+            .and_then(|exif| {
+                exif.strip_prefix(b"Exif\0\0")
+                    .and_then(Orientation::from_exif_chunk)
+            })
+            .unwrap_or(Orientation::NoTransforms),
+        orientation => orientation,
+    }
+}
 
 /// Bytes the WebP decoder holds besides the pixels it returns, measured
 /// with the peak allocator (`pipeline/tests/bomb.rs`): a lossy (VP8) frame
@@ -13,7 +70,7 @@
 /// own header claims when that is more: a 3.6 KB file of a 128x128 canvas
 /// whose frame claimed 16383x16383 took 403 MB under the 268 MB limit
 /// when only the canvas was counted (found by `decode-fuzz`).
-pub(super) fn decoder_bytes(bytes: &[u8], width: u32, height: u32) -> u64 {
+fn decoder_bytes(bytes: &[u8], width: u32, height: u32) -> u64 {
     let (width, height) = (u64::from(width), u64::from(height));
     let planes =
         |width: u64, height: u64| width.next_multiple_of(16) * height.next_multiple_of(16) * 3 / 2;
@@ -33,14 +90,14 @@ pub(super) fn decoder_bytes(bytes: &[u8], width: u32, height: u32) -> u64 {
 /// How many frames (`ANMF` chunks) an animation holds, counting no
 /// further than `up_to`; 0 for a file without them, or whose header does
 /// not set the animation flag.
-pub(super) fn frame_count(bytes: &[u8], up_to: usize) -> usize {
+fn frame_count(bytes: &[u8], up_to: usize) -> usize {
     animation_frames(bytes).take(up_to).count()
 }
 
 /// Whether each of the first `up_to` frames, and the bitstream inside it
 /// (whose size the decoder allocates for before comparing it with the
 /// frame's), claims no more than the `screen`.
-pub(super) fn frames_fit(bytes: &[u8], screen: (u32, u32), up_to: usize) -> bool {
+fn frames_fit(bytes: &[u8], screen: (u32, u32), up_to: usize) -> bool {
     animation_frames(bytes).take(up_to).all(|(at, size)| {
         // The decoder steps to the next frame without the padding byte of
         // an odd chunk: it would read other bytes than these.
@@ -171,7 +228,7 @@ fn frame_from(bytes: &[u8], mut at: usize) -> Option<Frame> {
 /// 4 KB file claiming a 4 GB EXIF chunk made it allocate 4 GB (found by
 /// `decode-fuzz`). A file cut short in its image data fits; it is the
 /// claims past the end that do not.
-pub(super) fn chunks_fit(bytes: &[u8]) -> bool {
+fn chunks_fit(bytes: &[u8]) -> bool {
     let mut at = 12usize;
     while let Some(header) = bytes.get(at..at + 8) {
         let size = u32::from_le_bytes([header[4], header[5], header[6], header[7]]) as usize;

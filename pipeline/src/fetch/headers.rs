@@ -17,15 +17,6 @@ use std::sync::Arc;
 use http::header::{ACCEPT, HeaderMap, HeaderValue, USER_AGENT};
 use url::Url;
 
-/// The media types of the formats the default decoder reads in this build
-/// (`formats.rs`): the `Accept` header of every request unless the
-/// app sets its own, so that a server that picks a format by it never
-/// sends one the decoder refuses.
-fn accept_images() -> HeaderValue {
-    HeaderValue::try_from(crate::formats::accept_header())
-        .unwrap_or(HeaderValue::from_static("image/*"))
-}
-
 /// The `User-Agent` of every request unless the app sets its own.
 const THUMBPIPE: &str = concat!("thumbpipe/", env!("CARGO_PKG_VERSION"));
 
@@ -95,14 +86,14 @@ impl RequestHeaders {
     }
 }
 
-/// The default fetcher's headers: thumbpipe's `User-Agent` and `Accept`,
+/// The default fetcher's headers: thumbpipe's `User-Agent` and `accept`,
 /// replaced by any the app gives in `app`, and the rest of `app`'s.
-pub(crate) fn client_defaults(app: &HeaderMap) -> HeaderMap {
+pub(crate) fn client_defaults(app: &HeaderMap, accept: HeaderValue) -> HeaderMap {
     let mut headers = app.clone();
     headers
         .entry(USER_AGENT)
         .or_insert(HeaderValue::from_static(THUMBPIPE));
-    headers.entry(ACCEPT).or_insert_with(accept_images);
+    headers.entry(ACCEPT).or_insert(accept);
     headers
 }
 
@@ -117,11 +108,16 @@ mod tests {
         app.insert(USER_AGENT, HeaderValue::from_static("gallery/2.0"));
         app.append(COOKIE, HeaderValue::from_static("a=1"));
         app.append(COOKIE, HeaderValue::from_static("b=2"));
-        let headers = client_defaults(&app);
+        let images = HeaderValue::from_static("image/png");
+        let headers = client_defaults(&app, images.clone());
         assert_eq!(headers[USER_AGENT], "gallery/2.0");
-        assert_eq!(headers[ACCEPT], accept_images());
+        assert_eq!(headers[ACCEPT], images);
         assert_eq!(headers.get_all(COOKIE).iter().count(), 2);
-        assert_eq!(client_defaults(&HeaderMap::new())[USER_AGENT], THUMBPIPE);
+        let defaults = client_defaults(&HeaderMap::new(), images);
+        assert_eq!(defaults[USER_AGENT], THUMBPIPE);
+        app.insert(ACCEPT, HeaderValue::from_static("image/avif"));
+        let apps = client_defaults(&app, HeaderValue::from_static("image/png"));
+        assert_eq!(apps[ACCEPT], "image/avif");
     }
 
     #[test]

@@ -241,7 +241,7 @@ impl HttpFetcher {
                 config.allow_https_to_http_redirects,
             ))
             .pool_max_idle_per_host(config.max_per_host)
-            .default_headers(headers::client_defaults(app));
+            .default_headers(headers::client_defaults(app, accept_images()));
         client = match &config.proxy {
             Proxy::FromEnvironment => client,
             Proxy::Direct => client.no_proxy(),
@@ -304,6 +304,15 @@ fn tls(
     _roots: &[Vec<u8>],
 ) -> Result<reqwest::ClientBuilder, BuildError> {
     Ok(client)
+}
+
+/// The media types of the formats the default decoder reads in this build
+/// (the format table, `decode/formats.rs`): the `Accept` header of every
+/// request unless the app sets its own, so that a server that picks a
+/// format by it never sends one the decoder refuses.
+fn accept_images() -> ::http::HeaderValue {
+    ::http::HeaderValue::try_from(crate::decode::formats::accept_header())
+        .unwrap_or(::http::HeaderValue::from_static("image/*"))
 }
 
 /// [`Fetch::fetch`] for a fetcher whose work is its

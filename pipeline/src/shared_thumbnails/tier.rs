@@ -152,7 +152,7 @@ impl ThumbnailTier for SharedThumbnails {
             return;
         };
         let mut text = stamp_text(&uri, stamp);
-        if let Some(media_type) = crate::formats::media_type(body) {
+        if let Some(media_type) = crate::decode::formats::media_type(body) {
             text.push(("Thumb::Mimetype", media_type.to_owned()));
         }
         text.push(("Thumb::Image::Width", thumbnail.source_size.0.to_string()));
@@ -170,7 +170,7 @@ impl ThumbnailTier for SharedThumbnails {
         let Some(stamp) = body.file_stamp() else {
             return;
         };
-        let known = crate::formats::media_type(body).is_some();
+        let known = crate::decode::formats::media_type(body).is_some();
         let Some(uri) = uri_of(url).filter(|_| known && self.write.is_some()) else {
             return;
         };

@@ -18,11 +18,11 @@ use super::tables::{
     Associations, Location, MAX_ENTRIES, Property, crop_of, read_grid, read_iinf, read_iloc,
     read_ipma, read_iref, read_pitm, read_property,
 };
-use crate::formats;
+use crate::decode::format;
 
 /// Reads what `bytes`, an AVIF file, shows.
 pub(super) fn read(bytes: &[u8]) -> Result<Still<'_>, String> {
-    if !formats::is_avif(bytes) {
+    if !format::is_avif(bytes) {
         return Err("the file does not start with an AVIF file type box".into());
     }
     let mut boxes = Boxes::new(bytes);

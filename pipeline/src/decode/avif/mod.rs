@@ -22,10 +22,8 @@ mod still;
 mod tables;
 mod yuv;
 
-use std::borrow::Cow;
 use std::sync::Arc;
 
-use image::ImageFormat;
 use image::metadata::Orientation;
 
 use self::dav1d::{Coding, Picture};
@@ -33,16 +31,26 @@ use self::still::{Coded, Data, Still, Transforms};
 use self::yuv::{Canvas, Rect};
 use super::DecodeLimits;
 use super::fitting::Fitting;
-use super::header::{Image, within_max_dimension};
+use super::format::{self, Decoder, Format};
+use super::header::{self, within_max_dimension};
 use super::resize::{self, Layout, Pixels};
-use super::upright::fit;
+use super::upright::{fit, quarter_turn, swapped};
 use crate::error::Error;
 use crate::request::TargetSize;
 use crate::thumbnail::Thumbnail;
 
+/// AVIF's row of the format table: told by any of its brands, decoded by
+/// this module.
+pub(super) const FORMAT: Format = Format {
+    name: "AVIF",
+    media_types: &["image/avif"],
+    detect: format::is_avif,
+    decoder: Decoder::Own(thumbnail),
+};
+
 /// Decodes `bytes`, an AVIF file, into a thumbnail for `asked`, under
 /// `limits`.
-pub(super) fn thumbnail(
+fn thumbnail(
     url: &Arc<str>,
     bytes: &[u8],
     asked: TargetSize,
@@ -58,18 +66,13 @@ pub(super) fn thumbnail(
     let shows = still.transforms.crop.unwrap_or((0, 0, width, height));
     // The part shown, as the header of any image says it: fitted with the
     // target's sides swapped for a quarter turn, turned after the resize.
-    let mut image = Image {
-        bytes: Cow::Borrowed(bytes),
-        format: ImageFormat::Avif,
-        width: shows.2,
-        height: shows.3,
-        orientation: orientation(&still.transforms),
-        full_decode_bytes: 0,
-        decoder_bytes: 0,
-        source_size: (0, 0),
+    let orientation = orientation(&still.transforms);
+    let (stored_target, source_size) = if quarter_turn(orientation) {
+        (swapped(asked), (shows.3, shows.2))
+    } else {
+        (asked, (shows.2, shows.3))
     };
-    image.source_size = image.upright();
-    let fitting = Fitting::new(shows.2, shows.3, image.stored_target(asked));
+    let fitting = Fitting::new(shows.2, shows.3, stored_target);
     let coding = coding_of(&still).map_err(decode_error)?;
     let needed = bytes_needed(&still, coding, shows, &fitting);
     if needed > limits.max_alloc {
@@ -89,15 +92,9 @@ pub(super) fn thumbnail(
         layout: Layout::Rgba,
         data: pixels(&still, coding, shows, bytes.len()).map_err(decode_error)?,
     };
-    let rgba = fit(
-        pixels,
-        &fitting,
-        (shows.2, shows.3),
-        None,
-        image.orientation,
-    )
-    .map_err(decode_error)?;
-    Ok(image.thumbnail(url, rgba))
+    let rgba =
+        fit(pixels, &fitting, (shows.2, shows.3), None, orientation).map_err(decode_error)?;
+    Ok(header::still(url, rgba, source_size))
 }
 
 /// The turn and mirror as the EXIF orientation that does the same: the

@@ -14,14 +14,14 @@
 //!   decoded from its DC scans alone; its tables and scan headers are read
 //!   by `dc_headers.rs`, its Huffman codes by `huffman.rs`, its pixels made
 //!   by `dc_pixels.rs`.
-//! - `prefix.rs`: reading a JPEG only as far as its thumbnail needs, a
-//!   [`Fetch`](crate::Fetch) layer in front of any fetcher, whose watch
-//!   reads the headers as the decoders above do.
+//! - `prefix.rs`: reading a JPEG only as far as its thumbnail needs, the
+//!   watch the fetch stage's read-as-needed layer gives each request,
+//!   which reads the headers as the decoders above do.
 //!
-//! The route (`decode/route.rs`) chooses among them. Everything here runs
-//! on the thread that calls it (a decode thread; the fetch task for the
-//! watch) and keeps nothing between calls, but the layer, which lives as
-//! long as the fetcher it wraps.
+//! Its row of the format table (`FORMAT`) is here; the route
+//! (`decode/route.rs`) chooses among the rest. Everything here runs on the
+//! thread that calls it (a decode thread; the fetch task for the watch)
+//! and keeps nothing between calls.
 
 mod dc_headers;
 mod dc_pixels;
@@ -36,6 +36,24 @@ mod libjpeg;
 use super::off::libjpeg;
 mod markers;
 mod prefix;
+
+use image::ImageFormat;
+
+use super::format::{self, Decoder, Format, Raster};
+
+/// JPEG's row of the format table: `image` reads its header, and when it
+/// refuses one that libjpeg decodes, the frame header says the size.
+pub(super) const FORMAT: Format = Format {
+    name: "JPEG",
+    media_types: &["image/jpeg"],
+    detect: |bytes| format::is(bytes, ImageFormat::Jpeg),
+    decoder: Decoder::Image(Raster {
+        header_fallback: |bytes, limits| {
+            limits.jpeg_dct_scaling.then(|| frame_size(bytes)).flatten()
+        },
+        ..Raster::of(ImageFormat::Jpeg)
+    }),
+};
 
 pub(super) use dc_scans::{covers as dc_scans_cover, decode_dc};
 pub(super) use exif::covering as embedded_covering;

@@ -1,0 +1,217 @@
+//! Formats: the one table of the image formats this build decodes. A row
+//! (`format.rs`) says what a format is called, the media types servers
+//! label it with, how its bytes are told, and how it is decoded. Each row
+//! is defined beside its decoder (`png.rs`' `FORMAT`, `jpeg/`'s, ...) and
+//! listed here once, behind its cargo feature: a format switched off is a
+//! row that is not there.
+//!
+//! Read by the header (what the bytes are), the route and the animation
+//! (the row's fixes), the fetch stage (the `Accept` header), the shared
+//! thumbnails (`Thumb::Mimetype`) and [`SUPPORTED_FORMATS`]. Plain
+//! constants, fixed when the crate is built.
+//!
+//! Adding a format: a file (or folder) in `decode/` with its `FORMAT` row
+//! and what its row names, a cargo feature in `pipeline/Cargo.toml` (with
+//! `image`'s feature for it, if `image` decodes it), and its line in
+//! [`FORMATS`].
+
+use super::format::{Format, is_avif, is_tiff};
+
+/// Every format this build decodes, most common on the web first (the
+/// order of the `Accept` header). A row's `detect` is asked in this order;
+/// markup (SVG) is asked last, after every format told by magic bytes.
+pub(crate) const FORMATS: &[&Format] = &[
+    &super::webp::FORMAT,
+    &super::png::FORMAT,
+    &super::jpeg::FORMAT,
+    &super::gif::FORMAT,
+    // After the formats that decode fastest: a server that can send either
+    // chooses by its own order, most of them AVIF whenever it is named.
+    #[cfg(feature = "avif")]
+    &super::avif::FORMAT,
+    #[cfg(feature = "bmp")]
+    &super::bmp::FORMAT,
+    #[cfg(feature = "ico")]
+    &super::ico::FORMAT,
+    #[cfg(feature = "tiff")]
+    &super::tiff::FORMAT,
+    #[cfg(feature = "svg")]
+    &super::svg::FORMAT,
+];
+
+/// The image formats [`ImageDecoder`](crate::ImageDecoder) decodes in this
+/// build: JPEG, PNG, WebP and GIF always, and each other format whose cargo
+/// feature (of its name, in lower case) is on; the crate's docs list them
+/// and which are on by default. The `Accept` header of every request names
+/// the same formats.
+///
+/// ```
+/// assert!(thumbpipe::SUPPORTED_FORMATS.contains(&"WebP"));
+/// # #[cfg(feature = "tiff")]
+/// assert!(thumbpipe::SUPPORTED_FORMATS.contains(&"TIFF"));
+/// # #[cfg(feature = "avif")]
+/// assert!(thumbpipe::SUPPORTED_FORMATS.contains(&"AVIF"));
+/// ```
+pub const SUPPORTED_FORMATS: [&str; FORMATS.len()] = names();
+
+const fn names() -> [&'static str; FORMATS.len()] {
+    let mut names = [""; FORMATS.len()];
+    let mut i = 0;
+    while i < FORMATS.len() {
+        names[i] = FORMATS[i].name;
+        i += 1;
+    }
+    names
+}
+
+/// The row of the format `bytes` are in, if this build decodes it.
+pub(crate) fn detect(bytes: &[u8]) -> Option<&'static Format> {
+    FORMATS
+        .iter()
+        .copied()
+        .find(|format| (format.detect)(bytes))
+}
+
+/// The media type of the image `bytes` hold, if this build decodes it
+/// (what a shared thumbnail's `Thumb::Mimetype` says).
+#[cfg_attr(not(feature = "shared-thumbnails"), allow(dead_code))]
+pub(crate) fn media_type(bytes: &[u8]) -> Option<&'static str> {
+    detect(bytes).and_then(|format| format.media_types.first().copied())
+}
+
+/// The `Accept` header's value: every media type of [`FORMATS`].
+pub(crate) fn accept_header() -> String {
+    let types: Vec<&str> = FORMATS
+        .iter()
+        .flat_map(|format| format.media_types.iter().copied())
+        .collect();
+    types.join(",")
+}
+
+/// Why `bytes`, which no row detects, are refused: a format this build
+/// leaves out (named, with the feature that adds it), an HTML page, an
+/// empty body, or bytes of no format known.
+pub(crate) fn not_decoded(bytes: &[u8]) -> String {
+    let off = if is_avif(bytes) {
+        Some("AVIF".to_owned())
+    } else if is_tiff(bytes) {
+        Some("Tiff".to_owned())
+    } else {
+        image::guess_format(bytes).ok().map(|f| format!("{f:?}"))
+    };
+    if let Some(format) = off {
+        return format!(
+            "the image is {format}, which this build does not decode (it decodes {}; others \
+             need thumbpipe's cargo feature of the format's name)",
+            SUPPORTED_FORMATS.join(", ")
+        );
+    }
+    let start = &bytes[..bytes.len().min(64)];
+    let text = String::from_utf8_lossy(start).to_ascii_lowercase();
+    if bytes.is_empty() {
+        "the response was empty".into()
+    } else if text.trim_start().starts_with("<!doctype html") || text.contains("<html") {
+        "the server sent an HTML page, not an image".into()
+    } else {
+        format!(
+            "not one of {} ({} bytes starting {:02x?})",
+            SUPPORTED_FORMATS.join(", "),
+            bytes.len(),
+            &bytes[..bytes.len().min(4)]
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use image::{DynamicImage, ImageFormat};
+
+    use super::*;
+
+    #[test]
+    fn every_format_is_named_once_and_accepted() {
+        let accept = accept_header();
+        for (i, format) in FORMATS.iter().enumerate() {
+            assert_eq!(SUPPORTED_FORMATS[i], format.name);
+            assert_eq!(
+                SUPPORTED_FORMATS
+                    .iter()
+                    .filter(|n| **n == format.name)
+                    .count(),
+                1
+            );
+            for media_type in format.media_types {
+                assert!(accept.split(',').any(|t| t == *media_type), "{media_type}");
+            }
+        }
+        assert!(accept.starts_with("image/webp,image/png,image/jpeg,image/gif"));
+        assert_eq!(
+            cfg!(feature = "avif"),
+            accept.split(',').any(|t| t == "image/avif")
+        );
+        assert_eq!(
+            cfg!(feature = "ico"),
+            accept.split(',').any(|t| t == "image/x-icon")
+        );
+    }
+
+    /// Each row detects its own format's bytes, and no other row does.
+    #[test]
+    fn each_format_is_told_by_its_own_row_alone() {
+        let image = DynamicImage::ImageRgba8(image::RgbaImage::new(4, 4));
+        for (format, name) in [
+            (ImageFormat::Png, "PNG"),
+            (ImageFormat::Jpeg, "JPEG"),
+            (ImageFormat::Gif, "GIF"),
+            (ImageFormat::WebP, "WebP"),
+            (ImageFormat::Bmp, "BMP"),
+            (ImageFormat::Ico, "ICO"),
+            (ImageFormat::Tiff, "TIFF"),
+            (ImageFormat::Qoi, "QOI"),
+        ] {
+            let image = match format {
+                ImageFormat::Jpeg => DynamicImage::ImageRgb8(image.to_rgb8()),
+                _ => image.clone(),
+            };
+            let mut bytes = std::io::Cursor::new(Vec::new());
+            if image.write_to(&mut bytes, format).is_err() {
+                // `image` writes only the formats whose features it has.
+                continue;
+            }
+            let bytes = bytes.into_inner();
+            let matching: Vec<&str> = FORMATS
+                .iter()
+                .filter(|f| (f.detect)(&bytes))
+                .map(|f| f.name)
+                .collect();
+            if SUPPORTED_FORMATS.contains(&name) {
+                assert_eq!(matching, [name]);
+            } else {
+                assert!(matching.is_empty(), "{name}: {matching:?}");
+                assert!(not_decoded(&bytes).contains("does not decode"), "{name}");
+            }
+        }
+    }
+
+    #[test]
+    fn avif_is_told_by_any_of_its_brands() {
+        let ftyp = |major: &[u8; 4], compatible: &[&[u8; 4]]| {
+            let mut bytes = ((16 + 4 * compatible.len()) as u32).to_be_bytes().to_vec();
+            bytes.extend_from_slice(b"ftyp");
+            bytes.extend_from_slice(major);
+            bytes.extend_from_slice(&[0; 4]);
+            compatible
+                .iter()
+                .for_each(|brand| bytes.extend_from_slice(*brand));
+            bytes
+        };
+        assert!(is_avif(&ftyp(b"avif", &[b"mif1"])));
+        assert!(is_avif(&ftyp(b"mif1", &[b"miaf", b"avif"])));
+        assert!(is_avif(&ftyp(b"avis", &[])));
+        // HEIC, and a minor version that spells the brand, are not AVIF.
+        assert!(!is_avif(&ftyp(b"heic", &[b"mif1"])));
+        let mut minor = ftyp(b"heic", &[]);
+        minor[12..16].copy_from_slice(b"avif");
+        assert!(!is_avif(&minor));
+    }
+}
