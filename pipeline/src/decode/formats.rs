@@ -1,43 +1,23 @@
-//! Formats: the one table of the image formats this build decodes. A row
-//! (`format.rs`) says what a format is called, the media types servers
-//! label it with, how its bytes are told, and how it is decoded. Each row
-//! is defined beside its decoder (`png.rs`' `FORMAT`, `jpeg/`'s, ...) and
-//! listed here once, behind its cargo feature: a format switched off is a
-//! row that is not there.
+//! Formats: what the crate asks of the one table of the image formats
+//! this build decodes. A row (`format.rs`) says what a format is called,
+//! the media types servers label it with, how its bytes are told, and how
+//! it is decoded. Each row is defined beside its decoder (`png.rs`'
+//! `FORMAT`, `jpeg/`'s, ...) and listed once, behind its cargo feature, in
+//! the table (`decode/mod.rs`' `format_table!`, which declares the
+//! format's module too): a format switched off is a row that is not there.
 //!
-//! Read by the header (what the bytes are), the route and the animation
+//! The table is read by the header (what the bytes are), the route and the animation
 //! (the row's fixes), the fetch stage (the `Accept` header), the shared
 //! thumbnails (`Thumb::Mimetype`) and [`SUPPORTED_FORMATS`]. Plain
 //! constants, fixed when the crate is built.
 //!
 //! Adding a format: a file (or folder) in `decode/` with its `FORMAT` row
 //! and what its row names, a cargo feature in `pipeline/Cargo.toml` (with
-//! `image`'s feature for it, if `image` decodes it), and its line in
-//! [`FORMATS`].
+//! `image`'s feature for it, if `image` decodes it), and its line in the
+//! table.
 
+use super::FORMATS;
 use super::format::{Format, is_avif, is_tiff};
-
-/// Every format this build decodes, most common on the web first (the
-/// order of the `Accept` header). A row's `detect` is asked in this order;
-/// markup (SVG) is asked last, after every format told by magic bytes.
-pub(crate) const FORMATS: &[&Format] = &[
-    &super::webp::FORMAT,
-    &super::png::FORMAT,
-    &super::jpeg::FORMAT,
-    &super::gif::FORMAT,
-    // After the formats that decode fastest: a server that can send either
-    // chooses by its own order, most of them AVIF whenever it is named.
-    #[cfg(feature = "avif")]
-    &super::avif::FORMAT,
-    #[cfg(feature = "bmp")]
-    &super::bmp::FORMAT,
-    #[cfg(feature = "ico")]
-    &super::ico::FORMAT,
-    #[cfg(feature = "tiff")]
-    &super::tiff::FORMAT,
-    #[cfg(feature = "svg")]
-    &super::svg::FORMAT,
-];
 
 /// The image formats [`ImageDecoder`](crate::ImageDecoder) decodes in this
 /// build: JPEG, PNG, WebP and GIF always, and each other format whose cargo

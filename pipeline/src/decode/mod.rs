@@ -38,26 +38,40 @@ mod resize;
 mod route;
 mod upright;
 
-// The formats, each a row of `formats.rs`' table; a format behind a cargo
-// feature that is off has no row, and is named nowhere else.
-#[cfg(feature = "avif")]
-mod avif;
-#[cfg(feature = "bmp")]
-mod bmp;
-mod gif;
-#[cfg(feature = "ico")]
-mod ico;
-mod jpeg;
-mod png;
-#[cfg(feature = "svg")]
-mod svg;
+/// The format table: each format's module, and its `FORMAT` row in
+/// [`FORMATS`], in the order given.
+macro_rules! format_table {
+    ($($(#[$on:meta])* $format:ident,)*) => {
+        $($(#[$on])* mod $format;)*
+
+        /// Every format this build decodes, one row each, most common on
+        /// the web first (the order of the `Accept` header, and the order
+        /// rows are asked whether bytes are theirs: markup last, after
+        /// every format told by magic bytes). `formats.rs` reads it.
+        pub(crate) const FORMATS: &[&format::Format] = &[$($(#[$on])* &$format::FORMAT,)*];
+    };
+}
+
+// One line a format, behind its cargo feature: a format that is off has no
+// row and no module, and is named nowhere else.
+format_table! {
+    webp,
+    png,
+    jpeg,
+    gif,
+    // After the formats that decode fastest: a server that can send either
+    // chooses by its own order, most of them AVIF whenever it is named.
+    #[cfg(feature = "avif")] avif,
+    #[cfg(feature = "bmp")] bmp,
+    #[cfg(feature = "ico")] ico,
+    #[cfg(feature = "tiff")] tiff,
+    #[cfg(feature = "svg")] svg,
+}
+// SVG's own parts: what a drawing costs, and what its references reach.
 #[cfg(feature = "svg")]
 mod svg_cost;
 #[cfg(feature = "svg")]
 mod svg_refs;
-#[cfg(feature = "tiff")]
-mod tiff;
-mod webp;
 
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
