@@ -65,6 +65,7 @@ format_table! {
     #[cfg(feature = "bmp")] bmp,
     #[cfg(feature = "ico")] ico,
     #[cfg(feature = "tiff")] tiff,
+    #[cfg(feature = "qoi")] qoi,
     #[cfg(feature = "svg")] svg,
 }
 // SVG's own parts: what a drawing costs, and what its references reach.
