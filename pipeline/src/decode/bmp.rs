@@ -3,12 +3,12 @@
 
 use image::ImageFormat;
 
-use super::format::{self, Decoder, Format, Raster};
+use super::format::{Decoder, Format, Raster, Signature};
 
 /// BMP's row of the format table.
 pub(super) const FORMAT: Format = Format {
     name: "BMP",
     media_types: &["image/bmp"],
-    detect: |bytes| format::is(bytes, ImageFormat::Bmp),
+    signature: Signature::Magic(&[(0, b"BM")]),
     decoder: Decoder::Image(Raster::of(ImageFormat::Bmp)),
 };

@@ -49,7 +49,7 @@ pub(crate) fn detect(bytes: &[u8]) -> Option<&'static Format> {
     FORMATS
         .iter()
         .copied()
-        .find(|format| (format.detect)(bytes))
+        .find(|format| format.signature.matches(bytes))
 }
 
 /// The media type of the image `bytes` hold, if this build decodes it
@@ -161,7 +161,7 @@ mod tests {
             let bytes = bytes.into_inner();
             let matching: Vec<&str> = FORMATS
                 .iter()
-                .filter(|f| (f.detect)(&bytes))
+                .filter(|f| f.signature.matches(&bytes))
                 .map(|f| f.name)
                 .collect();
             if SUPPORTED_FORMATS.contains(&name) {

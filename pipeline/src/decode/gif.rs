@@ -19,13 +19,13 @@ use std::io::Cursor;
 use image::codecs::gif::GifDecoder;
 use image::{AnimationDecoder, DynamicImage, ImageDecoder as _, ImageFormat, ImageReader, Limits};
 
-use super::format::{self, Decoder, Format, FrameReader, Raster};
+use super::format::{Decoder, Format, FrameReader, Raster, Signature};
 
 /// GIF's row of the format table.
 pub(super) const FORMAT: Format = Format {
     name: "GIF",
     media_types: &["image/gif"],
-    detect: |bytes| format::is(bytes, ImageFormat::Gif),
+    signature: Signature::Magic(&[(0, b"GIF8")]),
     decoder: Decoder::Image(Raster {
         decoder_bytes: |bytes, _, _| decoder_bytes(bytes),
         recover: without_colour_table,

@@ -11,7 +11,7 @@
 use image::ImageFormat;
 
 use super::fitting::Fitting;
-use super::format::{self, Decoder, Format, Prepared, Raster};
+use super::format::{Decoder, Format, Prepared, Raster, Signature};
 use crate::request::{Fit, TargetSize};
 
 /// ICO's row of the format table.
@@ -20,7 +20,7 @@ pub(super) const FORMAT: Format = Format {
     // What IANA registered; browsers and most servers still send the
     // older `image/x-icon`, which `Accept` names too.
     media_types: &["image/vnd.microsoft.icon", "image/x-icon"],
-    detect: |bytes| format::is(bytes, ImageFormat::Ico),
+    signature: Signature::Magic(&[(0, b"\0\0\x01\0")]),
     decoder: Decoder::Image(Raster {
         prepare: |bytes, target| {
             best_entry(bytes, target).map(|best| Prepared {

@@ -18,13 +18,13 @@
 
 use image::{DynamicImage, ImageFormat};
 
-use super::format::{self, Decoder, Format, Prepared, Raster};
+use super::format::{Decoder, Format, Prepared, Raster, Signature};
 
 /// PNG's row of the format table.
 pub(super) const FORMAT: Format = Format {
     name: "PNG",
     media_types: &["image/png"],
-    detect: |bytes| format::is(bytes, ImageFormat::Png),
+    signature: Signature::Magic(&[(0, b"\x89PNG\r\n\x1a\n")]),
     decoder: Decoder::Image(Raster {
         prepare: |bytes, _| {
             without_large_profile(bytes).map(|bytes| Prepared {

@@ -5,14 +5,14 @@
 
 use image::ImageFormat;
 
-use super::format::{self, Decoder, Format, Raster};
+use super::format::{Decoder, Format, Raster, Signature};
 
 /// QOI's row of the format table: told by its `qoif` magic.
 pub(super) const FORMAT: Format = Format {
     name: "QOI",
     // Not registered with IANA; what its specification and servers use.
     media_types: &["image/qoi"],
-    detect: |bytes| format::is(bytes, ImageFormat::Qoi),
+    signature: Signature::Magic(&[(0, b"qoif")]),
     decoder: Decoder::Image(Raster::of(ImageFormat::Qoi)),
 };
 

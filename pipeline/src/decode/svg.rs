@@ -33,7 +33,7 @@ use std::sync::Arc;
 use resvg::tiny_skia::{Pixmap, Transform};
 use resvg::usvg::{self, roxmltree};
 
-use super::format::{Decoder, Format};
+use super::format::{Decoder, Format, Signature};
 use super::svg_refs::{self, MAX_DEPTH, Over};
 use super::{DecodeLimits, svg_cost};
 
@@ -42,7 +42,7 @@ use super::{DecodeLimits, svg_cost};
 pub(super) const FORMAT: Format = Format {
     name: "SVG",
     media_types: &["image/svg+xml"],
-    detect: looks_like_svg,
+    signature: Signature::Told(looks_like_svg),
     decoder: Decoder::Own(rasterise),
 };
 use crate::error::Error;

@@ -16,13 +16,13 @@ use std::io::Cursor;
 
 use image::ImageFormat;
 
-use super::format::{self, Format, Raster};
+use super::format::{self, Format, Raster, Signature};
 
 /// TIFF's row of the format table: a TIFF or a BigTIFF.
 pub(super) const FORMAT: Format = Format {
     name: "TIFF",
     media_types: &["image/tiff"],
-    detect: format::is_tiff,
+    signature: Signature::Told(format::is_tiff),
     decoder: format::Decoder::Image(Raster {
         before_header: inspect,
         ..Raster::of(ImageFormat::Tiff)

@@ -14,14 +14,14 @@ use image::codecs::webp::WebPDecoder;
 use image::metadata::Orientation;
 use image::{AnimationDecoder, ImageDecoder, ImageFormat};
 
-use super::format::{self, Decoder, Format, FrameReader, Raster};
+use super::format::{Decoder, Format, FrameReader, Raster, Signature};
 use super::upright;
 
 /// WebP's row of the format table. `image` decodes it to 8-bit RGB(A).
 pub(super) const FORMAT: Format = Format {
     name: "WebP",
     media_types: &["image/webp"],
-    detect: |bytes| format::is(bytes, ImageFormat::WebP),
+    signature: Signature::Magic(&[(0, b"RIFF"), (8, b"WEBP")]),
     decoder: Decoder::Image(Raster {
         decoder_bytes,
         orientation,

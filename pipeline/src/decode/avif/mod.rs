@@ -31,7 +31,7 @@ use self::still::{Coded, Data, Still, Transforms};
 use self::yuv::{Canvas, Rect};
 use super::DecodeLimits;
 use super::fitting::Fitting;
-use super::format::{self, Decoder, Format};
+use super::format::{self, Decoder, Format, Signature};
 use super::header::{self, within_max_dimension};
 use super::resize::{self, Layout, Pixels};
 use super::upright::{fit, quarter_turn, swapped};
@@ -44,7 +44,7 @@ use crate::thumbnail::Thumbnail;
 pub(super) const FORMAT: Format = Format {
     name: "AVIF",
     media_types: &["image/avif"],
-    detect: format::is_avif,
+    signature: Signature::Told(format::is_avif),
     decoder: Decoder::Own(thumbnail),
 };
 

@@ -39,14 +39,14 @@ mod prefix;
 
 use image::ImageFormat;
 
-use super::format::{self, Decoder, Format, Raster};
+use super::format::{Decoder, Format, Raster, Signature};
 
 /// JPEG's row of the format table: `image` reads its header, and when it
 /// refuses one that libjpeg decodes, the frame header says the size.
 pub(super) const FORMAT: Format = Format {
     name: "JPEG",
     media_types: &["image/jpeg"],
-    detect: |bytes| format::is(bytes, ImageFormat::Jpeg),
+    signature: Signature::Magic(&[(0, b"\xFF\xD8\xFF")]),
     decoder: Decoder::Image(Raster {
         header_fallback: |bytes, limits| {
             limits.jpeg_dct_scaling.then(|| frame_size(bytes)).flatten()
