@@ -126,7 +126,7 @@ LAYERS = [
     ["error", "body", "thumbnail", "workers", "request", "queue", "coast",
      "decode/config", "fetch/config", "fetch/headers", "fetch/stop", "fetch/schemes", "disk/config",
      "disk/stats", "shared_thumbnails/config", "load/tier", "small_files"],
-    ["config", "metrics", "cache", "deliver", "local_files"],
+    ["config", "metrics", "cache", "deliver", "local_files", "kept"],
     ["decode"],
     ["fetch"],
     ["load"],

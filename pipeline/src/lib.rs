@@ -265,6 +265,8 @@ mod error;
 mod fetch;
 #[cfg(feature = "iced")]
 pub mod iced;
+#[cfg(any(feature = "egui", feature = "iced"))]
+mod kept;
 mod load;
 mod local_files;
 mod metrics;

@@ -1,7 +1,8 @@
-//! Textures: the UI side's level of the cache (L1). Thumbnails become egui
-//! textures here (an animation, one per frame), under a byte budget with
-//! least-recently-drawn eviction that frees the GPU texture, and under a
-//! per-pass upload budget.
+//! Textures: the UI side's level of the cache (L1) for egui. Thumbnails
+//! become egui textures here (an animation, one per frame), kept by the
+//! crate's kept images (`kept.rs`, shared with iced's handles: a byte
+//! budget, the least recently drawn freed first, never one drawn in this
+//! pass), which frees the GPU texture, and under a per-pass upload budget.
 //!
 //! Owned by one UI-side loader (the URI loader or a [`super::ThumbnailList`])
 //! and used on the UI thread only. A texture lives until it is evicted,
@@ -11,13 +12,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use ::egui::load::SizedTexture;
-use ::egui::{ColorImage, Context, TextureHandle, TextureOptions};
-use lru::LruCache;
-
 use crate::error::Error;
+use crate::kept::{KeptImages, not_rgba};
 use crate::request::TargetSize;
 use crate::thumbnail::Thumbnail;
+use ::egui::load::SizedTexture;
+use ::egui::{ColorImage, Context, TextureHandle, TextureOptions};
 
 /// A texture's identity: the URL, the box its thumbnail was made for, and
 /// how egui samples it.
@@ -58,10 +58,6 @@ pub(crate) enum UploadRefused {
 struct Texture {
     /// One a frame: the still image's, or every frame of an animation.
     frames: Vec<TextureHandle>,
-    /// The pass that last drew it: a texture drawn in the current pass is
-    /// never freed to make room, or two images that do not fit the budget
-    /// together would evict each other every pass.
-    drawn_in: u64,
     /// The pixels it was made from (shared with the pipeline's cache, not
     /// copied), so that an app can read what a row shows.
     thumbnail: Thumbnail,
@@ -69,11 +65,8 @@ struct Texture {
 
 /// Thumbnails' textures, least recently drawn first out.
 pub(crate) struct TextureCache {
-    entries: LruCache<TextureKey, Texture>,
-    budget: usize,
+    entries: KeptImages<TextureKey, Texture>,
     upload_bytes_per_pass: usize,
-    /// The current pass, counted by `begin_pass`.
-    pass: u64,
     /// Bytes and textures uploaded in the current pass.
     uploaded_bytes: usize,
     uploaded_count: usize,
@@ -83,10 +76,8 @@ pub(crate) struct TextureCache {
 impl TextureCache {
     pub(crate) fn new(budget: usize, upload_bytes_per_pass: usize) -> Self {
         Self {
-            entries: LruCache::unbounded(),
-            budget,
+            entries: KeptImages::new(budget),
             upload_bytes_per_pass,
-            pass: 0,
             uploaded_bytes: 0,
             uploaded_count: 0,
             stats: TextureStats::default(),
@@ -95,7 +86,7 @@ impl TextureCache {
 
     /// A new pass: its upload budget is whole again.
     pub(crate) fn begin_pass(&mut self) {
-        self.pass += 1;
+        self.entries.begin_pass();
         self.uploaded_bytes = 0;
         self.uploaded_count = 0;
     }
@@ -109,9 +100,7 @@ impl TextureCache {
         key: &TextureKey,
         now: Duration,
     ) -> Option<(SizedTexture, &Thumbnail, Option<Duration>)> {
-        let pass = self.pass;
-        self.entries.get_mut(key).map(|texture| {
-            texture.drawn_in = pass;
+        self.entries.show(key).map(|texture| {
             let (frame, next) = match &texture.thumbnail.animation {
                 Some(animation) if texture.frames.len() > 1 => {
                     let (frame, next) = animation.frame_at(now);
@@ -127,7 +116,7 @@ impl TextureCache {
     /// The side of the largest square whose RGBA fits the budget: an
     /// image of any shape fitted inside it can be a texture.
     pub(crate) fn largest_side(&self) -> usize {
-        ((self.budget / 4) as f64).sqrt() as usize
+        ((self.entries.budget() / 4) as f64).sqrt() as usize
     }
 
     /// Whether `key` has a texture (without marking it).
@@ -155,19 +144,20 @@ impl TextureCache {
         thumbnail: &Thumbnail,
     ) -> Result<(), UploadRefused> {
         // An animation over the budget is its first frame.
-        let animated = thumbnail.animation.is_some() && thumbnail.cost() <= self.budget;
+        let budget = self.entries.budget();
+        let animated = thumbnail.animation.is_some() && thumbnail.cost() <= budget;
         let bytes = if animated {
             thumbnail.cost()
         } else {
             thumbnail.pixels.len()
         };
-        if bytes > self.budget {
+        if bytes > budget {
             return Err(UploadRefused::Unusable(Error::TooLarge {
                 url: key.url.to_string(),
                 what: format!(
                     "its {}x{} thumbnail needs {bytes} bytes of texture, over the {}-byte \
                      texture budget",
-                    thumbnail.width, thumbnail.height, self.budget
+                    thumbnail.width, thumbnail.height, budget
                 ),
                 setting: "max_texture_bytes",
             }));
@@ -225,43 +215,21 @@ impl TextureCache {
         self.uploaded_bytes += bytes;
         self.uploaded_count += 1;
         self.stats.uploads += frames.len() as u64;
-        let texture_entry = Texture {
+        let texture = Texture {
             frames,
-            drawn_in: self.pass,
             thumbnail: thumbnail.clone(),
         };
-        if let Some(old) = self.entries.put(key, texture_entry) {
-            self.stats.bytes -= old.thumbnail.cost();
-        }
-        self.stats.bytes += bytes;
-        self.evict_to_budget();
+        self.entries.insert(key, texture, bytes);
         self.count_textures();
-        self.stats.peak_bytes = self.stats.peak_bytes.max(self.stats.bytes);
         Ok(())
-    }
-
-    /// Frees the least recently drawn textures until the budget holds or
-    /// every texture left was drawn in this pass.
-    fn evict_to_budget(&mut self) {
-        while self.stats.bytes > self.budget {
-            if self
-                .entries
-                .peek_lru()
-                .is_none_or(|(_, oldest)| oldest.drawn_in == self.pass)
-            {
-                break;
-            }
-            let Some((_, evicted)) = self.entries.pop_lru() else {
-                break;
-            };
-            self.stats.bytes -= evicted.thumbnail.cost();
-            self.stats.evicted += 1;
-        }
     }
 
     /// Counts the live textures (an animation's frames each).
     fn count_textures(&mut self) {
         self.stats.textures = self.entries.iter().map(|(_, t)| t.frames.len()).sum();
+        let kept = self.entries.stats();
+        (self.stats.bytes, self.stats.peak_bytes, self.stats.evicted) =
+            (kept.bytes, kept.peak_bytes, kept.evicted);
     }
 
     /// Frees every texture of `url`.
@@ -275,17 +243,7 @@ impl TextureCache {
     }
 
     fn retain(&mut self, keep: impl Fn(&TextureKey) -> bool) {
-        let gone: Vec<TextureKey> = self
-            .entries
-            .iter()
-            .filter(|(key, _)| !keep(key))
-            .map(|(key, _)| key.clone())
-            .collect();
-        for key in &gone {
-            if let Some(texture) = self.entries.pop(key) {
-                self.stats.bytes -= texture.thumbnail.cost();
-            }
-        }
+        self.entries.retain(keep);
         self.count_textures();
     }
 
@@ -298,13 +256,10 @@ impl TextureCache {
 /// the app's own may return pixels that do not match the size, and a GPU
 /// refuses textures over its largest side.
 pub(crate) fn color_image(thumbnail: &Thumbnail, max_side: usize) -> Result<ColorImage, String> {
-    let (width, height) = (thumbnail.width as usize, thumbnail.height as usize);
-    if width.checked_mul(height).and_then(|n| n.checked_mul(4)) != Some(thumbnail.pixels.len()) {
-        return Err(format!(
-            "the decoder returned {} bytes for a {width}x{height} RGBA thumbnail",
-            thumbnail.pixels.len()
-        ));
+    if let Some(reason) = not_rgba(thumbnail) {
+        return Err(reason);
     }
+    let (width, height) = (thumbnail.width as usize, thumbnail.height as usize);
     if width > max_side || height > max_side {
         return Err(format!(
             "its thumbnail is {width}x{height}, over the GPU's largest texture side {max_side} \

@@ -1,21 +1,24 @@
 //! The UI side's level for iced: thumbnails made into `image::Handle`s
 //! once, kept across views (a handle's id is what iced's renderer caches
 //! its upload by, so a new handle per view would upload again and hold
-//! both), under a byte budget with the least recently shown freed first.
+//! both), under a byte budget with the least recently shown freed first
+//! and never one of the rows in view: the crate's kept images
+//! (`kept.rs`), shared with egui's textures, with iced's handle as the
+//! image. A pass here is a pass over the rows
+//! ([`super::Thumbnails::end_pass`] ends it).
 //!
 //! Owned by [`super::Thumbnails`] and used on the UI thread only. A freed
 //! handle's pixels are freed when iced's renderer stops drawing it (it
 //! trims what a frame did not use); the thumbnail stays in the pipeline's
 //! cache and comes back as a new handle when a row asks for it.
 
-use std::collections::HashSet;
 use std::sync::Arc;
 
 use bytes::Bytes;
 use iced_core::image::Handle;
-use lru::LruCache;
 
 use crate::error::Error;
+use crate::kept::{KeptImages, not_rgba};
 use crate::request::TargetSize;
 use crate::thumbnail::Thumbnail;
 
@@ -39,132 +42,92 @@ pub struct HandleStats {
 }
 
 pub(super) struct Handles {
-    kept: LruCache<HandleKey, (Handle, usize)>,
-    max_bytes: usize,
-    stats: HandleStats,
+    kept: KeptImages<HandleKey, Handle>,
+    made: u64,
+    /// Whether a pass over the rows has begun: its first row's request
+    /// begins it, so that the handles of the last pass's rows stay kept
+    /// until then (thumbnails arriving between passes are for them).
+    in_pass: bool,
 }
 
 impl Handles {
     pub(super) fn new(max_bytes: usize) -> Self {
         Self {
-            kept: LruCache::unbounded(),
-            max_bytes,
-            stats: HandleStats::default(),
+            kept: KeptImages::new(max_bytes),
+            made: 0,
+            in_pass: false,
         }
     }
 
-    /// The handle kept for `key`, marked as the most recently shown.
-    pub(super) fn get(&mut self, key: &HandleKey) -> Option<Handle> {
-        self.kept.get(key).map(|(handle, _)| handle.clone())
-    }
-
-    /// Marks `key`'s handle, if kept, as the most recently shown.
-    pub(super) fn touch(&mut self, key: &HandleKey) {
-        self.kept.promote(key);
+    /// The handle kept for `key`, marked as shown by a row in this pass.
+    pub(super) fn show(&mut self, key: &HandleKey) -> Option<Handle> {
+        self.begin_pass();
+        self.kept.show(key).cloned()
     }
 
     /// `key`'s handle: the one kept, or one made from `thumbnail` (its
-    /// first frame, for an animation), without copying its pixels. Then
-    /// frees the least recently shown handles not `in_use` until the
-    /// budget holds, or only those are left. A thumbnail whose pixels are
-    /// not its size's RGBA (from a decoder of the app's) is an error,
-    /// never a handle the renderer would fail on.
+    /// first frame, for an animation), without copying its pixels; shown
+    /// by a row in this pass. Then frees the least recently shown handles
+    /// of no row in this pass until the budget holds, or only those are
+    /// left. A thumbnail whose pixels are not its size's RGBA (from a
+    /// decoder of the app's) is an error, never a handle the renderer
+    /// would fail on.
     pub(super) fn insert(
         &mut self,
         key: HandleKey,
         thumbnail: &Thumbnail,
-        in_use: &HashSet<&HandleKey>,
     ) -> Result<Handle, Error> {
-        if let Some(handle) = self.get(&key) {
-            return Ok(handle);
+        if let Some(handle) = self.kept.show(&key) {
+            return Ok(handle.clone());
         }
-        let expected = u64::from(thumbnail.width) * u64::from(thumbnail.height) * 4;
-        if expected == 0 || thumbnail.pixels.len() as u64 != expected {
+        if let Some(reason) = not_rgba(thumbnail) {
             return Err(Error::Decode {
                 url: key.0.to_string(),
-                reason: format!(
-                    "the decoder gave {} bytes for a {}x{} RGBA thumbnail ({expected} expected)",
-                    thumbnail.pixels.len(),
-                    thumbnail.width,
-                    thumbnail.height
-                ),
+                reason,
             });
         }
         let pixels = Bytes::from_owner(Arc::clone(&thumbnail.pixels));
         let handle = Handle::from_rgba(thumbnail.width, thumbnail.height, pixels);
-        let bytes = thumbnail.pixels.len();
-        self.kept.put(key.clone(), (handle.clone(), bytes));
-        self.stats.made += 1;
-        self.stats.bytes += bytes;
-        self.stats.peak_bytes = self.stats.peak_bytes.max(self.stats.bytes);
-        self.evict(Some(&key), in_use);
+        self.kept
+            .insert(key, handle.clone(), thumbnail.pixels.len());
+        self.made += 1;
         Ok(handle)
     }
 
-    /// Whether `extra` more bytes of handles would stay within the budget:
-    /// then nothing is freed, and which handles are in use does not matter.
-    pub(super) fn fits(&self, extra: usize) -> bool {
-        self.stats.bytes.saturating_add(extra) <= self.max_bytes
+    /// Ends a pass over the rows: the handles of rows it did not show are
+    /// freed, least recently shown first, until the budget holds.
+    pub(super) fn end_pass(&mut self) {
+        // A pass that asked for no row begins and ends here.
+        self.begin_pass();
+        self.kept.trim();
+        self.in_pass = false;
     }
 
-    /// Frees the least recently shown handles not `in_use` until the
-    /// budget holds, or only those are left: the rows that left a list
-    /// give their room back.
-    pub(super) fn trim(&mut self, in_use: &HashSet<&HandleKey>) {
-        self.evict(None, in_use);
-    }
-
-    /// Frees the least recently shown handles, neither `new` nor `in_use`,
-    /// until the budget holds or only those are left.
-    fn evict(&mut self, new: Option<&HandleKey>, in_use: &HashSet<&HandleKey>) {
-        if self.stats.bytes <= self.max_bytes {
-            return;
-        }
-        let mut over = self.stats.bytes - self.max_bytes;
-        let mut freed = Vec::new();
-        // Least recently shown first.
-        for (key, (_, bytes)) in self.kept.iter().rev() {
-            if over == 0 {
-                break;
-            }
-            if Some(key) != new && !in_use.contains(key) {
-                over = over.saturating_sub(*bytes);
-                freed.push(key.clone());
-            }
-        }
-        for key in freed {
-            if let Some((_, bytes)) = self.kept.pop(&key) {
-                self.stats.bytes -= bytes;
-                self.stats.evicted += 1;
-            }
+    fn begin_pass(&mut self) {
+        if !self.in_pass {
+            self.kept.begin_pass();
+            self.in_pass = true;
         }
     }
 
     /// Frees every handle of `url`.
     pub(super) fn forget(&mut self, url: &str) {
-        let gone: Vec<HandleKey> = self
-            .kept
-            .iter()
-            .filter(|((kept, _), _)| &**kept == url)
-            .map(|(key, _)| key.clone())
-            .collect();
-        for key in gone {
-            if let Some((_, bytes)) = self.kept.pop(&key) {
-                self.stats.bytes -= bytes;
-            }
-        }
+        self.kept.retain(|(kept, _)| &**kept != url);
     }
 
     /// Frees every handle.
     pub(super) fn clear(&mut self) {
-        self.kept.clear();
-        self.stats.bytes = 0;
+        self.kept.retain(|_| false);
     }
 
     pub(super) fn stats(&self) -> HandleStats {
+        let kept = self.kept.stats();
         HandleStats {
             handles: self.kept.len(),
-            ..self.stats
+            bytes: kept.bytes,
+            peak_bytes: kept.peak_bytes,
+            made: self.made,
+            evicted: kept.evicted,
         }
     }
 }
@@ -189,28 +152,18 @@ mod tests {
     }
 
     #[test]
-    fn the_least_recently_shown_handles_not_in_use_are_freed_first() {
+    fn the_least_recently_shown_handles_of_no_row_in_view_are_freed_first() {
         // Three 16 KiB thumbnails fit.
         let mut handles = Handles::new(3 * 16 * 1024);
-        let none = HashSet::new();
-        let a = handles
-            .insert(key("a"), &thumbnail("a", 64), &none)
-            .unwrap();
-        handles
-            .insert(key("b"), &thumbnail("b", 64), &none)
-            .unwrap();
-        handles
-            .insert(key("c"), &thumbnail("c", 64), &none)
-            .unwrap();
-        // `a` shown again: `b` is now the least recently shown.
-        assert_eq!(handles.get(&key("a")).map(|h| h.id()), Some(a.id()));
-        let c = key("c");
-        let in_use = HashSet::from([&c]);
-        handles
-            .insert(key("d"), &thumbnail("d", 64), &in_use)
-            .unwrap();
-        assert!(handles.get(&key("b")).is_none());
-        assert!(handles.get(&key("a")).is_some());
+        let a = handles.insert(key("a"), &thumbnail("a", 64)).unwrap();
+        handles.insert(key("b"), &thumbnail("b", 64)).unwrap();
+        handles.insert(key("c"), &thumbnail("c", 64)).unwrap();
+        handles.end_pass();
+        // The next pass shows a and c: b is the one to go.
+        assert_eq!(handles.show(&key("a")).map(|h| h.id()), Some(a.id()));
+        handles.show(&key("c"));
+        handles.insert(key("d"), &thumbnail("d", 64)).unwrap();
+        assert!(handles.show(&key("b")).is_none());
         let stats = handles.stats();
         assert_eq!(
             (stats.handles, stats.bytes, stats.evicted, stats.made),
@@ -219,34 +172,33 @@ mod tests {
     }
 
     #[test]
-    fn handles_in_use_are_kept_over_the_budget() {
+    fn handles_of_rows_in_view_are_kept_over_the_budget_until_they_leave() {
         let mut handles = Handles::new(16 * 1024);
-        let (a, b) = (key("a"), key("b"));
-        handles
-            .insert(a.clone(), &thumbnail("a", 64), &HashSet::new())
-            .unwrap();
-        handles
-            .insert(b.clone(), &thumbnail("b", 64), &HashSet::from([&a]))
-            .unwrap();
+        // A pass shows two rows, which do not fit together.
+        for url in ["a", "b"] {
+            assert!(handles.show(&key(url)).is_none());
+            handles.insert(key(url), &thumbnail(url, 64)).unwrap();
+        }
+        handles.end_pass();
         assert_eq!(handles.stats().handles, 2);
         assert_eq!(handles.stats().peak_bytes, 2 * 16 * 1024);
-        // Neither in use any more: the next one makes room.
-        handles
-            .insert(key("c"), &thumbnail("c", 64), &HashSet::new())
-            .unwrap();
+        // Between passes, arrivals are for the last pass's rows: kept.
+        handles.insert(key("c"), &thumbnail("c", 64)).unwrap();
+        assert_eq!(handles.stats().handles, 3);
+        // A pass that shows only c: a and b go.
+        handles.show(&key("c"));
+        handles.end_pass();
         assert_eq!(handles.stats().handles, 1);
+        assert!(handles.show(&key("c")).is_some());
+        assert_eq!(handles.stats().evicted, 2);
     }
 
     #[test]
     fn a_handle_is_made_once_and_shares_the_thumbnails_pixels() {
         let mut handles = Handles::new(1 << 20);
         let thumbnail = thumbnail("a", 8);
-        let first = handles
-            .insert(key("a"), &thumbnail, &HashSet::new())
-            .unwrap();
-        let again = handles
-            .insert(key("a"), &thumbnail, &HashSet::new())
-            .unwrap();
+        let first = handles.insert(key("a"), &thumbnail).unwrap();
+        let again = handles.insert(key("a"), &thumbnail).unwrap();
         assert_eq!(first.id(), again.id());
         assert_eq!(handles.stats().made, 1);
         let Handle::Rgba { pixels, .. } = first else {
@@ -262,13 +214,11 @@ mod tests {
         let mut handles = Handles::new(1 << 20);
         let mut short = thumbnail("a", 8);
         short.pixels = vec![0; 10].into();
-        let error = handles
-            .insert(key("a"), &short, &HashSet::new())
-            .unwrap_err();
+        let error = handles.insert(key("a"), &short).unwrap_err();
         assert!(matches!(error, Error::Decode { .. }), "{error}");
         let mut empty = thumbnail("b", 8);
         empty.width = 0;
-        assert!(handles.insert(key("b"), &empty, &HashSet::new()).is_err());
+        assert!(handles.insert(key("b"), &empty).is_err());
         assert_eq!(handles.stats().handles, 0);
     }
 }

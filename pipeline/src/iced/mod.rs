@@ -291,11 +291,11 @@ impl<K: Hash + Eq + Clone> Thumbnails<K> {
             && *known.key.0 == *url
             && known.key.1 == target
         {
-            // Most recently shown.
-            self.handles.touch(&known.key);
+            // Shown in this pass.
+            self.handles.show(&known.key);
         } else {
             let key: HandleKey = (Arc::from(url), target);
-            let state = if let Some(handle) = self.handles.get(&key) {
+            let state = if let Some(handle) = self.handles.show(&key) {
                 RowThumbnail::Shown(handle)
             } else if let Some(thumbnail) = self.pipeline.cached(url, target) {
                 self.make_handle(key.clone(), &thumbnail)
@@ -316,10 +316,7 @@ impl<K: Hash + Eq + Clone> Thumbnails<K> {
         let asked = std::mem::take(&mut self.asked);
         self.rows.retain(|row, _| asked.contains(row));
         self.receive();
-        if !self.handles.fits(0) {
-            let in_use: HashSet<&HandleKey> = self.rows.values().map(|row| &row.key).collect();
-            self.handles.trim(&in_use);
-        }
+        self.handles.end_pass();
         self.pipeline.end_frame();
     }
 
@@ -382,14 +379,7 @@ impl<K: Hash + Eq + Clone> Thumbnails<K> {
         key: HandleKey,
         thumbnail: &crate::thumbnail::Thumbnail,
     ) -> RowThumbnail {
-        // The rows' handles matter only when one must be freed: most
-        // arrivals fit, and cost no walk over the rows.
-        let in_use: HashSet<&HandleKey> = if self.handles.fits(thumbnail.pixels.len()) {
-            HashSet::new()
-        } else {
-            self.rows.values().map(|row| &row.key).collect()
-        };
-        match self.handles.insert(key, thumbnail, &in_use) {
+        match self.handles.insert(key, thumbnail) {
             Ok(handle) => RowThumbnail::Shown(handle),
             Err(error) => RowThumbnail::Failed(error),
         }

@@ -1,0 +1,216 @@
+//! Kept images: the UI side's level of the cache, for any toolkit. A
+//! toolkit's image made from a thumbnail (egui's textures, iced's
+//! `image::Handle`) is kept by key across passes, so the toolkit uploads
+//! it once, under a byte budget with the least recently shown freed
+//! first, but never one shown in the current pass: two images that do not
+//! fit the budget together would free each other every pass. And the one
+//! check of a thumbnail's pixels before a toolkit is given them.
+//!
+//! Owned by a toolkit's door (`egui/textures.rs`, `iced/handles.rs`) and
+//! used on the UI thread only; what freeing an image means (a texture
+//! dropped, a handle no longer drawn) is the toolkit's. Plain data: it
+//! ends when its owner drops it.
+
+use std::hash::Hash;
+
+use lru::LruCache;
+
+use crate::thumbnail::Thumbnail;
+
+/// Counters of kept images.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct KeptStats {
+    /// Their bytes now.
+    pub(crate) bytes: usize,
+    /// The most bytes kept at once.
+    pub(crate) peak_bytes: usize,
+    /// Images freed to stay under the budget.
+    pub(crate) evicted: u64,
+}
+
+struct Kept<I> {
+    image: I,
+    bytes: usize,
+    /// The pass that last showed it.
+    shown_in: u64,
+}
+
+/// A toolkit's images `I` by key `K`, least recently shown first out.
+pub(crate) struct KeptImages<K, I> {
+    entries: LruCache<K, Kept<I>>,
+    budget: usize,
+    /// The current pass, counted by [`KeptImages::begin_pass`].
+    pass: u64,
+    stats: KeptStats,
+}
+
+impl<K: Hash + Eq + Clone, I> KeptImages<K, I> {
+    /// Images kept within `budget` bytes.
+    pub(crate) fn new(budget: usize) -> Self {
+        Self {
+            entries: LruCache::unbounded(),
+            budget,
+            pass: 0,
+            stats: KeptStats::default(),
+        }
+    }
+
+    /// A new pass: the images shown in the last one may be freed again.
+    pub(crate) fn begin_pass(&mut self) {
+        self.pass += 1;
+    }
+
+    /// The budget, in bytes.
+    #[cfg_attr(not(feature = "egui"), allow(dead_code))]
+    pub(crate) fn budget(&self) -> usize {
+        self.budget
+    }
+
+    /// `key`'s image, marked as shown in this pass (most recently shown).
+    pub(crate) fn show(&mut self, key: &K) -> Option<&I> {
+        let pass = self.pass;
+        self.entries.get_mut(key).map(|kept| {
+            kept.shown_in = pass;
+            &kept.image
+        })
+    }
+
+    /// Whether `key` has an image (without marking it).
+    #[cfg_attr(not(feature = "egui"), allow(dead_code))]
+    pub(crate) fn contains(&self, key: &K) -> bool {
+        self.entries.contains(key)
+    }
+
+    /// Every image kept, most recently shown first (without marking any).
+    #[cfg_attr(not(feature = "egui"), allow(dead_code))]
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (&K, &I)> {
+        self.entries.iter().map(|(key, kept)| (key, &kept.image))
+    }
+
+    /// Keeps `image` of `bytes` for `key`, shown in this pass (replacing
+    /// any `key` had), then frees the least recently shown images until the
+    /// budget holds or only this pass's are left.
+    pub(crate) fn insert(&mut self, key: K, image: I, bytes: usize) {
+        let kept = Kept {
+            image,
+            bytes,
+            shown_in: self.pass,
+        };
+        if let Some(old) = self.entries.put(key, kept) {
+            self.stats.bytes -= old.bytes;
+        }
+        self.stats.bytes += bytes;
+        self.trim();
+        self.stats.peak_bytes = self.stats.peak_bytes.max(self.stats.bytes);
+    }
+
+    /// Frees the least recently shown images until the budget holds or
+    /// every image left was shown in this pass.
+    pub(crate) fn trim(&mut self) {
+        while self.stats.bytes > self.budget {
+            if self
+                .entries
+                .peek_lru()
+                .is_none_or(|(_, oldest)| oldest.shown_in == self.pass)
+            {
+                break;
+            }
+            let Some((_, freed)) = self.entries.pop_lru() else {
+                break;
+            };
+            self.stats.bytes -= freed.bytes;
+            self.stats.evicted += 1;
+        }
+    }
+
+    /// Frees every image `keep` says no to.
+    pub(crate) fn retain(&mut self, keep: impl Fn(&K) -> bool) {
+        let gone: Vec<K> = self
+            .entries
+            .iter()
+            .filter(|(key, _)| !keep(key))
+            .map(|(key, _)| key.clone())
+            .collect();
+        for key in &gone {
+            if let Some(kept) = self.entries.pop(key) {
+                self.stats.bytes -= kept.bytes;
+            }
+        }
+    }
+
+    /// How many images are kept.
+    #[cfg_attr(not(feature = "iced"), allow(dead_code))]
+    pub(crate) fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub(crate) fn stats(&self) -> KeptStats {
+        self.stats
+    }
+}
+
+/// Why `thumbnail`'s pixels are not its size's 8-bit RGBA, if they are not
+/// (a decoder of the app's own may return anything): a toolkit given them
+/// would panic or draw garbage.
+pub(crate) fn not_rgba(thumbnail: &Thumbnail) -> Option<String> {
+    let (width, height) = (thumbnail.width as usize, thumbnail.height as usize);
+    let expected = width.checked_mul(height).and_then(|n| n.checked_mul(4));
+    (expected.is_none_or(|n| n == 0 || n != thumbnail.pixels.len())).then(|| {
+        format!(
+            "the decoder returned {} bytes for a {width}x{height} RGBA thumbnail",
+            thumbnail.pixels.len()
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+
+    #[test]
+    fn the_least_recently_shown_is_freed_first_and_never_one_of_this_pass() {
+        let mut kept: KeptImages<&str, u8> = KeptImages::new(3);
+        kept.begin_pass();
+        for (i, key) in ["a", "b", "c"].into_iter().enumerate() {
+            kept.insert(key, i as u8, 1);
+        }
+        kept.begin_pass();
+        assert_eq!(kept.show(&"a"), Some(&0));
+        kept.insert("d", 3, 1);
+        // b was the least recently shown.
+        assert!(!kept.contains(&"b") && kept.contains(&"a"));
+        assert_eq!(kept.stats().evicted, 1);
+        // Shown in this pass, a, c and d stay though over the budget.
+        assert_eq!(kept.show(&"c"), Some(&2));
+        kept.insert("e", 4, 2);
+        assert_eq!(kept.len(), 4, "a, c, d and e are all of this pass");
+        assert_eq!((kept.stats().bytes, kept.stats().peak_bytes), (5, 5));
+        // The next pass frees down to the budget, least recently shown
+        // first: a, then d.
+        kept.begin_pass();
+        kept.trim();
+        assert_eq!(kept.stats().bytes, 3);
+        assert!(kept.contains(&"c") && kept.contains(&"e"));
+        assert_eq!(kept.stats().evicted, 3);
+        kept.retain(|key| *key != "e");
+        assert_eq!((kept.len(), kept.stats().bytes), (1, 1));
+    }
+
+    #[test]
+    fn pixels_not_of_the_size_are_named() {
+        let thumbnail = |width, height, len| Thumbnail {
+            url: Arc::from("u"),
+            width,
+            height,
+            pixels: vec![0; len].into(),
+            source_size: (width, height),
+            animation: None,
+        };
+        assert_eq!(not_rgba(&thumbnail(2, 2, 16)), None);
+        assert!(not_rgba(&thumbnail(2, 2, 15)).is_some());
+        assert!(not_rgba(&thumbnail(0, 2, 0)).is_some());
+        assert!(not_rgba(&thumbnail(u32::MAX, u32::MAX, 4)).is_some());
+    }
+}
