@@ -226,7 +226,7 @@ impl DiskCache {
         let body = Bytes::copy_from_slice(body);
         let bytes = body.len() + thumbnail.pixels.len();
         self.queue(key.clone(), bytes, move |store| {
-            store.write_thumbnail(&key, target, &body, &thumbnail);
+            store.write_thumbnail(key, target, body, thumbnail);
         });
     }
 

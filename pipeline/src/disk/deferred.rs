@@ -20,6 +20,19 @@ use super::unlink::Which;
 /// they are not written. As many as may wait for a disk thread besides.
 pub(super) const DEFERRED_LIMIT: usize = super::MAX_QUEUED_WRITE_BYTES as usize;
 
+impl Deferred {
+    /// The bytes of body (and pixels) it holds while it waits.
+    fn held(&self) -> usize {
+        match self {
+            Deferred::Write { body, .. } => body.len(),
+            Deferred::Thumbnail {
+                body, thumbnail, ..
+            } => body.len() + thumbnail.pixels.len(),
+            Deferred::Refresh { .. } | Deferred::Forget { .. } => 0,
+        }
+    }
+}
+
 impl Store {
     /// Runs `operation` now (returned), or queues it behind the scan while
     /// the scan runs.
@@ -42,6 +55,17 @@ impl Store {
             Deferred::Write { key, policy, body } => {
                 waiting.held += body.len();
                 Deferred::Write { key, policy, body }
+            }
+            // Past the limit, a thumbnail is made again the next time.
+            Deferred::Thumbnail { .. }
+                if waiting.held.saturating_add(operation.held()) > DEFERRED_LIMIT =>
+            {
+                DiskCounters::add(&self.counters.writes_skipped);
+                return None;
+            }
+            thumbnail @ Deferred::Thumbnail { .. } => {
+                waiting.held += thumbnail.held();
+                thumbnail
             }
             other => other,
         };
@@ -66,6 +90,12 @@ impl Store {
                 which,
                 corrupt,
             } => self.forget_now(&key, &which, corrupt),
+            Deferred::Thumbnail {
+                url,
+                target,
+                body,
+                thumbnail,
+            } => self.write_thumbnail_now(&url, target, &body, &thumbnail),
         }
     }
 
@@ -87,10 +117,7 @@ impl Store {
             };
             for operation in batch {
                 // Its body counts until it is written.
-                let held = match &operation {
-                    Deferred::Write { body, .. } => body.len(),
-                    _ => 0,
-                };
+                let held = operation.held();
                 self.apply(operation);
                 if let Some(waiting) = self
                     .deferred
@@ -112,6 +139,8 @@ mod tests {
     use super::super::layout;
     use super::super::policy::fresh_policy;
     use super::*;
+    use crate::request::TargetSize;
+    use crate::thumbnail::Thumbnail;
 
     /// Regression: writes asked for during the opening scan waited for
     /// its end, removals did not; a removal that came after a write (a
@@ -135,6 +164,38 @@ mod tests {
         // The write after it is done, in order.
         let kept = store.read_head("http://a.test/2.jpg", 1 << 20).unwrap();
         assert_eq!(store.read_body(&kept).as_deref(), Some(&b"kept"[..]));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// Regression: a thumbnail decoded while the opening scan ran was
+    /// dropped, uncounted (its response's write was held for the scan, so
+    /// the thumbnail found no response to belong to). It now waits behind
+    /// that write.
+    #[test]
+    fn a_thumbnail_made_during_the_scan_is_written_after_its_response() {
+        let dir = super::super::policy::scratch("scan-thumbnail");
+        let store = Store::new(dir.clone(), 1 << 20);
+        let url = url::Url::parse("http://a.test/1.jpg").unwrap();
+        let body = Bytes::from_static(b"image");
+        let target = TargetSize::square(2);
+        let thumbnail = Thumbnail {
+            url: std::sync::Arc::from(url.as_str()),
+            width: 2,
+            height: 2,
+            pixels: vec![7; 16].into(),
+            source_size: (4, 4),
+            animation: None,
+        };
+        store.write(url.to_string(), fresh_policy(), body.clone());
+        store.write_thumbnail(url.to_string(), target, body, thumbnail);
+        assert!(
+            store.read_thumbnail(&url, target).is_none(),
+            "held for the scan"
+        );
+        store.scan();
+        let read = store.read_thumbnail(&url, target).unwrap();
+        assert_eq!((read.width, read.source_size), (2, (4, 4)));
+        assert_eq!(&read.pixels[..], &[7; 16]);
         let _ = std::fs::remove_dir_all(&dir);
     }
 

@@ -25,6 +25,8 @@ use super::ledger::Ledger;
 use super::stall::Stall;
 use super::unlink::{Which, remove_entry_keeping, remove_line};
 use super::{DiskCounters, Head};
+use crate::request::TargetSize;
+use crate::thumbnail::Thumbnail;
 
 /// The shared state of the disk threads.
 #[derive(Debug)]
@@ -363,6 +365,13 @@ pub(super) enum Deferred {
         which: Which,
         /// Counted as corrupt, if it is still there.
         corrupt: bool,
+    },
+    /// A decoded thumbnail of `url`'s response, `body`.
+    Thumbnail {
+        url: String,
+        target: TargetSize,
+        body: Bytes,
+        thumbnail: Box<Thumbnail>,
     },
 }
 

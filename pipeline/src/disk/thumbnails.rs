@@ -4,12 +4,14 @@
 //! A thumbnail is served only while its response is on disk, unchanged
 //! (the thumbnail names the response's hash) and fresh; one whose
 //! response changed or went is removed when read. Written in the lane of
-//! its response's URL, after the response's own write, and never while
-//! the opening scan runs. Run on the disk threads.
+//! its response's URL, after the response's own write; one made while the
+//! opening scan runs waits for it, behind that write (`deferred.rs`). Run
+//! on the disk threads.
 
-use std::sync::{Arc, PoisonError};
+use std::sync::Arc;
 use std::time::SystemTime;
 
+use bytes::Bytes;
 use http_cache_semantics::BeforeRequest;
 use url::Url;
 
@@ -19,7 +21,7 @@ use super::entry::{
 };
 use super::layout::{self, Unreadable};
 use super::request_parts;
-use super::store::Store;
+use super::store::{Deferred, Store};
 use super::unlink::Which;
 use crate::request::{Fit, TargetSize};
 use crate::thumbnail::Thumbnail;
@@ -113,23 +115,32 @@ impl Store {
     }
 
     /// Writes `thumbnail`, made from `body`, if `body` is the response
-    /// stored under `url` now and the same thumbnail is not there yet. Not
-    /// while the cache is being scanned.
+    /// stored under `url` now and the same thumbnail is not there yet.
+    /// While the cache is being scanned, it waits for the scan to end,
+    /// behind the response's write.
     pub(super) fn write_thumbnail(
+        &self,
+        url: String,
+        target: TargetSize,
+        body: Bytes,
+        thumbnail: Thumbnail,
+    ) {
+        self.run_or_defer(Deferred::Thumbnail {
+            url,
+            target,
+            body,
+            thumbnail: Box::new(thumbnail),
+        });
+    }
+
+    /// [`Store::write_thumbnail`], now.
+    pub(super) fn write_thumbnail_now(
         &self,
         url: &str,
         target: TargetSize,
         body: &[u8],
         thumbnail: &Thumbnail,
     ) {
-        let scanning = self
-            .deferred
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .is_some();
-        if scanning {
-            return;
-        }
         let Ok(Some(original)) = layout::find(&self.dir, url) else {
             return;
         };
