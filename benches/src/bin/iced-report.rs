@@ -20,8 +20,9 @@
 //!
 //! Prints a table and writes `iced-report.md` to `--out`: peak threads
 //! over the baseline, RSS start -> peak, images shown in a row whose URL
-//! had changed, how long requests went on after the scroll stopped, and
-//! the handles alive at the end. No renderer runs, so RSS counts the
+//! had changed, how long requests went on after the scroll stopped, the
+//! handles alive at the end, and the image requests the server received
+//! (and how many of them were dropped before their body was sent). No renderer runs, so RSS counts the
 //! loaders' pixels and buffers, not textures.
 
 use std::collections::{HashMap, HashSet};
@@ -86,6 +87,11 @@ struct Run {
     handles_at_end: usize,
     /// Loads finished (thumbnails or full images made).
     loads: usize,
+    /// Image requests the server received in the run.
+    requests: u64,
+    /// Of those, responses dropped before their body was all sent (a
+    /// cancelled load; over HTTP/1.1 each costs its connection).
+    dropped: u64,
 }
 
 const VISIBLE: usize = 12;
@@ -159,7 +165,7 @@ fn table(args: &Args, runs: &HashMap<&str, Vec<Run>>) -> String {
         out,
         "| | gallery pattern | thumbpipe::iced |\n|---|---|---|"
     );
-    let rows: [(&str, Figure); 8] = [
+    let rows: [(&str, Figure); 10] = [
         ("threads over baseline (peak)", |r| {
             (r.peak_threads - r.baseline_threads.min(r.peak_threads)) as f64
         }),
@@ -170,6 +176,10 @@ fn table(args: &Args, runs: &HashMap<&str, Vec<Run>>) -> String {
         ("requests after the scroll stopped (ms)", |r| r.tail_ms),
         ("handles alive at the end", |r| r.handles_at_end as f64),
         ("loads finished", |r| r.loads as f64),
+        ("requests the server received", |r| r.requests as f64),
+        ("of them dropped before their body was sent", |r| {
+            r.dropped as f64
+        }),
     ];
     let none = Vec::new();
     for (label, figure) in rows {
@@ -333,6 +343,9 @@ fn run(mode: Mode, server: &str, args: &Args) -> anyhow::Result<Run> {
         }
         Mode::Thumbpipe => Box::new(Thumbnails::<usize>::new(thumbpipe::Config::default())?),
     };
+    let stats = |path: &str| format!("{server}/stats{path}");
+    fixture_server::blocking_client::post(&stats("/reset"))
+        .map_err(|e| anyhow::anyhow!("resetting the server's counters: {e}"))?;
     let (mut peak_threads, mut rss_peak_mb) = (threads(), rss_start_mb);
     let mut wrong: HashSet<(usize, u32)> = HashSet::new();
     let refresh = Duration::from_millis(args.refresh_ms.max(1));
@@ -387,6 +400,10 @@ fn run(mode: Mode, server: &str, args: &Args) -> anyhow::Result<Run> {
         next_frame += FRAME;
         std::thread::sleep(next_frame.saturating_duration_since(Instant::now()));
     }
+    let counted: fixture_server::StatsSnapshot = serde_json::from_slice(
+        &fixture_server::blocking_client::get(&stats(""))
+            .map_err(|e| anyhow::anyhow!("reading the server's counters: {e}"))?,
+    )?;
     let tail_ms = last_busy.map_or(0.0, |busy| {
         busy.saturating_sub(FLICK).as_secs_f64() * 1000.0
     });
@@ -399,5 +416,7 @@ fn run(mode: Mode, server: &str, args: &Args) -> anyhow::Result<Run> {
         tail_ms,
         handles_at_end: loader.handles(),
         loads: loader.loads(),
+        requests: counted.requests_started,
+        dropped: counted.responses_aborted + counted.responses_cut,
     })
 }
