@@ -4,8 +4,13 @@
 //! the fetch stage makes bodies, its layers pass them on, the load actor
 //! hands them to the decode pool, and the body is freed with its decode
 //! (its bytes may hold a share of the pipeline's body budget until then).
+//! What the read learned of the bytes themselves (a JPEG's walk over its
+//! markers) rides on the body too, for the decode to go on from.
 
+use std::any::Any;
 use std::ops::Deref;
+use std::panic::{RefUnwindSafe, UnwindSafe};
+use std::sync::Arc;
 
 use bytes::Bytes;
 
@@ -42,7 +47,40 @@ pub struct Body {
     /// Boxed: a body is passed by value through every stage, most often
     /// without one.
     file: Option<Box<FileStamp>>,
+    /// What a reader found in the bytes as it read them, for the decode to
+    /// go on from instead of starting again: a JPEG's walk over its markers
+    /// (`decode/jpeg/walk.rs`), made by the fetch's watch or the decode
+    /// pool's size probe. Opaque to the stages that only pass it on.
+    found: Option<Found>,
 }
+
+/// What a reader found in a body's bytes (see [`Body`]'s `found`): any
+/// value of the decode stage's, shared by the body's clones. Plain data:
+/// a body stays safe to hold across an unwind, as an app's decoder may.
+#[derive(Clone)]
+pub(crate) struct Found(Arc<dyn Any + Send + Sync + RefUnwindSafe + UnwindSafe>);
+
+impl Found {
+    pub(crate) fn new(value: impl Any + Send + Sync + RefUnwindSafe + UnwindSafe) -> Self {
+        Self(Arc::new(value))
+    }
+}
+
+impl std::fmt::Debug for Found {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Found(..)")
+    }
+}
+
+/// What was found is found in the bytes: bodies of the same bytes are the
+/// same body, whatever their reads found.
+impl PartialEq for Found {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl Eq for Found {}
 
 impl Body {
     /// All of a resource's bytes.
@@ -51,6 +89,7 @@ impl Body {
             bytes: bytes.into(),
             complete: true,
             file: None,
+            found: None,
         }
     }
 
@@ -60,6 +99,7 @@ impl Body {
             bytes: bytes.into(),
             complete: false,
             file: None,
+            found: None,
         }
     }
 
@@ -70,6 +110,17 @@ impl Body {
             file: Some(Box::new(stamp)),
             ..self
         }
+    }
+
+    /// Keeps what a reader found in the bytes with them.
+    pub(crate) fn set_found(&mut self, found: Option<Found>) {
+        self.found = found;
+    }
+
+    /// What a reader found in the bytes, if it was a `T`.
+    pub(crate) fn found<T: Any>(&self) -> Option<&T> {
+        let found: &dyn Any = &*self.found.as_ref()?.0;
+        found.downcast_ref()
     }
 
     /// The stamp of the local file the body was read from, if it was.

@@ -6,13 +6,14 @@
 //! a function of the bytes read so far.
 //!
 //! A rule is made once per request and shared by its clones; each body read
-//! gets a watch of its own, which ends with that read.
+//! gets a watch of its own, which ends with that read, handing what it found
+//! in the bytes (the JPEG layer's walk over the markers) to the body.
 
 use std::sync::Arc;
 
 use bytes::Bytes;
 
-use crate::body::Body;
+use crate::body::{Body, Found};
 use crate::error::Error;
 
 /// What a [`StopRule`]'s watch says of the bytes read so far.
@@ -28,7 +29,28 @@ pub enum Enough {
 
 /// One body's watch: told the bytes read so far, each time a longer start of
 /// the same body.
-type Watch = Box<dyn FnMut(&[u8]) -> Enough + Send>;
+pub(crate) trait BodyWatch: Send {
+    /// What the bytes read so far say.
+    fn check(&mut self, read: &[u8]) -> Enough;
+
+    /// What the watch found in the bytes, for the body to carry once the
+    /// watch is asked no more.
+    fn found(&mut self) -> Option<Found> {
+        None
+    }
+}
+
+/// An app's watch: a function of the bytes read, which finds nothing to
+/// hand on.
+struct WatchFn<F>(F);
+
+impl<F: FnMut(&[u8]) -> Enough + Send> BodyWatch for WatchFn<F> {
+    fn check(&mut self, read: &[u8]) -> Enough {
+        (self.0)(read)
+    }
+}
+
+type Watch = Box<dyn BodyWatch>;
 
 /// When a fetcher may stop reading a body, set on a
 /// [`FetchRequest`](crate::FetchRequest) by a layer in front of it. A fetcher
@@ -58,12 +80,20 @@ impl StopRule {
     where
         W: FnMut(&[u8]) -> Enough + Send + 'static,
     {
+        Self(Arc::new(move || Box::new(WatchFn(start())) as Watch))
+    }
+
+    /// A rule whose watches hand on what they find in the bytes.
+    pub(crate) fn finding<W: BodyWatch + 'static>(
+        start: impl Fn() -> W + Send + Sync + 'static,
+    ) -> Self {
         Self(Arc::new(move || Box::new(start()) as Watch))
     }
 
     /// A watch for one body.
     pub fn watch(&self) -> impl FnMut(&[u8]) -> Enough + Send + 'static {
-        (self.0)()
+        let mut watch = (self.0)();
+        move |read: &[u8]| watch.check(read)
     }
 }
 
@@ -81,6 +111,8 @@ pub(crate) struct BodySoFar {
     /// `None` once the rule has said the whole body is needed, or without
     /// a rule.
     watch: Option<Watch>,
+    /// What the watch found, once it said the whole body is needed.
+    found: Option<Found>,
     /// The whole body's size, when known (a file's): room for it is made
     /// once the rule says the whole body is needed.
     whole: usize,
@@ -102,6 +134,7 @@ impl BodySoFar {
             bytes: Vec::with_capacity(capacity),
             max_bytes,
             watch: rule.map(|rule| (rule.0)()),
+            found: None,
             whole: 0,
         }
     }
@@ -131,10 +164,11 @@ impl BodySoFar {
         }
         self.bytes.extend_from_slice(chunk);
         if let Some(watch) = &mut self.watch {
-            match watch(&self.bytes) {
+            match watch.check(&self.bytes) {
                 Enough::Yes => return Ok(ReadOn::Stop),
                 Enough::NotYet => {}
                 Enough::Never => {
+                    self.found = watch.found();
                     self.watch = None;
                     self.bytes
                         .reserve_exact(self.whole.saturating_sub(self.bytes.len()));
@@ -152,13 +186,19 @@ impl BodySoFar {
 
     /// The body: cut short if `stopped`, whole otherwise; its bytes held
     /// by `hold` (a share of the body budget).
-    pub(crate) fn finish(self, stopped: bool, hold: impl FnOnce(Vec<u8>) -> Bytes) -> Body {
+    pub(crate) fn finish(mut self, stopped: bool, hold: impl FnOnce(Vec<u8>) -> Bytes) -> Body {
+        let found = match &mut self.watch {
+            Some(watch) => watch.found(),
+            None => self.found,
+        };
         let bytes = hold(self.bytes);
-        if stopped {
+        let mut body = if stopped {
             Body::cut_short(bytes)
         } else {
             Body::whole(bytes)
-        }
+        };
+        body.set_found(found);
+        body
     }
 
     /// The bytes read so far.
