@@ -84,9 +84,6 @@ pub(crate) struct Raster {
     /// is read, or why the file is refused before it is (a TIFF layout its
     /// decoder panics on).
     pub(crate) before_header: fn(&[u8]) -> Result<u64, String>,
-    /// The size a header `image` refuses says, when the format's own route
-    /// decodes such files (a JPEG for libjpeg).
-    pub(crate) header_fallback: fn(&[u8], &DecodeLimits) -> Option<SizeRead>,
     /// What the decoder holds besides its output at `width` x `height`:
     /// WebP's, GIF's and PNG's working memory.
     pub(crate) decoder_bytes: fn(&[u8], u32, u32) -> u64,
@@ -103,10 +100,6 @@ pub(crate) struct Raster {
     /// Its animation's frames, when it has them.
     pub(crate) frames: Option<FrameReader>,
 }
-
-/// A width, a height and an orientation, as a format's own reader read
-/// them.
-pub(crate) type SizeRead = (u32, u32, Orientation);
 
 /// What a format's `prepare` gives to decode in place of the file.
 pub(crate) struct Prepared {
@@ -135,7 +128,6 @@ impl Raster {
             image,
             prepare: |_, _| None,
             before_header: |_| Ok(0),
-            header_fallback: |_, _| None,
             decoder_bytes: |_, _, _| 0,
             orientation: |_, header| super::upright::orientation_of(header),
             decodes_to_rgba: false,

@@ -19,6 +19,7 @@ use image::{ColorType, ImageDecoder as _, ImageFormat, ImageReader};
 use super::DecodeLimits;
 use super::format::{Decoder, OwnDecode, Raster};
 use super::formats;
+use super::jpeg::{JpegLayout, JpegWalk};
 use super::upright::{quarter_turn, swapped};
 use crate::error::Error;
 use crate::request::TargetSize;
@@ -50,8 +51,8 @@ pub(super) struct Image<'a> {
     pub(super) orientation: Orientation,
     /// What `image`'s full decode allocates: its output in its own layout
     /// (16 bits a sample for a 16-bit PNG), and an 8-bit RGBA copy of it
-    /// when that layout is not one the resize takes. 0 for a JPEG whose
-    /// size only libjpeg's route could read (its route counts its own).
+    /// when that layout is not one the resize takes. A JPEG's route counts
+    /// its own, by its layout.
     pub(super) full_decode_bytes: u64,
     /// What the format's decoder holds besides its output, at full size:
     /// TIFF's chunk buffers, WebP's and GIF's working memory, PNG's
@@ -61,6 +62,10 @@ pub(super) struct Image<'a> {
     /// ([`Thumbnail::source_size`]): the image's upright, an icon's largest
     /// entry's, or the photo's whose embedded thumbnail this is.
     pub(super) source_size: (u32, u32),
+    /// A JPEG's layout, from the one walk over its markers (`jpeg/walk.rs`)
+    /// that read its header: what the route's shortcuts and its count of
+    /// the decoder's memory read.
+    pub(super) jpeg: Option<JpegLayout>,
 }
 
 impl Image<'_> {
@@ -116,13 +121,15 @@ pub(super) fn still(url: &Arc<str>, rgba: image::RgbaImage, source_size: (u32, u
 
 /// Opens `bytes` for a thumbnail of `target`: an SVG, or a raster image
 /// with its header read, refused past the limits' dimension. `photo` when
-/// the bytes are the thumbnail embedded in it.
+/// the bytes are the thumbnail embedded in it; `walk` when a walk over
+/// their JPEG markers was begun as they were read (it goes on from there).
 pub(super) fn open<'a>(
     url: &Arc<str>,
     bytes: &'a [u8],
     target: TargetSize,
     limits: &DecodeLimits,
     photo: Option<&Photo>,
+    walk: Option<JpegWalk>,
 ) -> Result<Opened<'a>, Error> {
     let decode_error = |reason: String| Error::Decode {
         url: url.to_string(),
@@ -138,14 +145,20 @@ pub(super) fn open<'a>(
     // Other bytes in the file's place: an icon's entry of the size that
     // best fits the target, a PNG without the large colour profile its
     // header read would inflate whole and no thumbnail uses.
-    let (bytes, prepared_size) = match (raster.prepare)(bytes, target) {
-        Some(prepared) => (Cow::Owned(prepared.bytes), prepared.source_size),
-        None => (Cow::Borrowed(bytes), None),
+    let (bytes, prepared_size, walk) = match (raster.prepare)(bytes, target) {
+        Some(prepared) => (Cow::Owned(prepared.bytes), prepared.source_size, None),
+        None => (Cow::Borrowed(bytes), None, walk),
     };
     // What the decoder holds that its header read does not say (TIFF's
     // buffers), or its refusal of a layout it panics on.
     let before_header = (raster.before_header)(&bytes).map_err(decode_error)?;
-    let header = read_header(url, &bytes, raster, limits, photo)?;
+    // A JPEG's header is its markers', walked once for everything the
+    // decode reads of them; any other format's is `image`'s.
+    let jpeg = (raster.image == ImageFormat::Jpeg).then(|| walk.unwrap_or_default().finish(&bytes));
+    let header = match &jpeg {
+        Some(layout) => jpeg_header(url, layout, photo)?,
+        None => read_header(url, &bytes, raster, limits, photo)?,
+    };
     let (width, height) = (header.width, header.height);
     within_max_dimension(url, width, height, limits)?;
     let decoder_bytes = before_header.saturating_add((raster.decoder_bytes)(&bytes, width, height));
@@ -158,6 +171,7 @@ pub(super) fn open<'a>(
         full_decode_bytes: header.full_decode_bytes,
         decoder_bytes,
         source_size: (0, 0),
+        jpeg,
     };
     image.source_size = match (photo, prepared_size) {
         (Some(photo), _) => photo.size,
@@ -236,21 +250,7 @@ fn read_header(
                 setting: "decode.max_alloc_bytes",
             });
         }
-        // The pure-Rust header reader refuses some JPEGs that libjpeg (and
-        // browsers) decode, such as one whose APP14 segment is shorter
-        // than its kind (Pillow's `truncated_app14.jpg`): with libjpeg's
-        // route, the frame header says the size.
-        Err(error) => {
-            return match (raster.header_fallback)(bytes, limits) {
-                Some((width, height, orientation)) => Ok(Header {
-                    width,
-                    height,
-                    orientation,
-                    full_decode_bytes: 0,
-                }),
-                None => Err(unreadable(format!("unreadable {format:?} header: {error}"))),
-            };
-        }
+        Err(error) => return Err(unreadable(format!("unreadable {format:?} header: {error}"))),
     };
     let (width, height) = header.dimensions();
     if width == 0 || height == 0 {
@@ -274,6 +274,40 @@ fn read_header(
         height,
         orientation,
         full_decode_bytes: header.total_bytes().saturating_add(rgba_copy),
+    })
+}
+
+/// A JPEG's header as the walk over its markers read it: its one frame's
+/// size, its EXIF's orientation, and what `image`'s full decode allocates
+/// (8-bit grey, or RGB: it turns CMYK into RGB).
+fn jpeg_header(
+    url: &Arc<str>,
+    layout: &JpegLayout,
+    photo: Option<&Photo>,
+) -> Result<Header, Error> {
+    let (width, height) = (layout.width, layout.height);
+    if layout.frames == 0 || width == 0 || height == 0 {
+        return Err(Error::Decode {
+            url: url.to_string(),
+            reason: format!(
+                "unreadable JPEG header: {}",
+                if layout.frames == 0 {
+                    "no frame header (SOF) gives its size".to_string()
+                } else {
+                    format!("its frame header says the image is {width}x{height} pixels")
+                }
+            ),
+        });
+    }
+    let channels = if layout.sampling.len() == 1 { 1 } else { 3 };
+    Ok(Header {
+        width,
+        height,
+        orientation: match photo {
+            Some(photo) => photo.orientation,
+            None => layout.orientation.unwrap_or(Orientation::NoTransforms),
+        },
+        full_decode_bytes: u64::from(width) * u64::from(height) * channels,
     })
 }
 

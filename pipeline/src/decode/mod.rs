@@ -171,11 +171,7 @@ impl ImageDecoder {
 
 impl Decode for ImageDecoder {
     fn decode(&self, url: &Arc<str>, body: &Body, target: TargetSize) -> Result<Thumbnail, Error> {
-        if body.complete {
-            decode_thumbnail(url, body, target, self.limits)
-        } else {
-            route::decode_thumbnail_from_prefix(url, body, target, self.limits)
-        }
+        route::decode_body(url, body, target, self.limits)
     }
 
     fn takes_cut_short_bodies(&self) -> bool {

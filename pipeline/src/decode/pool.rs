@@ -180,8 +180,8 @@ impl DecodePool {
         // Headers read before the lock is taken.
         let sized: Vec<Waiting> = jobs
             .into_iter()
-            .map(|job| Waiting {
-                large: is_large(&job.body, shared.large_pixels, shared.animated_frames),
+            .map(|mut job| Waiting {
+                large: is_large(&mut job.body, shared.large_pixels, shared.animated_frames),
                 job,
             })
             .collect();
@@ -278,21 +278,21 @@ impl Drop for ExitGuard<'_> {
 /// How long dropping the pool waits for a decode still running.
 pub(crate) const SHUTDOWN_PATIENCE: Duration = Duration::from_millis(500);
 
-/// Whether `bytes`' header declares more than `limit` pixels, every frame
+/// Whether `body`'s header declares more than `limit` pixels, every frame
 /// of an animation counted when animations of at most `animated_frames`
 /// frames are played. Unreadable headers count as small: the decoder
-/// refuses them quickly.
-fn is_large(bytes: &[u8], limit: u64, animated_frames: Option<u32>) -> bool {
-    let frames = animated_frames.map_or(1, |max| super::animation::frames_decoded(bytes, max));
-    std::panic::catch_unwind(|| imagesize::blob_size(bytes))
-        .ok()
-        .and_then(Result::ok)
-        .is_some_and(|size| {
-            (size.width as u64)
-                .saturating_mul(size.height as u64)
-                .saturating_mul(frames)
-                > limit
-        })
+/// refuses them quickly. A JPEG's is read by the walk over its markers,
+/// which the body keeps for its decode.
+fn is_large(body: &mut Body, limit: u64, animated_frames: Option<u32>) -> bool {
+    let frames = animated_frames.map_or(1, |max| super::animation::frames_decoded(body, max));
+    let size = match super::jpeg::walk_to_frame(body) {
+        Some((width, height)) => Some((u64::from(width), u64::from(height))),
+        None => std::panic::catch_unwind(|| imagesize::blob_size(body))
+            .ok()
+            .and_then(Result::ok)
+            .map(|size| (size.width as u64, size.height as u64)),
+    };
+    size.is_some_and(|(width, height)| width.saturating_mul(height).saturating_mul(frames) > limit)
 }
 
 /// What a worker takes from the queue.
@@ -491,17 +491,33 @@ mod tests {
         }
     }
 
-    /// With every thread but one holding a large image, large images wait
-    /// and small ones still decode; once the large ones finish, the waiting
-    /// large ones run too. Each job reports once.
     #[test]
     fn an_avif_is_sized_from_its_header_like_every_format() {
         // 1024x770, a grid of five tiles (libavif's test file).
         let avif = include_bytes!("../../tests/it/corpus/avif/sofa_grid1x5_420.avif");
-        assert!(is_large(avif, 1024 * 770 - 1, None));
-        assert!(!is_large(avif, 1024 * 770, None));
+        let mut body = Body::whole(&avif[..]);
+        assert!(is_large(&mut body, 1024 * 770 - 1, None));
+        assert!(!is_large(&mut body, 1024 * 770, None));
     }
 
+    /// A JPEG is sized by the walk over its markers, which its body keeps
+    /// for the decode: the frame header's size, however the walk began.
+    #[test]
+    fn a_jpeg_is_sized_by_its_walk_which_its_body_keeps() {
+        let jpeg = fixture_server::picture::render(1, 640, 480)
+            .encode_jpeg(80)
+            .unwrap();
+        let mut body = Body::whole(jpeg);
+        assert!(is_large(&mut body, 640 * 480 - 1, None));
+        assert!(!is_large(&mut body, 640 * 480, None));
+        let walk = body.found::<crate::decode::jpeg::JpegWalk>().unwrap();
+        assert_eq!((walk.layout().width, walk.layout().height), (640, 480));
+        assert_eq!(walk.layout().scans, 0, "walked to the frame, not past it");
+    }
+
+    /// With every thread but one holding a large image, large images wait
+    /// and small ones still decode; once the large ones finish, the waiting
+    /// large ones run too. Each job reports once.
     #[test]
     fn large_images_never_take_the_last_free_thread() {
         let gate = Arc::new(Gated::default());

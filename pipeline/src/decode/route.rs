@@ -15,14 +15,15 @@
 use std::io::Cursor;
 use std::sync::Arc;
 
-use image::{ImageFormat, ImageReader, Limits};
+use image::{ImageReader, Limits};
 
 use super::fitting::Fitting;
 use super::header::{self, Image, Opened, Photo, full_rgba};
-use super::jpeg::{self, JpegLayout};
+use super::jpeg::{self, JpegLayout, JpegWalk};
 use super::resize::Pixels;
 use super::upright::fit;
 use super::{DecodeLimits, animation, resize};
+use crate::body::Body;
 use crate::error::Error;
 use crate::request::TargetSize;
 use crate::thumbnail::{Animation, Thumbnail};
@@ -39,9 +40,28 @@ pub(crate) fn decode_thumbnail(
     target: TargetSize,
     limits: DecodeLimits,
 ) -> Result<Thumbnail, Error> {
-    decode(url, bytes, target, limits, None, Extent::Whole)
+    decode(url, bytes, target, limits, None, Extent::Whole, None)
 }
 
+/// [`decode_thumbnail`] of a body, whole or cut short (see
+/// [`decode_thumbnail_from_prefix`]), going on from the walk over its JPEG
+/// markers its read began, if it did.
+pub(crate) fn decode_body(
+    url: &Arc<str>,
+    body: &Body,
+    target: TargetSize,
+    limits: DecodeLimits,
+) -> Result<Thumbnail, Error> {
+    let extent = if body.complete {
+        Extent::Whole
+    } else {
+        Extent::Start
+    };
+    let walk = body.found::<JpegWalk>().cloned();
+    decode(url, body, target, limits, None, extent, walk)
+}
+
+#[cfg(test)]
 /// [`decode_thumbnail`] of the first bytes of a JPEG, which hold its
 /// headers and an embedded thumbnail that serves `target`, or its DC scans
 /// (the fetch read up to there: `jpeg/prefix.rs`). If neither makes the
@@ -53,7 +73,7 @@ pub(crate) fn decode_thumbnail_from_prefix(
     target: TargetSize,
     limits: DecodeLimits,
 ) -> Result<Thumbnail, Error> {
-    decode(url, bytes, target, limits, None, Extent::Start)
+    decode(url, bytes, target, limits, None, Extent::Start, None)
 }
 
 /// Whether a body is all of its file.
@@ -65,7 +85,8 @@ enum Extent {
 }
 
 /// [`decode_thumbnail`] of `bytes`, or of the thumbnail embedded in
-/// `photo` when `bytes` are it.
+/// `photo` when `bytes` are it, going on from `walk` if their read began
+/// one.
 fn decode(
     url: &Arc<str>,
     bytes: &[u8],
@@ -73,12 +94,13 @@ fn decode(
     limits: DecodeLimits,
     photo: Option<&Photo>,
     extent: Extent,
+    walk: Option<JpegWalk>,
 ) -> Result<Thumbnail, Error> {
     let decode_error = |reason: String| Error::Decode {
         url: url.to_string(),
         reason,
     };
-    let image = match header::open(url, bytes, asked, &limits, photo)? {
+    let image = match header::open(url, bytes, asked, &limits, photo, walk)? {
         Opened::Own(decode) => return decode(url, bytes, asked, limits),
         Opened::Raster(image) => image,
     };
@@ -90,21 +112,17 @@ fn decode(
         Ok(None) => None,
         Err(error) => Some(error),
     };
-    // What the markers say, before any decoder reads past them.
-    let layout = match image.format() {
-        ImageFormat::Jpeg => {
-            let layout = JpegLayout::read(&image.bytes);
-            layout
-                .check(image.width, image.height)
-                .map_err(decode_error)?;
-            Some(layout)
-        }
-        _ => None,
-    };
+    // What a JPEG's markers say, before any decoder reads past them.
+    let layout = image.jpeg.as_ref();
+    if let Some(layout) = layout {
+        layout
+            .check(image.width, image.height)
+            .map_err(decode_error)?;
+    }
     // The size comes from the original dimensions: a DCT-scaled image is
     // only a step on the way.
     let fitting = Fitting::new(image.width, image.height, target);
-    if let Some(layout) = &layout
+    if let Some(layout) = layout
         && let Some(pixels) = from_dc_scans(&image, layout, &fitting, target, limits)
     {
         let rgba = fit(
@@ -121,7 +139,7 @@ fn decode(
         return Err(decode_error(cut_short(embedded_failed)));
     }
     // The whole image.
-    let route = choose(&image, layout.as_ref(), &fitting, limits);
+    let route = choose(&image, layout, &fitting, limits);
     route.check(url, &image, limits)?;
     if let Some(thumbnail) = animated(url, &image, &route, &fitting, limits) {
         return Ok(thumbnail);
@@ -150,11 +168,14 @@ fn from_embedded(
     limits: DecodeLimits,
     photo: Option<&Photo>,
 ) -> Result<Option<Thumbnail>, Error> {
-    if image.format() != ImageFormat::Jpeg || !limits.embedded_thumbnails || photo.is_some() {
+    if !limits.embedded_thumbnails || photo.is_some() {
         return Ok(None);
     }
-    let Some(embedded) = jpeg::embedded_covering(&image.bytes, (image.width, image.height), target)
-    else {
+    let Some(exif) = image.jpeg.as_ref().and_then(|layout| layout.exif.clone()) else {
+        return Ok(None);
+    };
+    let size = (image.width, image.height);
+    let Some(embedded) = jpeg::embedded_covering(&image.bytes, exif, size, target) else {
         return Ok(None);
     };
     let photo = Photo {
@@ -168,6 +189,7 @@ fn from_embedded(
         limits,
         Some(&photo),
         Extent::Whole,
+        Some(embedded.walk),
     )
     .map(Some)
 }
@@ -382,6 +404,8 @@ fn run(image: &Image<'_>, route: &Route, limits: &Limits) -> Result<Pixels, Stri
 
 #[cfg(test)]
 pub(super) mod tests {
+    use image::ImageFormat;
+
     use super::*;
 
     pub(in crate::decode) const LIMITS: DecodeLimits = DecodeLimits {

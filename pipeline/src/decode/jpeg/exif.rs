@@ -6,37 +6,41 @@
 //! thumbnail asked for comes out the same size from it as from the photo,
 //! the route decodes it instead of the photo.
 //!
-//! Runs inside a decode, on the decode thread that called it; reads only
-//! the segments before the first scan, allocates nothing and keeps nothing.
+//! Runs on the thread that asks (a decode thread, or the fetch task for
+//! its watch); reads only the EXIF segment the JPEG's walk found
+//! (`walk.rs`) and the thumbnail's frame header, allocates nothing and
+//! keeps nothing.
 
-use image::metadata::Orientation;
+use std::ops::Range;
 
-use super::frame::FrameHeader;
-use super::layout::frame_size;
-use super::markers::{APP1, SOS, Segment, headers, is_frame, is_not_jpeg};
+use super::layout::JpegLayout;
+use super::walk::JpegWalk;
 use crate::decode::{fitting::Fitting, upright};
-use crate::fetch::stop::Enough;
 use crate::request::TargetSize;
 
-/// An embedded thumbnail: its JPEG bytes and the size its frame header
-/// gives.
-#[derive(Debug, PartialEq, Eq)]
+/// An embedded thumbnail: its JPEG bytes, the size its frame header gives,
+/// and the walk over its markers that read it, for its decode to go on
+/// from.
+#[derive(Debug)]
 pub(in crate::decode) struct Embedded<'a> {
     pub(in crate::decode) jpeg: &'a [u8],
     pub(in crate::decode) width: u32,
     pub(in crate::decode) height: u32,
+    pub(in crate::decode) walk: JpegWalk,
 }
 
-/// The embedded thumbnail of the `photo_size` JPEG `photo`, if it has one
-/// that shows the same picture and from which `target` (already turned as
-/// the photo's orientation turns it) comes out the size it would from the
+/// The embedded thumbnail of the `photo_size` JPEG `photo`, whose EXIF's
+/// TIFF structure lies at `exif` (as its walk found it), if it has one that
+/// shows the same picture and from which `target` (already turned as the
+/// photo's orientation turns it) comes out the size it would from the
 /// photo: never scaled up, never cropped differently.
 pub(in crate::decode) fn covering(
     photo: &[u8],
+    exif: Range<usize>,
     photo_size: (u32, u32),
     target: TargetSize,
 ) -> Option<Embedded<'_>> {
-    let embedded = embedded(photo)?;
+    let embedded = embedded(photo.get(exif)?)?;
     let (width, height) = (u64::from(photo_size.0), u64::from(photo_size.1));
     let (thumb_width, thumb_height) = (u64::from(embedded.width), u64::from(embedded.height));
     // Same aspect ratio: one side is the other scaled, give or take the
@@ -50,76 +54,38 @@ pub(in crate::decode) fn covering(
     (from_photo == from_embedded).then_some(embedded)
 }
 
-/// What the first bytes of a body say about a thumbnail of `target` from
-/// the photo's embedded one: [`Enough::Yes`] once they hold the photo's
-/// headers (every segment up to its first scan's) and an embedded
-/// thumbnail that [`covering`] takes, [`Enough::Never`] once they show it
-/// has none that serves (or is no JPEG), [`Enough::NotYet`] before.
-pub(super) fn prefix_serves(prefix: &[u8], target: TargetSize) -> Enough {
-    if is_not_jpeg(prefix) {
-        return Enough::Never;
+/// Whether the photo whose headers (every segment up to its first scan's)
+/// `layout` holds, walked over `prefix`, has an embedded thumbnail that
+/// [`covering`] takes for `target`: what the fetch's watch asks once the
+/// walk is past the first scan's header.
+pub(super) fn serves(prefix: &[u8], layout: &JpegLayout, target: TargetSize) -> bool {
+    let Some(exif) = layout.exif.clone() else {
+        return false;
+    };
+    let (width, height) = (layout.width, layout.height);
+    if layout.frames != 1 || width == 0 || height == 0 {
+        return false;
     }
-    let (mut exif, mut size) = (None, None);
-    for segment in headers(prefix) {
-        let (marker, body) = match segment {
-            Segment::Whole(marker, body, _) => (marker, body),
-            Segment::Cut => return Enough::NotYet,
-            Segment::Broken => return Enough::Never,
-        };
-        match marker {
-            APP1 if exif.is_none() => exif = body.strip_prefix(b"Exif\0\0"),
-            marker if is_frame(marker) => {
-                let Some(frame) = FrameHeader::read(body) else {
-                    return Enough::Never;
-                };
-                size = Some((frame.width, frame.height));
-            }
-            SOS => {
-                let (Some(tiff), Some((width, height))) = (exif, size) else {
-                    return Enough::Never;
-                };
-                if width == 0 || height == 0 {
-                    return Enough::Never;
-                }
-                let turned = Orientation::from_exif_chunk(tiff).is_some_and(upright::quarter_turn);
-                let target = if turned {
-                    upright::swapped(target)
-                } else {
-                    target
-                };
-                return match covering(prefix, (width, height), target) {
-                    Some(_) => Enough::Yes,
-                    None => Enough::Never,
-                };
-            }
-            _ => {}
-        }
-    }
-    Enough::NotYet
+    let turned = layout.orientation.is_some_and(upright::quarter_turn);
+    let target = if turned {
+        upright::swapped(target)
+    } else {
+        target
+    };
+    covering(prefix, exif, (width, height), target).is_some()
 }
 
-/// The JPEG thumbnail of the first EXIF segment of `jpeg`, if it has one
-/// whose frame header reads.
-pub(super) fn embedded(jpeg: &[u8]) -> Option<Embedded<'_>> {
-    let tiff = exif_segment(jpeg)?;
+/// The JPEG thumbnail an EXIF segment's TIFF structure `tiff` holds, if it
+/// has one whose frame header reads.
+fn embedded(tiff: &[u8]) -> Option<Embedded<'_>> {
     let thumbnail = ifd1_jpeg(tiff)?;
-    let (width, height, _) = frame_size(thumbnail)?;
+    let mut walk = JpegWalk::default();
+    let (width, height) = walk.frame_size(thumbnail)?;
     Some(Embedded {
         jpeg: thumbnail,
         width,
         height,
-    })
-}
-
-/// The TIFF structure of the first APP1 segment that holds EXIF, among the
-/// segments before the first scan.
-fn exif_segment(jpeg: &[u8]) -> Option<&[u8]> {
-    if !jpeg.starts_with(&[0xFF, super::markers::SOI]) {
-        return None;
-    }
-    headers(jpeg).find_map(|segment| match segment {
-        Segment::Whole(APP1, body, _) => body.strip_prefix(b"Exif\0\0"),
-        _ => None,
+        walk,
     })
 }
 
@@ -200,7 +166,36 @@ mod tests {
     use fixture_server::exif::{Exif, with_exif};
 
     use super::*;
+    use crate::decode::jpeg::walk::layout_of;
     use crate::decode::route::{decode_thumbnail, tests::LIMITS};
+    use crate::fetch::stop::Enough;
+
+    /// The thumbnail embedded in `jpeg`'s EXIF, as its walk finds it.
+    fn embedded_in(jpeg: &[u8]) -> Option<Embedded<'_>> {
+        let exif = layout_of(jpeg).exif?;
+        embedded(&jpeg[exif])
+    }
+
+    /// [`covering`] of `photo`, its EXIF found by its walk.
+    fn covering_of(photo: &[u8], size: (u32, u32), target: TargetSize) -> Option<Embedded<'_>> {
+        covering(photo, layout_of(photo).exif?, size, target)
+    }
+
+    /// What the fetch's watch makes of `prefix` for the embedded thumbnail
+    /// alone: the walk to the first scan's header, then [`serves`].
+    fn prefix_serves(prefix: &[u8], target: TargetSize) -> Enough {
+        let mut walk = JpegWalk::default();
+        walk.walk_on(prefix, |_, _, layout| match layout.headers_end {
+            Some(_) => std::ops::ControlFlow::Break(()),
+            None => std::ops::ControlFlow::Continue(()),
+        });
+        match walk.layout().headers_end {
+            Some(_) if serves(prefix, walk.layout(), target) => Enough::Yes,
+            Some(_) => Enough::Never,
+            None if walk.ended() => Enough::Never,
+            None => Enough::NotYet,
+        }
+    }
 
     /// A `width` x `height` baseline JPEG of one colour.
     fn plain_jpeg(width: u32, height: u32, rgb: [u8; 3]) -> Vec<u8> {
@@ -246,22 +241,22 @@ mod tests {
                 big_endian,
             };
             let photo = with_exif(&plain_jpeg(64, 48, RED), &exif).unwrap();
-            let found = embedded(&photo).unwrap();
+            let found = embedded_in(&photo).unwrap();
             assert_eq!(found.jpeg, &small[..], "big endian: {big_endian}");
             assert_eq!((found.width, found.height), (16, 12));
         }
         // No EXIF, EXIF without IFD1, and not a JPEG: none.
-        assert_eq!(embedded(&plain_jpeg(64, 48, RED)), None);
+        assert!(embedded_in(&plain_jpeg(64, 48, RED)).is_none());
         let orientation_only = fixture_server::photo::with_exif_orientation(&small, 6);
-        assert_eq!(embedded(&orientation_only), None);
-        assert_eq!(embedded(b"GIF89a"), None);
+        assert!(embedded_in(&orientation_only).is_none());
+        assert!(embedded_in(b"GIF89a").is_none());
     }
 
     #[test]
     fn a_thumbnail_serves_only_when_it_is_the_same_picture_and_covers_the_target() {
         let jpeg = camera((64, 48), (160, 120), None);
         let serves =
-            |photo: (u32, u32), target: TargetSize| covering(&jpeg, photo, target).is_some();
+            |photo: (u32, u32), target: TargetSize| covering_of(&jpeg, photo, target).is_some();
         // A 12 MP photo's 160x120: at 64 and 128 px, not at 256 (it would
         // come out 160 wide).
         assert!(serves((4000, 3000), TargetSize::square(64)));
@@ -275,7 +270,7 @@ mod tests {
         assert!(!serves((6000, 4000), TargetSize::square(64)));
         // A pixel of rounding is the same picture: 6000x4000 as 320x213.
         let rounded = camera((64, 48), (320, 213), None);
-        assert!(covering(&rounded, (6000, 4000), TargetSize::square(128)).is_some());
+        assert!(covering_of(&rounded, (6000, 4000), TargetSize::square(128)).is_some());
         // A photo smaller than its thumbnail comes out at its own size.
         assert!(!serves((100, 75), TargetSize::square(128)));
     }
@@ -310,7 +305,7 @@ mod tests {
         let dht = broken.windows(2).position(|w| w == [0xFF, 0xC4]).unwrap();
         broken[dht + 5..dht + 21].fill(0xFF);
         let jpeg = camera_with((1600, 1200), &broken, None);
-        assert!(covering(&jpeg, (1600, 1200), TargetSize::square(64)).is_some());
+        assert!(covering_of(&jpeg, (1600, 1200), TargetSize::square(64)).is_some());
         let url: Arc<str> = "camera.jpg".into();
         let thumbnail = decode_thumbnail(&url, &jpeg, TargetSize::square(64), LIMITS).unwrap();
         assert!(!blue(&thumbnail), "made from the photo");
@@ -379,8 +374,8 @@ mod tests {
             for value in [0x00, 0x01, 0x7F, 0xD8, 0xDA, 0xFF] {
                 let mut damaged = jpeg.clone();
                 damaged[at] = value;
-                let _ = embedded(&damaged);
-                let _ = covering(&damaged, (64, 48), TargetSize::square(8));
+                let _ = embedded_in(&damaged);
+                let _ = covering_of(&damaged, (64, 48), TargetSize::square(8));
                 let _ = prefix_serves(&damaged, TargetSize::square(8));
                 answered += 1;
             }

@@ -6,10 +6,12 @@
 //! Runs inside a decode, on the decode thread that called it; it starts no
 //! threads and keeps nothing.
 
+use std::ops::Range;
+
 use image::metadata::Orientation;
 
 use super::frame::FrameHeader;
-use super::markers::{self, Segment, next_marker, read_segment, skip_entropy_coded};
+
 
 /// Most scans a JPEG may have. A progressive photo has about ten (libjpeg's
 /// default script has 10, mozjpeg's a dozen or so); a file with thousands
@@ -19,7 +21,7 @@ use super::markers::{self, Segment, next_marker, read_segment, skip_entropy_code
 pub(super) const MAX_SCANS: usize = 100;
 
 /// What a JPEG's markers say about it, read without decoding.
-#[derive(Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(in crate::decode) struct JpegLayout {
     pub(in crate::decode) progressive: bool,
     /// Each component's horizontal and vertical sampling factors.
@@ -33,63 +35,18 @@ pub(in crate::decode) struct JpegLayout {
     /// allocated (and zeroed) for the first, so a file with two is refused
     /// before any decoder sees it.
     pub(in crate::decode) frames: usize,
-    /// The orientation the first EXIF segment (APP1) gives, if any.
+    /// The orientation the image's EXIF gives, if any.
     pub(in crate::decode) orientation: Option<Orientation>,
+    /// The image's EXIF: where the TIFF structure of its first APP1
+    /// segment that holds EXIF lies in the file.
+    pub(in crate::decode) exif: Option<Range<usize>>,
+    /// Where the first scan's data starts: every header before it read.
+    pub(in crate::decode) headers_end: Option<usize>,
+    /// Stretches of bytes where a marker should have been, skipped.
+    pub(in crate::decode) broken: usize,
 }
 
 impl JpegLayout {
-    /// Reads the markers of `bytes` up to the end of the image, skipping the
-    /// entropy-coded data; stops counting scans past [`MAX_SCANS`]. A
-    /// truncated file gives what was read so far: the decoder reports it.
-    pub(in crate::decode) fn read(bytes: &[u8]) -> Self {
-        let mut layout = Self::default();
-        let mut at = 2; // past SOI
-        loop {
-            let (marker, segment, next) = match read_segment(bytes, at) {
-                Segment::Whole(marker, segment, next) => (marker, segment, next),
-                // Bytes where a marker should be: skipped, as decoders
-                // skip them.
-                Segment::Broken => match next_marker(bytes, at + 1) {
-                    Some(marker_at) => {
-                        at = marker_at;
-                        continue;
-                    }
-                    None => break,
-                },
-                Segment::Cut => break,
-            };
-            at = next;
-            match marker {
-                markers::EOI => break,
-                // Only the first frame describes the image: a later one
-                // is counted, never read over it.
-                marker if markers::is_frame(marker) => {
-                    layout.frames += 1;
-                    if layout.frames > 1 {
-                        break;
-                    }
-                    layout.progressive = markers::is_progressive_frame(marker);
-                    layout.read_frame(segment);
-                }
-                markers::APP1 if layout.orientation.is_none() => {
-                    layout.orientation = segment
-                        .strip_prefix(b"Exif\0\0")
-                        .and_then(Orientation::from_exif_chunk);
-                }
-                markers::SOS => {
-                    layout.scans += 1;
-                    if layout.scans > MAX_SCANS {
-                        break;
-                    }
-                    // The entropy-coded data runs to the next marker.
-                    at = skip_entropy_coded(bytes, next);
-                }
-                _ => {}
-            }
-        }
-        layout
-    }
-
     /// Refuses a layout no decoder should be given: more scans than
     /// [`MAX_SCANS`], more than one frame header, or a frame whose size is
     /// not the `width` x `height` the header reader found (the limits were
@@ -113,10 +70,8 @@ impl JpegLayout {
         Ok(())
     }
 
-    fn read_frame(&mut self, segment: &[u8]) {
-        let Some(header) = FrameHeader::read(segment) else {
-            return;
-        };
+    /// Takes the image's frame header: its size and sampling.
+    pub(super) fn read_frame(&mut self, header: &FrameHeader) {
         (self.width, self.height) = (header.width, header.height);
         let factor = |f: usize| u8::try_from(f.max(1)).unwrap_or(u8::MAX);
         self.sampling = header
@@ -148,17 +103,6 @@ impl JpegLayout {
             .map(|&(h, v)| mcus_across * u64::from(h) * 8 * mcus_down * u64::from(v) * 8)
             .sum()
     }
-}
-
-/// The size a JPEG's one frame header gives, if it has exactly one and
-/// the size is not zero, and the orientation its EXIF gives.
-pub(in crate::decode) fn frame_size(bytes: &[u8]) -> Option<(u32, u32, Orientation)> {
-    let layout = JpegLayout::read(bytes);
-    (layout.frames == 1 && layout.width > 0 && layout.height > 0).then_some((
-        layout.width,
-        layout.height,
-        layout.orientation.unwrap_or(Orientation::NoTransforms),
-    ))
 }
 
 /// The DCT scale, in eighths (1 to 8), at which a `width` x `height` JPEG
@@ -215,6 +159,7 @@ mod tests {
 
     #[cfg(feature = "libjpeg")]
     use super::super::libjpeg::decode_scaled;
+    use super::super::walk::layout_of;
     use super::*;
     #[cfg(feature = "libjpeg")]
     use crate::decode::resize::Layout;
@@ -299,7 +244,7 @@ mod tests {
             SamplingFactor::F_2_2,
             false,
         );
-        let layout = JpegLayout::read(&baseline);
+        let layout = layout_of(&baseline);
         assert_eq!(
             layout,
             JpegLayout {
@@ -310,8 +255,12 @@ mod tests {
                 scans: 1,
                 frames: 1,
                 orientation: None,
+                exif: None,
+                headers_end: layout.headers_end,
+                broken: 0,
             }
         );
+        assert!(layout.headers_end.is_some_and(|end| end < baseline.len()));
         // 4:2:0 pads to 16x16 blocks: 336x224 luma, 168x112 per chroma.
         assert_eq!(layout.decoder_bytes(), 336 * 224 + 2 * 168 * 112);
         let progressive = encode(
@@ -321,14 +270,14 @@ mod tests {
             SamplingFactor::F_1_1,
             true,
         );
-        let layout = JpegLayout::read(&progressive);
+        let layout = layout_of(&progressive);
         assert!(layout.progressive && layout.scans > 1, "{layout:?}");
         assert_eq!(layout.sampling, vec![(1, 1); 3]);
         // Every component at full size: a plane and its coefficients.
         assert_eq!(layout.decoder_bytes(), 336 * 224 * 3 * 3);
         // Truncated anywhere, it is read as far as it goes.
         for cut in [0, 1, 2, 100, progressive.len() / 2] {
-            let _ = JpegLayout::read(&progressive[..cut]);
+            let _ = layout_of(&progressive[..cut]);
         }
     }
 
@@ -378,7 +327,7 @@ mod tests {
             .unwrap();
         let mut hidden = bomb.clone();
         hidden.splice(first_scan_of_the_bomb..first_scan_of_the_bomb, [0xFF, 0x00]);
-        assert_eq!(JpegLayout::read(&hidden).scans, MAX_SCANS + 1);
+        assert_eq!(layout_of(&hidden).scans, MAX_SCANS + 1);
         let url: Arc<str> = "http://x/hidden.jpg".into();
         let error = decode_thumbnail(&url, &hidden, TargetSize::square(256), LIMITS).unwrap_err();
         assert!(error.to_string().contains("scans"), "{error}");
@@ -391,7 +340,7 @@ mod tests {
     fn a_jpeg_with_thousands_of_scans_is_refused_at_once() {
         let bomb = scan_bomb(100_000);
         assert!(bomb.len() < 16 * 1024 * 1024, "{}", bomb.len());
-        assert_eq!(JpegLayout::read(&bomb).scans, MAX_SCANS + 1);
+        assert_eq!(layout_of(&bomb).scans, MAX_SCANS + 1);
         let url: Arc<str> = "http://x/scans.jpg".into();
         let started = std::time::Instant::now();
         // 64 px decodes at 1/8, 256 at 2/8: the cap holds at every scale.

@@ -1,8 +1,7 @@
 //! JPEG's markers: the table of the ones thumbpipe reads, and the one
-//! reader of a JPEG's segments that every JPEG reader here uses (the layout
-//! checked before a decode, the DC-scan decoder, the EXIF reader and the
-//! fetch's watch), with the walk over entropy-coded data to the marker
-//! after it.
+//! reader of a JPEG's segments that the walk over its markers (`walk.rs`)
+//! and the DC-scan decoder use, with the reading of entropy-coded data to
+//! the marker after it.
 //!
 //! Plain functions over bytes, run by whichever caller reads them (a decode
 //! thread, or the fetch task); they keep nothing.
@@ -45,12 +44,6 @@ fn stands_alone(marker: u8) -> bool {
     matches!(marker, 0xD0..=0xD9 | 0x01)
 }
 
-/// Whether a JPEG's first bytes say it is not one (its start marker is
-/// missing); `false` while fewer than two bytes are known.
-pub(super) fn is_not_jpeg(start: &[u8]) -> bool {
-    start.len() >= 2 && !start.starts_with(&[0xFF, SOI])
-}
-
 /// A JPEG's marker segment, as [`read_segment`] reads it.
 pub(super) enum Segment<'a> {
     /// Its marker, its body (after the length; empty for a marker without
@@ -89,29 +82,6 @@ pub(super) fn read_segment(bytes: &[u8], mut at: usize) -> Segment<'_> {
         Some(body) => Segment::Whole(marker, body, at + 2 + length),
         None => Segment::Cut,
     }
-}
-
-/// The segments of `jpeg` after its start marker, up to and including the
-/// first scan's header (SOS): the headers; none after end of image. Ends
-/// after a `Cut` or `Broken` one.
-pub(super) fn headers(jpeg: &[u8]) -> impl Iterator<Item = Segment<'_>> {
-    let mut at = 2;
-    let mut done = false;
-    std::iter::from_fn(move || {
-        if done {
-            return None;
-        }
-        let segment = read_segment(jpeg, at);
-        match segment {
-            Segment::Whole(EOI, ..) => return None,
-            Segment::Whole(marker, _, next) => {
-                at = next;
-                done = marker == SOS;
-            }
-            Segment::Cut | Segment::Broken => done = true,
-        }
-        Some(segment)
-    })
 }
 
 /// Where the next marker starts at or after `from`: an 0xFF followed by a
@@ -191,14 +161,6 @@ mod tests {
             read_segment(&[0xFF, DQT, 0, 1], 0),
             Segment::Broken
         ));
-        let headers: Vec<u8> = headers(&bytes)
-            .map(|segment| match segment {
-                Segment::Whole(marker, ..) => marker,
-                Segment::Cut => 0,
-                Segment::Broken => 1,
-            })
-            .collect();
-        assert_eq!(headers, [APP1, 0]);
     }
 
     #[test]

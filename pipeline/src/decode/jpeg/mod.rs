@@ -4,6 +4,9 @@
 //!
 //! - `markers.rs`: the marker table and the one segment reader every file
 //!   here uses; `frame.rs`: the one frame-header reader.
+//! - `walk.rs`: the one walk over a JPEG's markers, begun by the fetch's
+//!   watch or the decode pool's size probe and gone on with by the decode:
+//!   everything below reads its structure from it.
 //! - `layout.rs`: the file's layout, checked before any decoder runs (scans
 //!   counted, a second frame refused), what each route allocates, and the
 //!   DCT scale that covers a thumbnail, which `libjpeg.rs` decodes at
@@ -36,27 +39,25 @@ mod libjpeg;
 use super::off::libjpeg;
 mod markers;
 mod prefix;
+mod walk;
 
 use image::ImageFormat;
 
 use super::format::{Decoder, Format, Raster, Signature};
 
-/// JPEG's row of the format table: `image` reads its header, and when it
-/// refuses one that libjpeg decodes, the frame header says the size.
+/// JPEG's row of the format table: its header is read from its markers'
+/// walk (`walk.rs`, by `header.rs`), which libjpeg's route and the
+/// shortcuts read too; `image` decodes it where libjpeg does not.
 pub(super) const FORMAT: Format = Format {
     name: "JPEG",
     media_types: &["image/jpeg"],
     signature: Signature::Magic(&[(0, b"\xFF\xD8\xFF")]),
-    decoder: Decoder::Image(Raster {
-        header_fallback: |bytes, limits| {
-            limits.jpeg_dct_scaling.then(|| frame_size(bytes)).flatten()
-        },
-        ..Raster::of(ImageFormat::Jpeg)
-    }),
+    decoder: Decoder::Image(Raster::of(ImageFormat::Jpeg)),
 };
 
 pub(super) use dc_scans::{covers as dc_scans_cover, decode_dc};
 pub(super) use exif::covering as embedded_covering;
-pub(super) use layout::{JpegLayout, frame_size, scale_eighths, scaled_side};
+pub(super) use layout::{JpegLayout, scale_eighths, scaled_side};
+pub(super) use walk::{JpegWalk, walk_to_frame};
 pub(super) use libjpeg::decode_scaled;
 pub(crate) use prefix::stop_rule;

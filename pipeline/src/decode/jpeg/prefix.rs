@@ -10,30 +10,28 @@
 //! request that may be cut short.
 //!
 //! A watch is made for each body read and run by the fetch that reads it,
-//! chunk by chunk. The DC scans' watch goes on from where the last chunk's
-//! stopped, so it looks through a body once; the embedded thumbnail's reads
-//! the segments before the first scan again at each chunk, within the
-//! first 256 KiB.
+//! chunk by chunk. It is the JPEG's one walk over its markers (`walk.rs`)
+//! going on from where the last chunk's stopped, so it looks through a
+//! body once, and when it is asked no more, the walk rides on the body
+//! for the decode to go on from.
 
-use image::metadata::Orientation;
+use std::ops::ControlFlow;
 
 use super::frame::FrameHeader;
-use super::markers::{
-    self, APP1, DHT, DQT, DRI, EOI, SOF2, SOS, Segment, entropy_coded_end, is_frame, read_segment,
-};
+use super::layout::JpegLayout;
+use super::markers::{DHT, DQT, DRI, SOF2, SOS, is_frame};
+use super::walk::{JpegWalk, Walked};
 use super::{dc_headers, dc_scans, exif};
+use crate::body::Found;
 use crate::decode::{DecodeLimits, upright};
-use crate::fetch::stop::{Enough, StopRule};
+use crate::fetch::stop::{BodyWatch, Enough, StopRule};
 use crate::request::TargetSize;
 
 /// The stop rule for a thumbnail of `target` under `limits`, or `None`
 /// when `limits` take neither route.
 pub(crate) fn stop_rule(target: TargetSize, limits: DecodeLimits) -> Option<StopRule> {
     let fresh = PrefixWatch::new(target, &limits)?;
-    Some(StopRule::new(move || {
-        let mut watch = fresh.clone();
-        move |read: &[u8]| watch.check(read)
-    }))
+    Some(StopRule::finding(move || fresh.clone()))
 }
 
 /// How far into a body an embedded thumbnail is looked for: EXIF's
@@ -48,6 +46,18 @@ struct PrefixWatch {
     embedded: bool,
     /// Still following the DC scans; `None` once they cannot serve.
     dc: Option<DcWatch>,
+    /// The walk over the body's markers, as far as the bytes read.
+    walk: JpegWalk,
+}
+
+impl BodyWatch for PrefixWatch {
+    fn check(&mut self, read: &[u8]) -> Enough {
+        PrefixWatch::check(self, read)
+    }
+
+    fn found(&mut self) -> Option<Found> {
+        Some(Found::new(std::mem::take(&mut self.walk)))
+    }
 }
 
 impl PrefixWatch {
@@ -58,6 +68,7 @@ impl PrefixWatch {
             target,
             embedded: limits.embedded_thumbnails,
             dc: limits.progressive_dc.then(DcWatch::default),
+            walk: JpegWalk::default(),
         };
         (watch.embedded || watch.dc.is_some()).then_some(watch)
     }
@@ -65,19 +76,44 @@ impl PrefixWatch {
     /// Whether `body`, the bytes read so far (each call's a longer prefix
     /// of the same body), make the thumbnail.
     fn check(&mut self, body: &[u8]) -> Enough {
-        if self.embedded {
-            match exif::prefix_serves(body, self.target) {
-                Enough::Yes => return Enough::Yes,
-                Enough::NotYet if body.len() < MAX_EMBEDDED_BYTES => {}
-                Enough::NotYet | Enough::Never => self.embedded = false,
+        let Self {
+            target,
+            embedded,
+            dc,
+            walk,
+        } = self;
+        let mut enough = false;
+        let walked = walk.walk_on(body, |marker, segment, layout| {
+            if layout.broken > 0 {
+                (*embedded, *dc) = (false, None);
             }
+            // The embedded thumbnail is judged once every header before
+            // the first scan is read.
+            if *embedded && marker == SOS {
+                enough = exif::serves(body, layout, *target);
+                *embedded = false;
+            }
+            if !enough && let Some(watch) = dc {
+                match watch.segment(marker, segment, layout, *target) {
+                    Some(Enough::Yes) => enough = true,
+                    Some(_) => *dc = None,
+                    None => {}
+                }
+            }
+            if enough || (!*embedded && dc.is_none()) {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
+        });
+        if enough {
+            return Enough::Yes;
         }
-        if let Some(dc) = &mut self.dc {
-            match dc.check(body, self.target) {
-                Enough::Yes => return Enough::Yes,
-                Enough::NotYet => {}
-                Enough::Never => self.dc = None,
-            }
+        if walked == Walked::Ended || walk.layout().broken > 0 {
+            (self.embedded, self.dc) = (false, None);
+        }
+        if self.embedded && body.len() >= MAX_EMBEDDED_BYTES {
+            self.embedded = false;
         }
         if self.embedded || self.dc.is_some() {
             Enough::NotYet
@@ -90,14 +126,6 @@ impl PrefixWatch {
 /// How far the DC scans of a body have been followed.
 #[derive(Clone, Debug, Default)]
 struct DcWatch {
-    /// Where the next marker is read.
-    at: usize,
-    /// Inside a scan's entropy-coded data, looked through up to here.
-    scan_from: Option<usize>,
-    /// The first EXIF segment was read (the one the decode takes).
-    exif_read: bool,
-    /// Its orientation turns the picture a quarter.
-    turned: bool,
     /// The frame's components: id, quantisation table, and the lowest bit
     /// its DC has come with (`None` before its first DC scan).
     components: Vec<(u8, usize, Option<u8>)>,
@@ -106,58 +134,18 @@ struct DcWatch {
 }
 
 impl DcWatch {
-    fn check(&mut self, body: &[u8], target: TargetSize) -> Enough {
-        if self.at == 0 {
-            if body.len() < 2 {
-                return Enough::NotYet;
-            }
-            if markers::is_not_jpeg(body) {
-                return Enough::Never;
-            }
-            self.at = 2;
-        }
-        loop {
-            if let Some(from) = self.scan_from {
-                match entropy_coded_end(body, from) {
-                    Ok(end) => {
-                        self.at = end;
-                        self.scan_from = None;
-                    }
-                    Err(looked_to) => {
-                        self.scan_from = Some(looked_to);
-                        return Enough::NotYet;
-                    }
-                }
-            }
-            let (marker, segment, next) = match read_segment(body, self.at) {
-                Segment::Whole(marker, segment, next) => (marker, segment, next),
-                Segment::Cut => return Enough::NotYet,
-                Segment::Broken => return Enough::Never,
-            };
-            self.at = next;
-            if let Some(verdict) = self.segment(marker, segment, target) {
-                return verdict;
-            }
-            if marker == SOS {
-                self.scan_from = Some(next);
-            }
-        }
-    }
-
-    /// Takes one segment as the decode would: a verdict if it decides the
-    /// body's fate, `None` to read on.
-    fn segment(&mut self, marker: u8, segment: &[u8], target: TargetSize) -> Option<Enough> {
+    /// Takes one segment as the decode would (the walk has taken it into
+    /// `layout`): a verdict if it decides the body's fate, `None` to read
+    /// on.
+    fn segment(
+        &mut self,
+        marker: u8,
+        segment: &[u8],
+        layout: &JpegLayout,
+        target: TargetSize,
+    ) -> Option<Enough> {
         match marker {
-            EOI => Some(Enough::Never),
-            APP1 if !self.exif_read && segment.starts_with(b"Exif\0\0") => {
-                self.exif_read = true;
-                self.turned =
-                    Orientation::from_exif_chunk(&segment[6..]).is_some_and(upright::quarter_turn);
-                None
-            }
-            // A second frame: the decode refuses the file.
-            SOF2 if !self.components.is_empty() => Some(Enough::Never),
-            SOF2 => match self.frame(segment, target) {
+            SOF2 => match self.frame(segment, layout, target) {
                 Some(components) => {
                     self.components = components;
                     None
@@ -206,11 +194,16 @@ impl DcWatch {
     }
 
     /// The component ids of a progressive frame whose DC scans the decode
-    /// takes for `target`, turned as the EXIF read before it says (the
+    /// takes for `target`, turned as the EXIF walked before it says (the
     /// decode's own reading of the header).
-    fn frame(&self, segment: &[u8], target: TargetSize) -> Option<Vec<(u8, usize, Option<u8>)>> {
+    fn frame(
+        &self,
+        segment: &[u8],
+        layout: &JpegLayout,
+        target: TargetSize,
+    ) -> Option<Vec<(u8, usize, Option<u8>)>> {
         let header = FrameHeader::read(segment).filter(FrameHeader::dc_decodable)?;
-        let target = if self.turned {
+        let target = if layout.orientation.is_some_and(upright::quarter_turn) {
             upright::swapped(target)
         } else {
             target
@@ -229,6 +222,50 @@ mod tests {
     use super::super::dc_scans::tests::{damaged_copies, first_ac_scan, progressive};
     use super::*;
     use crate::decode::route::tests::LIMITS;
+
+    /// `jpeg` read as a fetch reads a body under the rule for `target`,
+    /// `step` bytes a chunk, until the rule says it is enough.
+    fn fetched(jpeg: &[u8], target: TargetSize, step: usize) -> crate::body::Body {
+        use crate::fetch::stop::{BodySoFar, ReadOn};
+        let rule = stop_rule(target, LIMITS).unwrap();
+        let mut body = BodySoFar::new(0, u64::MAX, Some(&rule));
+        let mut stopped = false;
+        for chunk in jpeg.chunks(step) {
+            let read_on = body.push(chunk, || unreachable!("no cap")).unwrap();
+            if read_on == ReadOn::Stop {
+                stopped = true;
+                break;
+            }
+        }
+        body.finish(stopped, bytes::Bytes::from)
+    }
+
+    /// The walk a fetch's watch made rides on the body, and the decode goes
+    /// on from it: the thumbnail is the one a fresh walk gives, whether the
+    /// watch stopped the read (the DC scans), said the whole body is needed
+    /// (a larger thumbnail), or watched to the end.
+    #[test]
+    fn the_watchs_walk_rides_on_the_body_and_the_decode_goes_on_from_it() {
+        let url: std::sync::Arc<str> = "photo.jpg".into();
+        let rgb = fixture_server::picture::render(5, 800, 600).pixels;
+        let jpeg = progressive(&rgb, (800, 600), SamplingFactor::F_2_2, None);
+        for (side, cut_short) in [(64, true), (300, false)] {
+            let target = TargetSize::square(side);
+            let body = fetched(&jpeg, target, 4096);
+            assert_eq!(body.complete, !cut_short, "{side}");
+            let walk = body.found::<JpegWalk>().expect("the watch's walk");
+            assert_eq!((walk.layout().width, walk.layout().height), (800, 600));
+            assert!(walk.layout().headers_end.is_some());
+            let decoded = crate::decode::route::decode_body(&url, &body, target, LIMITS).unwrap();
+            let fresh = if cut_short {
+                crate::decode::route::decode_thumbnail_from_prefix(&url, &body, target, LIMITS)
+            } else {
+                crate::decode::decode_thumbnail(&url, &body, target, LIMITS)
+            }
+            .unwrap();
+            assert_eq!(decoded.pixels, fresh.pixels, "{side}");
+        }
+    }
 
     /// The bytes read, `step` more at a time, until the watch says more
     /// are not needed; `None` if it never says so.

@@ -1,0 +1,298 @@
+//! The one walk over a JPEG's markers. Everything thumbpipe learns of a
+//! JPEG's structure (its frame, its EXIF segment, its scans) is learned by
+//! this walk, once: it can stop where the bytes read so far end and go on
+//! when more have come, so the fetch's watch (`prefix.rs`) walks a body as
+//! it arrives, the walk rides on the body it made
+//! ([`Body::with_walk`](crate::Body)), and the decode goes on from where
+//! the watch stopped instead of starting again. Decoders that take the
+//! scans' data (the DC-scan decoder, libjpeg) read the file themselves.
+//!
+//! A walk is a value owned by whoever walks: the fetch task for a watch,
+//! then the decode thread it is handed to. It keeps no bytes, only where
+//! it is and what it found ([`JpegLayout`]).
+
+use std::ops::ControlFlow;
+
+use image::metadata::Orientation;
+
+use super::frame::FrameHeader;
+use super::layout::{JpegLayout, MAX_SCANS};
+use super::markers::{self, Segment, entropy_coded_end, next_marker, read_segment};
+use crate::body::{Body, Found};
+
+/// How far a JPEG's markers have been walked, and what they said.
+#[derive(Clone, Debug, Default)]
+pub(in crate::decode) struct JpegWalk {
+    layout: JpegLayout,
+    /// Where the next marker is read; 0 before the start marker is.
+    at: usize,
+    /// Inside a scan's entropy-coded data, looked through up to here.
+    scan_from: Option<usize>,
+    /// Nothing after this point is read: the end of the image, a second
+    /// frame header, more scans than [`MAX_SCANS`], or no JPEG.
+    ended: bool,
+}
+
+/// Where a call of [`JpegWalk::walk_on`] stopped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(in crate::decode) enum Walked {
+    /// The bytes given end before the image does: more may follow.
+    ToTheirEnd,
+    /// The walk is over (see [`JpegWalk::ended`]).
+    Ended,
+    /// The caller's `each` stopped it after a segment.
+    Stopped,
+}
+
+impl JpegWalk {
+    /// What the markers walked so far say.
+    pub(in crate::decode) fn layout(&self) -> &JpegLayout {
+        &self.layout
+    }
+
+    /// Whether the walk is over: the markers after it are never read.
+    #[cfg(test)]
+    pub(in crate::decode) fn ended(&self) -> bool {
+        self.ended
+    }
+
+    /// The layout of all of `bytes`, walked on to their end (a truncated
+    /// file gives what its bytes hold).
+    pub(in crate::decode) fn finish(mut self, bytes: &[u8]) -> JpegLayout {
+        self.walk_on(bytes, |_, _, _| ControlFlow::Continue(()));
+        self.layout
+    }
+
+    /// Walks on over `bytes`, the same body's as at every earlier call (as
+    /// many or more of them), taking each whole segment into the layout,
+    /// then handing it to `each` (its marker, its body, and the layout so
+    /// far), which may stop the walk after it. Entropy-coded data is
+    /// skipped to the marker after it; bytes where a marker should be are
+    /// skipped, as decoders skip them, and counted
+    /// ([`JpegLayout::broken`]).
+    pub(in crate::decode) fn walk_on(
+        &mut self,
+        bytes: &[u8],
+        mut each: impl FnMut(u8, &[u8], &JpegLayout) -> ControlFlow<()>,
+    ) -> Walked {
+        if self.ended {
+            return Walked::Ended;
+        }
+        if self.at == 0 {
+            if bytes.len() < 2 {
+                return Walked::ToTheirEnd;
+            }
+            if !bytes.starts_with(&[0xFF, markers::SOI]) {
+                self.layout.broken += 1;
+                self.ended = true;
+                return Walked::Ended;
+            }
+            self.at = 2;
+        }
+        loop {
+            if let Some(from) = self.scan_from {
+                match entropy_coded_end(bytes, from) {
+                    Ok(end) => {
+                        self.at = end;
+                        self.scan_from = None;
+                    }
+                    Err(looked_to) => {
+                        self.scan_from = Some(looked_to);
+                        return Walked::ToTheirEnd;
+                    }
+                }
+            }
+            let (marker, segment, next) = match read_segment(bytes, self.at) {
+                Segment::Whole(marker, segment, next) => (marker, segment, next),
+                Segment::Cut => return Walked::ToTheirEnd,
+                Segment::Broken => match next_marker(bytes, self.at + 1) {
+                    Some(marker_at) => {
+                        self.layout.broken += 1;
+                        self.at = marker_at;
+                        continue;
+                    }
+                    None => return Walked::ToTheirEnd,
+                },
+            };
+            let segment_at = next - segment.len();
+            self.at = next;
+            self.take(marker, segment, segment_at);
+            if self.ended {
+                return Walked::Ended;
+            }
+            if each(marker, segment, &self.layout).is_break() {
+                return Walked::Stopped;
+            }
+        }
+    }
+
+    /// Takes one segment, whose body starts at `segment_at`, into the
+    /// layout.
+    fn take(&mut self, marker: u8, segment: &[u8], segment_at: usize) {
+        let layout = &mut self.layout;
+        match marker {
+            markers::EOI => self.ended = true,
+            // Only the first frame describes the image: a later one is
+            // counted, never read over it.
+            marker if markers::is_frame(marker) => {
+                layout.frames += 1;
+                if layout.frames > 1 {
+                    self.ended = true;
+                    return;
+                }
+                layout.progressive = markers::is_progressive_frame(marker);
+                if let Some(header) = FrameHeader::read(segment) {
+                    layout.read_frame(&header);
+                }
+            }
+            // The first APP1 that holds EXIF is the image's: its TIFF
+            // structure, and the orientation it gives.
+            markers::APP1 if layout.exif.is_none() => {
+                if let Some(tiff) = segment.strip_prefix(b"Exif\0\0") {
+                    let start = segment_at + 6;
+                    layout.exif = Some(start..start + tiff.len());
+                    layout.orientation = Orientation::from_exif_chunk(tiff);
+                }
+            }
+            markers::SOS => {
+                layout.scans += 1;
+                if layout.scans > MAX_SCANS {
+                    self.ended = true;
+                    return;
+                }
+                layout.headers_end.get_or_insert(self.at);
+                // The entropy-coded data runs to the next marker.
+                self.scan_from = Some(self.at);
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The layout of all of `bytes`, read in one walk: up to the end of the
+/// image, skipping the entropy-coded data, counting scans no further than
+/// past [`MAX_SCANS`]. A truncated file gives what was read so far.
+#[cfg(test)]
+pub(in crate::decode) fn layout_of(bytes: &[u8]) -> JpegLayout {
+    JpegWalk::default().finish(bytes)
+}
+
+/// The size a JPEG body's one frame header gives, the body's walk gone on
+/// with as far as that header (or begun, when its read began none) and
+/// kept on the body for the decode to go on from: the decode pool's size
+/// probe. `None` for bytes that are no JPEG, or without such a header.
+pub(in crate::decode) fn walk_to_frame(body: &mut Body) -> Option<(u32, u32)> {
+    if !body.starts_with(&[0xFF, markers::SOI]) {
+        return None;
+    }
+    let mut walk = body.found::<JpegWalk>().cloned().unwrap_or_default();
+    let size = walk.frame_size(&body.bytes);
+    body.set_found(Some(Found::new(walk)));
+    size
+}
+
+impl JpegWalk {
+    /// Walks on over `bytes` as far as the frame header, and gives the
+    /// size it says if it is the one frame and neither side is zero.
+    pub(in crate::decode) fn frame_size(&mut self, bytes: &[u8]) -> Option<(u32, u32)> {
+        self.walk_on(bytes, |_, _, layout| {
+            if layout.frames > 0 {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
+        });
+        let layout = &self.layout;
+        (layout.frames == 1 && layout.width > 0 && layout.height > 0)
+            .then_some((layout.width, layout.height))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A walk over `bytes` given `step` more at a time ends with the
+    /// layout one walk over all of them gives.
+    fn walked_in_steps(bytes: &[u8], step: usize) -> JpegLayout {
+        let mut walk = JpegWalk::default();
+        let mut read = 0;
+        while read < bytes.len() && !walk.ended() {
+            read = (read + step).min(bytes.len());
+            walk.walk_on(&bytes[..read], |_, _, _| ControlFlow::Continue(()));
+        }
+        walk.layout
+    }
+
+    #[test]
+    fn a_walk_in_steps_learns_what_one_walk_learns() {
+        let rgb = fixture_server::picture::render(5, 320, 240).pixels;
+        let progressive = super::super::dc_scans::tests::progressive(
+            &rgb,
+            (320, 240),
+            jpeg_encoder::SamplingFactor::F_2_2,
+            Some(4),
+        );
+        let exif = fixture_server::exif::with_exif(
+            &progressive,
+            &fixture_server::exif::Exif {
+                orientation: Some(6),
+                thumbnail: None,
+                big_endian: false,
+            },
+        )
+        .unwrap();
+        let whole = JpegWalk::default().finish(&exif);
+        assert_eq!((whole.width, whole.height), (320, 240));
+        assert!(whole.progressive && whole.scans > 1);
+        assert_eq!(whole.orientation, Some(Orientation::Rotate90));
+        let tiff = whole.exif.clone().unwrap();
+        assert!(exif[tiff.start..].starts_with(b"II") || exif[tiff.start..].starts_with(b"MM"));
+        assert!(whole.headers_end.unwrap() > tiff.end);
+        assert_eq!(whole.broken, 0);
+        for step in [1, 3, 64, 1000] {
+            assert_eq!(walked_in_steps(&exif, step), whole, "{step}");
+        }
+    }
+
+    #[test]
+    fn a_walk_stops_where_it_is_told_and_goes_on_from_there() {
+        let jpeg = fixture_server::picture::render(5, 64, 48)
+            .encode_jpeg(90)
+            .unwrap();
+        let mut walk = JpegWalk::default();
+        let mut seen = Vec::new();
+        let stopped = walk.walk_on(&jpeg, |marker, _, layout| {
+            seen.push(marker);
+            if layout.frames == 1 {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
+        });
+        assert_eq!(stopped, Walked::Stopped);
+        assert_eq!(walk.layout().width, 64);
+        assert_eq!(walk.layout().scans, 0);
+        // Going on reads the rest, and none of the segments again.
+        let rest = walk.walk_on(&jpeg, |marker, _, _| {
+            seen.push(marker);
+            ControlFlow::Continue(())
+        });
+        assert_eq!(rest, Walked::Ended);
+        assert_eq!(walk.layout().scans, 1);
+        let frames = seen.iter().filter(|&&m| markers::is_frame(m)).count();
+        assert_eq!(frames, 1);
+        assert_eq!(seen.iter().filter(|&&m| m == markers::SOS).count(), 1);
+    }
+
+    #[test]
+    fn bytes_that_are_no_jpeg_end_the_walk_as_broken() {
+        let mut walk = JpegWalk::default();
+        assert_eq!(walk.walk_on(b"\xFF", |_, _, _| ControlFlow::Continue(())), Walked::ToTheirEnd);
+        assert_eq!(
+            walk.walk_on(b"GIF89a", |_, _, _| ControlFlow::Continue(())),
+            Walked::Ended
+        );
+        assert_eq!(walk.layout().broken, 1);
+    }
+}
