@@ -10,7 +10,10 @@ another, so each runs under its own file's name):
     python3 benches/scripts/load_path_files.py target/debug/load-path [-- ARGS]
 
 ARGS go to load-path (`--image camera|progressive`, `--disk-cache DIR`).
-Prints the files, then their count. Needs valgrind (Debian's `valgrind`).
+Prints the files, then their count, then how many times a JPEG segment was
+read (calls of `jpeg::markers::read_segment`, from any caller): against
+the segments the file has, how many times its markers were walked. Needs
+valgrind (Debian's `valgrind`).
 """
 import glob
 import os
@@ -61,10 +64,18 @@ child.wait()
 # at opt-level 0 none of ours is inlined, and std's generic code can carry
 # a file name of ours in its line tables.
 names, functions, files = {}, {}, set()
-current, function = None, ""
+current, function, callee = None, "", ""
+segment_reads = 0
 for path in glob.glob(out + "*"):
     for line in open(path, errors="replace"):
         m = re.match(r"(c?)(fl|fi|fe|fn)=\((\d+)\)(?: (.*))?", line)
+        if m and m.group(1) and m.group(2) == "fn":
+            callee = functions.get(m.group(3), "") if not m.group(4) else m.group(4).strip()
+        calls = re.match(r"calls=(\d+) ", line)
+        if calls:
+            if "jpeg::markers::read_segment" in callee:
+                segment_reads += int(calls.group(1))
+            continue
         if m:
             table = functions if m.group(2) == "fn" else names
             # A name is given once, wherever it first appears (a callee's
@@ -84,3 +95,4 @@ crate = sorted({f.split("pipeline/src/", 1)[1] for f in files if "pipeline/src/"
 for f in crate:
     print(f)
 print(f"{len(crate)} files of pipeline/src")
+print(f"{segment_reads} JPEG segments read")
