@@ -22,7 +22,8 @@ use crate::thumbnail::Thumbnail;
 pub(crate) struct KeptStats {
     /// Their bytes now.
     pub(crate) bytes: usize,
-    /// The most bytes kept at once.
+    /// The most bytes kept once the budget was applied ([`KeptImages::trim`]):
+    /// past the budget only by images of one pass.
     pub(crate) peak_bytes: usize,
     /// Images freed to stay under the budget.
     pub(crate) evicted: u64,
@@ -88,8 +89,8 @@ impl<K: Hash + Eq + Clone, I> KeptImages<K, I> {
     }
 
     /// Keeps `image` of `bytes` for `key`, shown in this pass (replacing
-    /// any `key` had), then frees the least recently shown images until the
-    /// budget holds or only this pass's are left.
+    /// any `key` had). Nothing is freed: [`KeptImages::trim`] does that,
+    /// when the owner knows which images its pass shows.
     pub(crate) fn insert(&mut self, key: K, image: I, bytes: usize) {
         let kept = Kept {
             image,
@@ -100,8 +101,6 @@ impl<K: Hash + Eq + Clone, I> KeptImages<K, I> {
             self.stats.bytes -= old.bytes;
         }
         self.stats.bytes += bytes;
-        self.trim();
-        self.stats.peak_bytes = self.stats.peak_bytes.max(self.stats.bytes);
     }
 
     /// Frees the least recently shown images until the budget holds or
@@ -121,6 +120,7 @@ impl<K: Hash + Eq + Clone, I> KeptImages<K, I> {
             self.stats.bytes -= freed.bytes;
             self.stats.evicted += 1;
         }
+        self.stats.peak_bytes = self.stats.peak_bytes.max(self.stats.bytes);
     }
 
     /// Frees every image `keep` says no to.
@@ -179,12 +179,15 @@ mod tests {
         kept.begin_pass();
         assert_eq!(kept.show(&"a"), Some(&0));
         kept.insert("d", 3, 1);
+        assert_eq!(kept.len(), 4, "an insert frees nothing");
+        kept.trim();
         // b was the least recently shown.
         assert!(!kept.contains(&"b") && kept.contains(&"a"));
         assert_eq!(kept.stats().evicted, 1);
         // Shown in this pass, a, c and d stay though over the budget.
         assert_eq!(kept.show(&"c"), Some(&2));
         kept.insert("e", 4, 2);
+        kept.trim();
         assert_eq!(kept.len(), 4, "a, c, d and e are all of this pass");
         assert_eq!((kept.stats().bytes, kept.stats().peak_bytes), (5, 5));
         // The next pass frees down to the budget, least recently shown

@@ -36,7 +36,9 @@ pub struct TextureStats {
     pub textures: usize,
     /// Their RGBA bytes.
     pub bytes: usize,
-    /// The most bytes alive at once.
+    /// The most bytes kept once the budget was applied after an upload:
+    /// more than the budget only when the textures one pass draws need
+    /// more.
     pub peak_bytes: usize,
     /// Textures made, an animation's frames each one.
     pub uploads: u64,
@@ -220,6 +222,7 @@ impl TextureCache {
             thumbnail: thumbnail.clone(),
         };
         self.entries.insert(key, texture, bytes);
+        self.entries.trim();
         self.count_textures();
         Ok(())
     }

@@ -33,7 +33,9 @@ pub struct HandleStats {
     pub handles: usize,
     /// Their RGBA bytes.
     pub bytes: usize,
-    /// The most bytes kept at once.
+    /// The most bytes kept once the budget was applied (when a pass ends,
+    /// or a thumbnail arrives between passes): more than the budget only
+    /// when the rows of one pass need more.
     pub peak_bytes: usize,
     /// Handles made.
     pub made: u64,
@@ -67,9 +69,12 @@ impl Handles {
 
     /// `key`'s handle: the one kept, or one made from `thumbnail` (its
     /// first frame, for an animation), without copying its pixels; shown
-    /// by a row in this pass. Then frees the least recently shown handles
-    /// of no row in this pass until the budget holds, or only those are
-    /// left. A thumbnail whose pixels are not its size's RGBA (from a
+    /// by a row in this pass. Between passes (a thumbnail arriving for the
+    /// last pass's rows), then frees the least recently shown handles of
+    /// rows not in that pass until the budget holds, or only those are
+    /// left; during a pass, nothing is freed until it ends
+    /// ([`Handles::end_pass`]), since a row of the last pass not yet asked
+    /// for may still be in this one. A thumbnail whose pixels are not its size's RGBA (from a
     /// decoder of the app's) is an error, never a handle the renderer
     /// would fail on.
     pub(super) fn insert(
@@ -90,6 +95,9 @@ impl Handles {
         let handle = Handle::from_rgba(thumbnail.width, thumbnail.height, pixels);
         self.kept
             .insert(key, handle.clone(), thumbnail.pixels.len());
+        if !self.in_pass {
+            self.kept.trim();
+        }
         self.made += 1;
         Ok(handle)
     }
@@ -163,6 +171,7 @@ mod tests {
         assert_eq!(handles.show(&key("a")).map(|h| h.id()), Some(a.id()));
         handles.show(&key("c"));
         handles.insert(key("d"), &thumbnail("d", 64)).unwrap();
+        handles.end_pass();
         assert!(handles.show(&key("b")).is_none());
         let stats = handles.stats();
         assert_eq!(
@@ -191,6 +200,36 @@ mod tests {
         assert_eq!(handles.stats().handles, 1);
         assert!(handles.show(&key("c")).is_some());
         assert_eq!(handles.stats().evicted, 2);
+    }
+
+    /// Regression: a pass whose first row was new freed, on its insert,
+    /// the handles of the last pass's rows not yet asked for in this one,
+    /// though they were: they stayed drawn, outside the budget's count.
+    #[test]
+    fn a_new_row_first_in_a_pass_frees_no_handle_of_a_row_later_in_it() {
+        let mut handles = Handles::new(16 * 1024);
+        // A pass shows a and b, over the budget together.
+        let [a, b] = ["a", "b"].map(|url| {
+            assert!(handles.show(&key(url)).is_none());
+            handles.insert(key(url), &thumbnail(url, 64)).unwrap().id()
+        });
+        handles.end_pass();
+        // The next pass asks for z (its thumbnail decoded), then a and b.
+        assert!(handles.show(&key("z")).is_none());
+        handles.insert(key("z"), &thumbnail("z", 64)).unwrap();
+        assert_eq!(handles.show(&key("a")).map(|h| h.id()), Some(a));
+        assert_eq!(handles.show(&key("b")).map(|h| h.id()), Some(b));
+        handles.end_pass();
+        let stats = handles.stats();
+        assert_eq!((stats.handles, stats.evicted), (3, 0));
+        assert_eq!(
+            (stats.bytes, stats.peak_bytes),
+            (3 * 16 * 1024, 3 * 16 * 1024)
+        );
+        // A pass of z alone frees a and b.
+        handles.show(&key("z"));
+        handles.end_pass();
+        assert_eq!((handles.stats().handles, handles.stats().evicted), (1, 2));
     }
 
     #[test]

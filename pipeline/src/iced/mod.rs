@@ -287,13 +287,17 @@ impl<K: Hash + Eq + Clone> Thumbnails<K> {
     /// for every row in view, and [`Thumbnails::end_pass`] after them; or
     /// use [`Thumbnails::show_rows`], which does both. Never blocks.
     pub fn request(&mut self, row: K, url: &str, target: TargetSize, priority: Priority) {
-        if let Some(known) = self.rows.get(&row)
-            && *known.key.0 == *url
-            && known.key.1 == target
-        {
-            // Shown in this pass.
-            self.handles.show(&known.key);
-        } else {
+        // The row as it was, shown in this pass: its handle kept, or not
+        // yet made. A handle of its no longer kept (never, while the row
+        // is in view) is made again below, never drawn uncounted.
+        let known = match self.rows.get(&row) {
+            Some(known) if *known.key.0 == *url && known.key.1 == target => {
+                !matches!(known.state, RowThumbnail::Shown(_))
+                    || self.handles.show(&known.key).is_some()
+            }
+            _ => false,
+        };
+        if !known {
             let key: HandleKey = (Arc::from(url), target);
             let state = if let Some(handle) = self.handles.show(&key) {
                 RowThumbnail::Shown(handle)
