@@ -36,9 +36,8 @@ pub(crate) enum Signature {
     /// Each of these bytes at its offset: plain data, so telling a file
     /// runs no format's code but the one it is.
     Magic(&'static [(usize, &'static [u8])]),
-    /// Told by a function: brands (AVIF), several magics (TIFF), markup
-    /// (SVG). A build with none of those formats on makes none.
-    #[allow(dead_code)]
+    /// Told by a function: brands (AVIF), several magics (GIF, TIFF), a
+    /// magic and what must not follow it (ICO), markup (SVG).
     Told(fn(&[u8]) -> bool),
 }
 

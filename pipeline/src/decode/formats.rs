@@ -174,6 +174,32 @@ mod tests {
     }
 
     #[test]
+    fn look_alikes_are_not_told_as_the_format_they_resemble() {
+        // An ISO-BMFF file whose ftyp box is 256 bytes long starts with
+        // ICO's four bytes.
+        let mut heif = 256u32.to_be_bytes().to_vec();
+        heif.extend_from_slice(b"ftypavif\0\0\0\0mif1");
+        heif.resize(256, 0);
+        let told = detect(&heif).map(|format| format.name);
+        assert_eq!(told, cfg!(feature = "avif").then_some("AVIF"));
+        let mut icon = vec![0, 0, 1, 0, 1, 0];
+        icon.resize(256, 0);
+        assert_eq!(
+            detect(&icon).map(|format| format.name),
+            cfg!(feature = "ico").then_some("ICO")
+        );
+        // GIF has two versions; a third is no GIF.
+        for (version, gif) in [
+            (&b"GIF87a"[..], true),
+            (b"GIF89a", true),
+            (b"GIF8xa", false),
+        ] {
+            let name = detect(version).map(|format| format.name);
+            assert_eq!(name, gif.then_some("GIF"), "{version:?}");
+        }
+    }
+
+    #[test]
     fn avif_is_told_by_any_of_its_brands() {
         let ftyp = |major: &[u8; 4], compatible: &[&[u8; 4]]| {
             let mut bytes = ((16 + 4 * compatible.len()) as u32).to_be_bytes().to_vec();

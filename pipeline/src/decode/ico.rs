@@ -20,7 +20,7 @@ pub(super) const FORMAT: Format = Format {
     // What IANA registered; browsers and most servers still send the
     // older `image/x-icon`, which `Accept` names too.
     media_types: &["image/vnd.microsoft.icon", "image/x-icon"],
-    signature: Signature::Magic(&[(0, b"\0\0\x01\0")]),
+    signature: Signature::Told(is_ico),
     decoder: Decoder::Image(Raster {
         prepare: |bytes, target| {
             best_entry(bytes, target).map(|best| Prepared {
@@ -31,6 +31,13 @@ pub(super) const FORMAT: Format = Format {
         ..Raster::of(ImageFormat::Ico)
     }),
 };
+
+/// Whether `bytes` start as an icon directory does (reserved 0, type 1),
+/// and not as an ISO-BMFF file (AVIF, HEIC) whose first box is 256 bytes
+/// long, which starts with the same four bytes and then `ftyp`.
+fn is_ico(bytes: &[u8]) -> bool {
+    bytes.starts_with(b"\0\0\x01\0") && bytes.get(4..8) != Some(b"ftyp")
+}
 
 /// The directory's header: reserved (0), type (1 for an icon, 2 for a
 /// cursor), and the number of entries.
