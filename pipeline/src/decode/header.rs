@@ -62,13 +62,18 @@ pub(super) struct Image<'a> {
     /// ([`Thumbnail::source_size`]): the image's upright, an icon's largest
     /// entry's, or the photo's whose embedded thumbnail this is.
     pub(super) source_size: (u32, u32),
-    /// A JPEG's layout, from the one walk over its markers (`jpeg/walk.rs`)
-    /// that read its header: what the route's shortcuts and its count of
-    /// the decoder's memory read.
-    pub(super) jpeg: Option<JpegLayout>,
+    /// A JPEG's one walk over its markers (`jpeg/walk.rs`), which read its
+    /// header: its layout, which the route's shortcuts and its count of the
+    /// decoder's memory read, and its embedded thumbnail's walk.
+    pub(super) jpeg_walk: Option<Box<JpegWalk>>,
 }
 
 impl Image<'_> {
+    /// A JPEG's layout, as its walk read it.
+    pub(super) fn jpeg(&self) -> Option<&JpegLayout> {
+        self.jpeg_walk.as_deref().map(JpegWalk::layout)
+    }
+
     /// Whether the picture is turned a quarter by its orientation.
     pub(super) fn quarter_turn(&self) -> bool {
         quarter_turn(self.orientation)
@@ -154,9 +159,13 @@ pub(super) fn open<'a>(
     let before_header = (raster.before_header)(&bytes).map_err(decode_error)?;
     // A JPEG's header is its markers', walked once for everything the
     // decode reads of them; any other format's is `image`'s.
-    let jpeg = (raster.image == ImageFormat::Jpeg).then(|| walk.unwrap_or_default().finish(&bytes));
-    let header = match &jpeg {
-        Some(layout) => jpeg_header(url, layout, photo)?,
+    let jpeg_walk = (raster.image == ImageFormat::Jpeg).then(|| {
+        let mut walk = Box::new(walk.unwrap_or_default());
+        walk.walk_to_end(&bytes);
+        walk
+    });
+    let header = match &jpeg_walk {
+        Some(walk) => jpeg_header(url, walk.layout(), photo)?,
         None => read_header(url, &bytes, raster, limits, photo)?,
     };
     let (width, height) = (header.width, header.height);
@@ -171,7 +180,7 @@ pub(super) fn open<'a>(
         full_decode_bytes: header.full_decode_bytes,
         decoder_bytes,
         source_size: (0, 0),
-        jpeg,
+        jpeg_walk,
     };
     image.source_size = match (photo, prepared_size) {
         (Some(photo), _) => photo.size,

@@ -113,7 +113,7 @@ fn decode(
         Err(error) => Some(error),
     };
     // What a JPEG's markers say, before any decoder reads past them.
-    let layout = image.jpeg.as_ref();
+    let layout = image.jpeg();
     if let Some(layout) = layout {
         layout
             .check(image.width, image.height)
@@ -171,25 +171,31 @@ fn from_embedded(
     if !limits.embedded_thumbnails || photo.is_some() {
         return Ok(None);
     }
-    let Some(exif) = image.jpeg.as_ref().and_then(|layout| layout.exif.clone()) else {
+    let Some(embedded) = image.jpeg().and_then(|layout| layout.thumbnail.as_ref()) else {
         return Ok(None);
     };
     let size = (image.width, image.height);
-    let Some(embedded) = jpeg::embedded_covering(&image.bytes, exif, size, target) else {
+    let Some(bytes) = image.bytes.get(embedded.bytes.clone()) else {
         return Ok(None);
     };
+    if !jpeg::embedded_covers(size, embedded, target) {
+        return Ok(None);
+    }
     let photo = Photo {
         orientation: image.orientation,
         size: image.upright(),
     };
     decode(
         url,
-        embedded.jpeg,
+        bytes,
         asked,
         limits,
         Some(&photo),
         Extent::Whole,
-        Some(embedded.walk),
+        image
+            .jpeg_walk
+            .as_deref()
+            .and_then(JpegWalk::thumbnail_walk),
     )
     .map(Some)
 }

@@ -6,60 +6,44 @@
 //! thumbnail asked for comes out the same size from it as from the photo,
 //! the route decodes it instead of the photo.
 //!
-//! Runs on the thread that asks (a decode thread, or the fetch task for
-//! its watch); reads only the EXIF segment the JPEG's walk found
-//! (`walk.rs`) and the thumbnail's frame header, allocates nothing and
-//! keeps nothing.
+//! The JPEG's walk (`walk.rs`) finds the thumbnail, with [`ifd1_jpeg`],
+//! as it takes the EXIF segment; this judges whether it serves. Runs on
+//! the thread that asks (a decode thread, or the fetch task for its watch);
+//! allocates nothing and keeps nothing.
 
 use std::ops::Range;
 
-use super::layout::JpegLayout;
-use super::walk::JpegWalk;
+use super::layout::{JpegLayout, ThumbnailAt};
 use crate::decode::{fitting::Fitting, upright};
 use crate::request::TargetSize;
 
-/// An embedded thumbnail: its JPEG bytes, the size its frame header gives,
-/// and the walk over its markers that read it, for its decode to go on
-/// from.
-#[derive(Debug)]
-pub(in crate::decode) struct Embedded<'a> {
-    pub(in crate::decode) jpeg: &'a [u8],
-    pub(in crate::decode) width: u32,
-    pub(in crate::decode) height: u32,
-    pub(in crate::decode) walk: JpegWalk,
-}
-
-/// The embedded thumbnail of the `photo_size` JPEG `photo`, whose EXIF's
-/// TIFF structure lies at `exif` (as its walk found it), if it has one that
-/// shows the same picture and from which `target` (already turned as the
-/// photo's orientation turns it) comes out the size it would from the
-/// photo: never scaled up, never cropped differently.
-pub(in crate::decode) fn covering(
-    photo: &[u8],
-    exif: Range<usize>,
+/// Whether the embedded `thumbnail` of a `photo_size` photo shows the same
+/// picture and `target` (already turned as the photo's orientation turns
+/// it) comes out from it the size it would from the photo: never scaled
+/// up, never cropped differently.
+pub(in crate::decode) fn covers(
     photo_size: (u32, u32),
+    thumbnail: &ThumbnailAt,
     target: TargetSize,
-) -> Option<Embedded<'_>> {
-    let embedded = embedded(photo.get(exif)?)?;
+) -> bool {
     let (width, height) = (u64::from(photo_size.0), u64::from(photo_size.1));
-    let (thumb_width, thumb_height) = (u64::from(embedded.width), u64::from(embedded.height));
+    let (thumb_width, thumb_height) = (u64::from(thumbnail.width), u64::from(thumbnail.height));
     // Same aspect ratio: one side is the other scaled, give or take the
     // pixel its rounding may cost.
     let difference = (thumb_width * height).abs_diff(thumb_height * width);
     if difference > width.max(height) {
-        return None;
+        return false;
     }
     let from_photo = Fitting::new(photo_size.0, photo_size.1, target).size;
-    let from_embedded = Fitting::new(embedded.width, embedded.height, target).size;
-    (from_photo == from_embedded).then_some(embedded)
+    let from_embedded = Fitting::new(thumbnail.width, thumbnail.height, target).size;
+    from_photo == from_embedded
 }
 
 /// Whether the photo whose headers (every segment up to its first scan's)
-/// `layout` holds, walked over `prefix`, has an embedded thumbnail that
-/// [`covering`] takes for `target`: what the fetch's watch asks once the
-/// walk is past the first scan's header.
-pub(super) fn serves(prefix: &[u8], layout: &JpegLayout, target: TargetSize) -> bool {
-    let Some(exif) = layout.exif.clone() else {
+/// `layout` holds has an embedded thumbnail that [`covers`] `target`: what
+/// the fetch's watch asks once the walk is past the first scan's header.
+pub(super) fn serves(layout: &JpegLayout, target: TargetSize) -> bool {
+    let Some(thumbnail) = &layout.thumbnail else {
         return false;
     };
     let (width, height) = (layout.width, layout.height);
@@ -72,27 +56,13 @@ pub(super) fn serves(prefix: &[u8], layout: &JpegLayout, target: TargetSize) -> 
     } else {
         target
     };
-    covering(prefix, exif, (width, height), target).is_some()
+    covers((width, height), thumbnail, target)
 }
 
-/// The JPEG thumbnail an EXIF segment's TIFF structure `tiff` holds, if it
-/// has one whose frame header reads.
-fn embedded(tiff: &[u8]) -> Option<Embedded<'_>> {
-    let thumbnail = ifd1_jpeg(tiff)?;
-    let mut walk = JpegWalk::default();
-    let (width, height) = walk.frame_size(thumbnail)?;
-    Some(Embedded {
-        jpeg: thumbnail,
-        width,
-        height,
-        walk,
-    })
-}
-
-/// The bytes IFD1's `JPEGInterchangeFormat` (0x0201) and
-/// `JPEGInterchangeFormatLength` (0x0202) point at, inside `tiff`, if they
-/// start a JPEG.
-fn ifd1_jpeg(tiff: &[u8]) -> Option<&[u8]> {
+/// Where in an EXIF segment's TIFF structure `tiff` the bytes IFD1's
+/// `JPEGInterchangeFormat` (0x0201) and `JPEGInterchangeFormatLength`
+/// (0x0202) point at lie, if they are inside it and start a JPEG.
+pub(super) fn ifd1_jpeg(tiff: &[u8]) -> Option<Range<usize>> {
     let reader = Tiff::new(tiff)?;
     let ifd0 = reader.u32_at(4)? as usize;
     let ifd0_entries = usize::from(reader.u16_at(ifd0)?);
@@ -117,10 +87,10 @@ fn ifd1_jpeg(tiff: &[u8]) -> Option<&[u8]> {
         }
     }
     let (offset, length) = (offset?, length?);
-    let thumbnail = tiff.get(offset..offset.checked_add(length)?)?;
-    thumbnail
+    let range = offset..offset.checked_add(length)?;
+    tiff.get(range.clone())?
         .starts_with(&[0xFF, super::markers::SOI])
-        .then_some(thumbnail)
+        .then_some(range)
 }
 
 /// Numbers read from a TIFF structure in its byte order.
@@ -166,19 +136,19 @@ mod tests {
     use fixture_server::exif::{Exif, with_exif};
 
     use super::*;
-    use crate::decode::jpeg::walk::layout_of;
+    use crate::decode::jpeg::walk::{JpegWalk, layout_of};
     use crate::decode::route::{decode_thumbnail, tests::LIMITS};
     use crate::fetch::stop::Enough;
 
     /// The thumbnail embedded in `jpeg`'s EXIF, as its walk finds it.
-    fn embedded_in(jpeg: &[u8]) -> Option<Embedded<'_>> {
-        let exif = layout_of(jpeg).exif?;
-        embedded(&jpeg[exif])
+    fn embedded_in(jpeg: &[u8]) -> Option<ThumbnailAt> {
+        layout_of(jpeg).thumbnail
     }
 
-    /// [`covering`] of `photo`, its EXIF found by its walk.
-    fn covering_of(photo: &[u8], size: (u32, u32), target: TargetSize) -> Option<Embedded<'_>> {
-        covering(photo, layout_of(photo).exif?, size, target)
+    /// The thumbnail embedded in `photo`, if it [`covers`] `target` for a
+    /// photo of `size`.
+    fn covering_of(photo: &[u8], size: (u32, u32), target: TargetSize) -> Option<ThumbnailAt> {
+        embedded_in(photo).filter(|thumbnail| covers(size, thumbnail, target))
     }
 
     /// What the fetch's watch makes of `prefix` for the embedded thumbnail
@@ -190,7 +160,7 @@ mod tests {
             None => std::ops::ControlFlow::Continue(()),
         });
         match walk.layout().headers_end {
-            Some(_) if serves(prefix, walk.layout(), target) => Enough::Yes,
+            Some(_) if serves(walk.layout(), target) => Enough::Yes,
             Some(_) => Enough::Never,
             None if walk.ended() => Enough::Never,
             None => Enough::NotYet,
@@ -242,7 +212,7 @@ mod tests {
             };
             let photo = with_exif(&plain_jpeg(64, 48, RED), &exif).unwrap();
             let found = embedded_in(&photo).unwrap();
-            assert_eq!(found.jpeg, &small[..], "big endian: {big_endian}");
+            assert_eq!(&photo[found.bytes], &small[..], "big endian: {big_endian}");
             assert_eq!((found.width, found.height), (16, 12));
         }
         // No EXIF, EXIF without IFD1, and not a JPEG: none.

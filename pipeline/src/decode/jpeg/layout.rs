@@ -40,10 +40,21 @@ pub(in crate::decode) struct JpegLayout {
     /// The image's EXIF: where the TIFF structure of its first APP1
     /// segment that holds EXIF lies in the file.
     pub(in crate::decode) exif: Option<Range<usize>>,
+    /// The JPEG thumbnail that EXIF points at (IFD1), if its frame header
+    /// reads: the walk over its markers to it is the image's walk's.
+    pub(in crate::decode) thumbnail: Option<ThumbnailAt>,
     /// Where the first scan's data starts: every header before it read.
     pub(in crate::decode) headers_end: Option<usize>,
     /// Stretches of bytes where a marker should have been, skipped.
     pub(in crate::decode) broken: usize,
+}
+
+/// Where a JPEG's embedded thumbnail lies in its file, and its size.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(in crate::decode) struct ThumbnailAt {
+    pub(in crate::decode) bytes: Range<usize>,
+    pub(in crate::decode) width: u32,
+    pub(in crate::decode) height: u32,
 }
 
 impl JpegLayout {
@@ -256,6 +267,7 @@ mod tests {
                 frames: 1,
                 orientation: None,
                 exif: None,
+                thumbnail: None,
                 headers_end: layout.headers_end,
                 broken: 0,
             }

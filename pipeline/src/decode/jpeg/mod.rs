@@ -56,7 +56,7 @@ pub(super) const FORMAT: Format = Format {
 };
 
 pub(super) use dc_scans::{covers as dc_scans_cover, decode_dc};
-pub(super) use exif::covering as embedded_covering;
+pub(super) use exif::covers as embedded_covers;
 pub(super) use layout::{JpegLayout, scale_eighths, scaled_side};
 pub(super) use walk::{JpegWalk, walk_to_frame};
 pub(super) use libjpeg::decode_scaled;

@@ -90,7 +90,7 @@ impl PrefixWatch {
             // The embedded thumbnail is judged once every header before
             // the first scan is read.
             if *embedded && marker == SOS {
-                enough = exif::serves(body, layout, *target);
+                enough = exif::serves(layout, *target);
                 *embedded = false;
             }
             if !enough && let Some(watch) = dc {

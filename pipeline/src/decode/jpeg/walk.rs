@@ -7,6 +7,11 @@
 //! the watch stopped instead of starting again. Decoders that take the
 //! scans' data (the DC-scan decoder, libjpeg) read the file themselves.
 //!
+//! The EXIF segment's embedded thumbnail is found as the segment is taken:
+//! its place and size go in the layout, and the walk over its own markers
+//! (to its frame header, never deeper: a thumbnail's own EXIF is not
+//! looked into) is kept for its decode to go on from.
+//!
 //! A walk is a value owned by whoever walks: the fetch task for a watch,
 //! then the decode thread it is handed to. It keeps no bytes, only where
 //! it is and what it found ([`JpegLayout`]).
@@ -16,7 +21,8 @@ use std::ops::ControlFlow;
 use image::metadata::Orientation;
 
 use super::frame::FrameHeader;
-use super::layout::{JpegLayout, MAX_SCANS};
+use super::exif;
+use super::layout::{JpegLayout, MAX_SCANS, ThumbnailAt};
 use super::markers::{self, Segment, entropy_coded_end, next_marker, read_segment};
 use crate::body::{Body, Found};
 
@@ -31,6 +37,11 @@ pub(in crate::decode) struct JpegWalk {
     /// Nothing after this point is read: the end of the image, a second
     /// frame header, more scans than [`MAX_SCANS`], or no JPEG.
     ended: bool,
+    /// The walk of an embedded thumbnail, which looks for none of its own.
+    embedded: bool,
+    /// The walk over the embedded thumbnail's markers to its frame header
+    /// ([`JpegLayout::thumbnail`]).
+    thumbnail: Option<Box<JpegWalk>>,
 }
 
 /// Where a call of [`JpegWalk::walk_on`] stopped.
@@ -56,11 +67,16 @@ impl JpegWalk {
         self.ended
     }
 
-    /// The layout of all of `bytes`, walked on to their end (a truncated
-    /// file gives what its bytes hold).
-    pub(in crate::decode) fn finish(mut self, bytes: &[u8]) -> JpegLayout {
+    /// The walk over the embedded thumbnail's markers, as far as its frame
+    /// header, for its decode to go on from.
+    pub(in crate::decode) fn thumbnail_walk(&self) -> Option<JpegWalk> {
+        self.thumbnail.as_deref().cloned()
+    }
+
+    /// Walks on over all of `bytes`, to their end (a truncated file gives
+    /// what its bytes hold).
+    pub(in crate::decode) fn walk_to_end(&mut self, bytes: &[u8]) {
         self.walk_on(bytes, |_, _, _| ControlFlow::Continue(()));
-        self.layout
     }
 
     /// Walks on over `bytes`, the same body's as at every earlier call (as
@@ -152,6 +168,22 @@ impl JpegWalk {
                     let start = segment_at + 6;
                     layout.exif = Some(start..start + tiff.len());
                     layout.orientation = Orientation::from_exif_chunk(tiff);
+                    if !self.embedded
+                        && let Some(at) = exif::ifd1_jpeg(tiff)
+                    {
+                        let mut walk = JpegWalk {
+                            embedded: true,
+                            ..JpegWalk::default()
+                        };
+                        if let Some((width, height)) = walk.frame_size(&tiff[at.clone()]) {
+                            layout.thumbnail = Some(ThumbnailAt {
+                                bytes: start + at.start..start + at.end,
+                                width,
+                                height,
+                            });
+                            self.thumbnail = Some(Box::new(walk));
+                        }
+                    }
                 }
             }
             markers::SOS => {
@@ -174,7 +206,9 @@ impl JpegWalk {
 /// past [`MAX_SCANS`]. A truncated file gives what was read so far.
 #[cfg(test)]
 pub(in crate::decode) fn layout_of(bytes: &[u8]) -> JpegLayout {
-    JpegWalk::default().finish(bytes)
+    let mut walk = JpegWalk::default();
+    walk.walk_to_end(bytes);
+    walk.layout
 }
 
 /// The size a JPEG body's one frame header gives, the body's walk gone on
@@ -242,7 +276,7 @@ mod tests {
             },
         )
         .unwrap();
-        let whole = JpegWalk::default().finish(&exif);
+        let whole = layout_of(&exif);
         assert_eq!((whole.width, whole.height), (320, 240));
         assert!(whole.progressive && whole.scans > 1);
         assert_eq!(whole.orientation, Some(Orientation::Rotate90));
@@ -253,6 +287,50 @@ mod tests {
         for step in [1, 3, 64, 1000] {
             assert_eq!(walked_in_steps(&exif, step), whole, "{step}");
         }
+    }
+
+    /// The EXIF thumbnail is found, and walked to its frame, as the photo's
+    /// walk takes the EXIF segment: its decode goes on from that walk. A
+    /// thumbnail's own embedded thumbnail is never looked into, so no
+    /// nesting of them walks deeper than one.
+    #[test]
+    fn the_embedded_thumbnail_is_walked_to_its_frame_with_the_photo() {
+        use fixture_server::exif::{Exif, with_exif};
+        let jpeg = |side| {
+            fixture_server::picture::render(5, side, side * 3 / 4)
+                .encode_jpeg(90)
+                .unwrap()
+        };
+        let with_thumbnail = |photo: &[u8], thumbnail: &[u8]| {
+            let exif = Exif {
+                orientation: None,
+                thumbnail: Some(thumbnail),
+                big_endian: false,
+            };
+            with_exif(photo, &exif).unwrap()
+        };
+        let innermost = jpeg(16);
+        let thumbnail = with_thumbnail(&jpeg(160), &innermost);
+        let photo = with_thumbnail(&jpeg(640), &thumbnail);
+        let mut walk = JpegWalk::default();
+        walk.walk_on(&photo, |_, _, layout| match layout.exif {
+            Some(_) => ControlFlow::Break(()),
+            None => ControlFlow::Continue(()),
+        });
+        let found = walk.layout().thumbnail.clone().unwrap();
+        assert_eq!(&photo[found.bytes.clone()], &thumbnail[..]);
+        assert_eq!((found.width, found.height), (160, 120));
+        let mut inner = walk.thumbnail_walk().unwrap();
+        assert_eq!(inner.layout().width, 160);
+        assert_eq!(inner.layout().scans, 0, "walked to its frame, not past it");
+        // Its own EXIF was taken, but not the thumbnail in it.
+        assert!(inner.layout().exif.is_some());
+        assert!(inner.layout().thumbnail.is_none() && inner.thumbnail_walk().is_none());
+        // Its decode goes on from there to what one walk of it learns.
+        inner.walk_to_end(&photo[found.bytes]);
+        let mut alone = layout_of(&thumbnail);
+        alone.thumbnail = None;
+        assert_eq!(inner.layout, alone);
     }
 
     #[test]
