@@ -227,15 +227,22 @@ pub(in crate::decode) fn walk_to_frame(body: &mut Body) -> Option<(u32, u32)> {
 
 impl JpegWalk {
     /// Walks on over `bytes` as far as the frame header, and gives the
-    /// size it says if it is the one frame and neither side is zero.
+    /// size it says if it is the one frame and neither side is zero. A
+    /// walk that has met the frame, or a scan, walks no further: the size
+    /// probe runs where no file's scan data may be looked through (the
+    /// pool's submitter), and a walk resumed inside a scan would go
+    /// through all of it.
     pub(in crate::decode) fn frame_size(&mut self, bytes: &[u8]) -> Option<(u32, u32)> {
-        self.walk_on(bytes, |_, _, layout| {
-            if layout.frames > 0 {
-                ControlFlow::Break(())
-            } else {
-                ControlFlow::Continue(())
-            }
-        });
+        let met = |layout: &JpegLayout| layout.frames > 0 || layout.headers_end.is_some();
+        if !met(&self.layout) {
+            self.walk_on(bytes, |_, _, layout| {
+                if met(layout) {
+                    ControlFlow::Break(())
+                } else {
+                    ControlFlow::Continue(())
+                }
+            });
+        }
         let layout = &self.layout;
         (layout.frames == 1 && layout.width > 0 && layout.height > 0)
             .then_some((layout.width, layout.height))
@@ -331,6 +338,34 @@ mod tests {
         let mut alone = layout_of(&thumbnail);
         alone.thumbnail = None;
         assert_eq!(inner.layout, alone);
+    }
+
+    /// Regression: the pool's size probe, given a walk the fetch's watch
+    /// left inside a scan, went on through the scan's data (a baseline
+    /// photo's whole file) on the pool's submitter.
+    #[test]
+    fn the_size_of_a_walk_past_its_frame_is_given_without_walking_on() {
+        let jpeg = fixture_server::picture::render(5, 64, 48)
+            .encode_jpeg(90)
+            .unwrap();
+        let mut walk = JpegWalk::default();
+        walk.walk_on(&jpeg, |marker, _, _| match marker {
+            markers::SOS => ControlFlow::Break(()),
+            _ => ControlFlow::Continue(()),
+        });
+        let (at, scan_from) = (walk.at, walk.scan_from);
+        assert!(scan_from.is_some(), "left at the scan's data");
+        assert_eq!(walk.frame_size(&jpeg), Some((64, 48)));
+        assert_eq!((walk.at, walk.scan_from), (at, scan_from));
+        // A scan before any frame: no size, and no walk through its data.
+        let sos = jpeg.windows(2).position(|w| w == [0xFF, markers::SOS]).unwrap();
+        let frame = jpeg.windows(2).position(|w| w == [0xFF, 0xC0]).unwrap();
+        let length = usize::from(u16::from_be_bytes([jpeg[frame + 2], jpeg[frame + 3]]));
+        let mut frameless = jpeg[..frame].to_vec();
+        frameless.extend_from_slice(&jpeg[frame + 2 + length..]);
+        let mut walk = JpegWalk::default();
+        assert_eq!(walk.frame_size(&frameless), None);
+        assert!(walk.at < sos && walk.scan_from.is_some());
     }
 
     #[test]
