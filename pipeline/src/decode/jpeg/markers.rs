@@ -57,10 +57,8 @@ pub(super) enum Segment<'a> {
 }
 
 /// The segment at `at`, after any fill bytes.
-pub(super) fn read_segment(bytes: &[u8], mut at: usize) -> Segment<'_> {
-    while bytes.get(at) == Some(&0xFF) && bytes.get(at + 1) == Some(&0xFF) {
-        at += 1;
-    }
+pub(super) fn read_segment(bytes: &[u8], at: usize) -> Segment<'_> {
+    let at = past_fill(bytes, at);
     let marker = match (bytes.get(at), bytes.get(at + 1)) {
         (None, _) | (Some(0xFF), None) => return Segment::Cut,
         // FF 00 is a stuffed byte of entropy-coded data, not a marker.
@@ -82,6 +80,22 @@ pub(super) fn read_segment(bytes: &[u8], mut at: usize) -> Segment<'_> {
         Some(body) => Segment::Whole(marker, body, at + 2 + length),
         None => Segment::Cut,
     }
+}
+
+/// Where a run of fill bytes (0xFF 0xFF...) starting at `at` gives way to
+/// its marker's 0xFF: `at` itself when none starts there.
+pub(super) fn past_fill(bytes: &[u8], mut at: usize) -> usize {
+    while bytes.get(at) == Some(&0xFF) && bytes.get(at + 1) == Some(&0xFF) {
+        at += 1;
+    }
+    at
+}
+
+/// [`next_marker`] in bytes still arriving: `Err` with where to look on
+/// from once more have come, when they hold none yet.
+pub(super) fn find_marker(bytes: &[u8], from: usize) -> Result<usize, usize> {
+    // A last 0xFF may start a marker.
+    next_marker(bytes, from).ok_or(bytes.len().saturating_sub(1).max(from))
 }
 
 /// Where the next marker starts at or after `from`: an 0xFF followed by a

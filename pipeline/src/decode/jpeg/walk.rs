@@ -23,7 +23,7 @@ use image::metadata::Orientation;
 use super::frame::FrameHeader;
 use super::exif;
 use super::layout::{JpegLayout, MAX_SCANS, ThumbnailAt};
-use super::markers::{self, Segment, entropy_coded_end, next_marker, read_segment};
+use super::markers::{self, Segment, entropy_coded_end, find_marker, past_fill, read_segment};
 use crate::body::{Body, Found};
 
 /// How far a JPEG's markers have been walked, and what they said.
@@ -32,8 +32,9 @@ pub(in crate::decode) struct JpegWalk {
     layout: JpegLayout,
     /// Where the next marker is read; 0 before the start marker is.
     at: usize,
-    /// Inside a scan's entropy-coded data, looked through up to here.
-    scan_from: Option<usize>,
+    /// Looking for the next marker: through what, and up to where the
+    /// bytes given so far were looked through.
+    seeking: Option<(Seeking, usize)>,
     /// Nothing after this point is read: the end of the image, a second
     /// frame header, more scans than [`MAX_SCANS`], or no JPEG.
     ended: bool,
@@ -42,6 +43,15 @@ pub(in crate::decode) struct JpegWalk {
     /// The walk over the embedded thumbnail's markers to its frame header
     /// ([`JpegLayout::thumbnail`]).
     thumbnail: Option<Box<JpegWalk>>,
+}
+
+/// What the walk looks through for the next marker.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Seeking {
+    /// A scan's entropy-coded data, restart markers and all.
+    ScanData,
+    /// Bytes where a marker should have been.
+    Junk,
 }
 
 /// Where a call of [`JpegWalk::walk_on`] stopped.
@@ -106,29 +116,33 @@ impl JpegWalk {
             self.at = 2;
         }
         loop {
-            if let Some(from) = self.scan_from {
-                match entropy_coded_end(bytes, from) {
-                    Ok(end) => {
-                        self.at = end;
-                        self.scan_from = None;
+            if let Some((through, from)) = self.seeking {
+                let found = match through {
+                    Seeking::ScanData => entropy_coded_end(bytes, from),
+                    Seeking::Junk => find_marker(bytes, from),
+                };
+                match found {
+                    Ok(marker_at) => {
+                        self.at = marker_at;
+                        self.seeking = None;
                     }
                     Err(looked_to) => {
-                        self.scan_from = Some(looked_to);
+                        self.seeking = Some((through, looked_to));
                         return Walked::ToTheirEnd;
                     }
                 }
             }
+            // Fill bytes are stepped over once, never again at the next
+            // call, however long their run.
+            self.at = past_fill(bytes, self.at);
             let (marker, segment, next) = match read_segment(bytes, self.at) {
                 Segment::Whole(marker, segment, next) => (marker, segment, next),
                 Segment::Cut => return Walked::ToTheirEnd,
-                Segment::Broken => match next_marker(bytes, self.at + 1) {
-                    Some(marker_at) => {
-                        self.layout.broken += 1;
-                        self.at = marker_at;
-                        continue;
-                    }
-                    None => return Walked::ToTheirEnd,
-                },
+                Segment::Broken => {
+                    self.layout.broken += 1;
+                    self.seeking = Some((Seeking::Junk, self.at + 1));
+                    continue;
+                }
             };
             let segment_at = next - segment.len();
             self.at = next;
@@ -161,9 +175,9 @@ impl JpegWalk {
                     layout.read_frame(&header);
                 }
             }
-            // The first APP1 that holds EXIF is the image's: its TIFF
-            // structure, and the orientation it gives.
-            markers::APP1 if layout.exif.is_none() => {
+            // The first APP1 before the first scan that holds EXIF is the
+            // image's: its TIFF structure, and the orientation it gives.
+            markers::APP1 if layout.exif.is_none() && layout.headers_end.is_none() => {
                 if let Some(tiff) = segment.strip_prefix(b"Exif\0\0") {
                     let start = segment_at + 6;
                     layout.exif = Some(start..start + tiff.len());
@@ -194,7 +208,7 @@ impl JpegWalk {
                 }
                 layout.headers_end.get_or_insert(self.at);
                 // The entropy-coded data runs to the next marker.
-                self.scan_from = Some(self.at);
+                self.seeking = Some((Seeking::ScanData, self.at));
             }
             _ => {}
         }
@@ -225,17 +239,25 @@ pub(in crate::decode) fn walk_to_frame(body: &mut Body) -> Option<(u32, u32)> {
     size
 }
 
+/// How far into a body the size probe looks for the frame header: a
+/// photo's lies well within it (EXIF's segment holds at most 64 KiB, and
+/// colour profiles and XMP a few more), and a body that hides it further
+/// (behind runs of tiny segments, say) is not looked through on the
+/// prober's thread: its size is read by its decode.
+const PROBE_BYTES: usize = 512 * 1024;
+
 impl JpegWalk {
     /// Walks on over `bytes` as far as the frame header, and gives the
-    /// size it says if it is the one frame and neither side is zero. A
-    /// walk that has met the frame, or a scan, walks no further: the size
-    /// probe runs where no file's scan data may be looked through (the
-    /// pool's submitter), and a walk resumed inside a scan would go
-    /// through all of it.
+    /// size it says if it is the one frame and neither side is zero. The
+    /// size probe runs on the load actor, where no file may be looked
+    /// through: a walk that has met the frame, or a scan, walks no further
+    /// (resumed inside a scan, it would go through all of its data), and
+    /// none looks further into `bytes` than [`PROBE_BYTES`].
     pub(in crate::decode) fn frame_size(&mut self, bytes: &[u8]) -> Option<(u32, u32)> {
         let met = |layout: &JpegLayout| layout.frames > 0 || layout.headers_end.is_some();
         if !met(&self.layout) {
-            self.walk_on(bytes, |_, _, layout| {
+            let probed = &bytes[..bytes.len().min(PROBE_BYTES)];
+            self.walk_on(probed, |_, _, layout| {
                 if met(layout) {
                     ControlFlow::Break(())
                 } else {
@@ -353,10 +375,10 @@ mod tests {
             markers::SOS => ControlFlow::Break(()),
             _ => ControlFlow::Continue(()),
         });
-        let (at, scan_from) = (walk.at, walk.scan_from);
-        assert!(scan_from.is_some(), "left at the scan's data");
+        let (at, seeking) = (walk.at, walk.seeking);
+        assert!(matches!(seeking, Some((Seeking::ScanData, _))), "left at the scan's data");
         assert_eq!(walk.frame_size(&jpeg), Some((64, 48)));
-        assert_eq!((walk.at, walk.scan_from), (at, scan_from));
+        assert_eq!((walk.at, walk.seeking), (at, seeking));
         // A scan before any frame: no size, and no walk through its data.
         let sos = jpeg.windows(2).position(|w| w == [0xFF, markers::SOS]).unwrap();
         let frame = jpeg.windows(2).position(|w| w == [0xFF, 0xC0]).unwrap();
@@ -365,7 +387,31 @@ mod tests {
         frameless.extend_from_slice(&jpeg[frame + 2 + length..]);
         let mut walk = JpegWalk::default();
         assert_eq!(walk.frame_size(&frameless), None);
-        assert!(walk.at < sos && walk.scan_from.is_some());
+        assert!(walk.at < sos && matches!(walk.seeking, Some((Seeking::ScanData, _))));
+    }
+
+    /// Regression: bytes where a marker should be with no marker after
+    /// them yet (runs of a stuffed `FF 00`), or a long run of fill bytes,
+    /// were looked through again from their start at every call: a body
+    /// arriving in chunks was scanned once per chunk, on the fetch task.
+    /// Each call now goes on from where the last one looked to.
+    #[test]
+    fn junk_and_fill_are_looked_through_once_however_the_body_arrives() {
+        for (junk, broken) in [(&[0xFF, 0x00][..], 1), (&[0xFF][..], 0)] {
+            let mut body = vec![0xFF, markers::SOI];
+            body.extend(junk.iter().copied().cycle().take(64 * 1024));
+            let mut walk = JpegWalk::default();
+            for read in (1024..=body.len()).step_by(1024) {
+                let walked = walk.walk_on(&body[..read], |_, _, _| ControlFlow::Continue(()));
+                assert_eq!(walked, Walked::ToTheirEnd);
+                let looked_to = walk.seeking.map_or(walk.at, |(_, from)| from);
+                assert!(looked_to + 2 >= read, "{junk:?}: {looked_to} of {read}");
+            }
+            assert_eq!(walk.layout.broken, broken, "{junk:?}");
+            // What follows is read as ever.
+            body.extend_from_slice(&[0xFF, markers::EOI]);
+            assert_eq!(walk.walk_on(&body, |_, _, _| ControlFlow::Continue(())), Walked::Ended);
+        }
     }
 
     #[test]
