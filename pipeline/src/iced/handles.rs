@@ -111,7 +111,10 @@ impl Handles {
         self.in_pass = false;
     }
 
-    fn begin_pass(&mut self) {
+    /// Begins a pass over the rows, if one has not begun: from then on,
+    /// handles shown or made are this pass's, and none is freed before it
+    /// ends.
+    pub(super) fn begin_pass(&mut self) {
         if !self.in_pass {
             self.kept.begin_pass();
             self.in_pass = true;

@@ -287,6 +287,8 @@ impl<K: Hash + Eq + Clone> Thumbnails<K> {
     /// for every row in view, and [`Thumbnails::end_pass`] after them; or
     /// use [`Thumbnails::show_rows`], which does both. Never blocks.
     pub fn request(&mut self, row: K, url: &str, target: TargetSize, priority: Priority) {
+        // A pass begins with its first row, whatever that row shows.
+        self.handles.begin_pass();
         // The row as it was, shown in this pass: its handle kept, or not
         // yet made. A handle of its no longer kept (never, while the row
         // is in view) is made again below, never drawn uncounted.
@@ -319,6 +321,9 @@ impl<K: Hash + Eq + Clone> Thumbnails<K> {
     pub fn end_pass(&mut self) {
         let asked = std::mem::take(&mut self.asked);
         self.rows.retain(|row, _| asked.contains(row));
+        // Thumbnails taken now are for this pass's rows (a pass that asked
+        // for none begins here).
+        self.handles.begin_pass();
         self.receive();
         self.handles.end_pass();
         self.pipeline.end_frame();

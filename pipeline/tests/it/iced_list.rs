@@ -130,6 +130,43 @@ fn a_decoded_thumbnail_is_shown_in_the_pass_that_asks_for_it() {
     assert_eq!(server.stats().requests_started, before);
 }
 
+/// Regression: a pass whose rows were all still loading began none, so
+/// the thumbnails it took as it ended counted as the last pass's and were
+/// freed at once, though their rows showed them: handles drawn outside the
+/// budget, and made again at the next pass.
+#[test]
+fn thumbnails_taken_by_a_pass_of_loading_rows_are_kept_for_them() {
+    let server = server(20);
+    // Room for one handle; the four rows in view go over it.
+    let mut config = IcedConfig::from(Config::default());
+    config.max_handle_bytes = 64 * 64 * 4;
+    let mut thumbnails = Thumbnails::<usize>::new(config).unwrap();
+    let urls: Vec<String> = (0..4).map(|row| server.image_url(800 + row)).collect();
+    thumbnails.show_rows(urls.iter().enumerate(), TARGET);
+    // Every thumbnail decoded, none taken: the rows still show loading.
+    assert!(eventually(|| {
+        thumbnails.stats().decodes_completed == 4 && idle(thumbnails.pipeline())
+    }));
+    assert!((0..4).all(|row| matches!(thumbnails.get(&row), RowThumbnail::Loading)));
+    // The same rows again: the pass takes the thumbnails as it ends.
+    assert!(eventually(|| {
+        thumbnails.show_rows(urls.iter().enumerate(), TARGET);
+        all_shown(0..4)(&thumbnails)
+    }));
+    let stats = thumbnails.handle_stats();
+    assert_eq!((stats.handles, stats.evicted, stats.made), (4, 0, 4));
+    // Each row's handle is still the one kept, pass after pass.
+    let ids: Vec<_> = (0..4)
+        .map(|row| shown(&thumbnails, row).unwrap().id())
+        .collect();
+    thumbnails.show_rows(urls.iter().enumerate(), TARGET);
+    let again: Vec<_> = (0..4)
+        .map(|row| shown(&thumbnails, row).unwrap().id())
+        .collect();
+    assert_eq!(again, ids);
+    assert_eq!(thumbnails.handle_stats().made, 4);
+}
+
 #[test]
 fn rows_that_leave_are_cancelled_and_forgotten() {
     let server = server(400);
