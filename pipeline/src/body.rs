@@ -50,8 +50,10 @@ pub struct Body {
     /// What a reader found in the bytes as it read them, for the decode to
     /// go on from instead of starting again: a JPEG's walk over its markers
     /// (`decode/jpeg/walk.rs`), made by the fetch's watch or the decode
-    /// pool's size probe. Opaque to the stages that only pass it on.
-    found: Option<Found>,
+    /// pool's size probe. Opaque to the stages that only pass it on; with
+    /// the bytes it was found in, which `bytes` (public) must still be.
+    /// Boxed, as `file` is.
+    found: Option<Box<(Found, FoundIn)>>,
 }
 
 /// What a reader found in a body's bytes (see [`Body`]'s `found`): any
@@ -59,6 +61,18 @@ pub struct Body {
 /// a body stays safe to hold across an unwind, as an app's decoder may.
 #[derive(Clone)]
 pub(crate) struct Found(Arc<dyn Any + Send + Sync + RefUnwindSafe + UnwindSafe>);
+
+/// The bytes something was found in: where they start and how many.
+/// `Bytes` never change in place, so other bytes in `Body::bytes` (a layer
+/// of an app's that replaced them) start elsewhere or are as many no more.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct FoundIn(usize, usize);
+
+impl FoundIn {
+    fn of(bytes: &Bytes) -> Self {
+        Self(bytes.as_ptr() as usize, bytes.len())
+    }
+}
 
 impl Found {
     pub(crate) fn new(value: impl Any + Send + Sync + RefUnwindSafe + UnwindSafe) -> Self {
@@ -114,12 +128,18 @@ impl Body {
 
     /// Keeps what a reader found in the bytes with them.
     pub(crate) fn set_found(&mut self, found: Option<Found>) {
-        self.found = found;
+        self.found = found.map(|found| Box::new((found, FoundIn::of(&self.bytes))));
     }
 
-    /// What a reader found in the bytes, if it was a `T`.
+    /// What a reader found in the bytes, if it was a `T` and the bytes are
+    /// still those it was found in: a walk over other bytes would vouch
+    /// for what it never read.
     pub(crate) fn found<T: Any>(&self) -> Option<&T> {
-        let found: &dyn Any = &*self.found.as_ref()?.0;
+        let (found, found_in) = self.found.as_deref()?;
+        if *found_in != FoundIn::of(&self.bytes) {
+            return None;
+        }
+        let found: &dyn Any = &*found.0;
         found.downcast_ref()
     }
 
@@ -191,5 +211,28 @@ impl Deref for Body {
 impl AsRef<[u8]> for Body {
     fn as_ref(&self) -> &[u8] {
         &self.bytes
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A walk found in some bytes vouches for those bytes alone: an app's
+    /// layer that puts others in the body's public `bytes`, even equal
+    /// ones or a slice of them, leaves nothing found.
+    #[test]
+    fn what_was_found_goes_with_the_bytes_it_was_found_in_alone() {
+        let mut body = Body::whole(vec![1u8, 2, 3]);
+        body.set_found(Some(Found::new(7u32)));
+        assert_eq!(body.found::<u32>(), Some(&7));
+        assert_eq!(body.clone().found::<u32>(), Some(&7), "clones share it");
+        assert_eq!(body.found::<u64>(), None, "of another type");
+        let mut replaced = body.clone();
+        replaced.bytes = Bytes::from(vec![1u8, 2, 3]);
+        assert_eq!(replaced.found::<u32>(), None);
+        let mut sliced = body.clone();
+        sliced.bytes = sliced.bytes.slice(..2);
+        assert_eq!(sliced.found::<u32>(), None);
     }
 }
