@@ -74,9 +74,9 @@ impl Handles {
     /// rows not in that pass until the budget holds, or only those are
     /// left; during a pass, nothing is freed until it ends
     /// ([`Handles::end_pass`]), since a row of the last pass not yet asked
-    /// for may still be in this one. A thumbnail whose pixels are not its size's RGBA (from a
-    /// decoder of the app's) is an error, never a handle the renderer
-    /// would fail on.
+    /// for may still be in this one. A thumbnail whose pixels are not its
+    /// size's RGBA (from a decoder of the app's) is an error, never a
+    /// handle the renderer would fail on.
     pub(super) fn insert(
         &mut self,
         key: HandleKey,

@@ -2,8 +2,8 @@
 //! JPEG's structure (its frame, its EXIF segment, its scans) is learned by
 //! this walk, once: it can stop where the bytes read so far end and go on
 //! when more have come, so the fetch's watch (`prefix.rs`) walks a body as
-//! it arrives, the walk rides on the body it made
-//! ([`Body::with_walk`](crate::Body)), and the decode goes on from where
+//! it arrives, the walk rides on the body it made (what the body found),
+//! and the decode goes on from where
 //! the watch stopped instead of starting again. Decoders that take the
 //! scans' data (the DC-scan decoder, libjpeg) read the file themselves.
 //!
@@ -233,6 +233,12 @@ pub(in crate::decode) fn walk_to_frame(body: &mut Body) -> Option<(u32, u32)> {
     if !body.starts_with(&[0xFF, markers::SOI]) {
         return None;
     }
+    // The watch's walk is past the frame: its size, with nothing copied.
+    if let Some(walk) = body.found::<JpegWalk>()
+        && walk.met_frame()
+    {
+        return walk.size();
+    }
     let mut walk = body.found::<JpegWalk>().cloned().unwrap_or_default();
     let size = walk.frame_size(&body.bytes);
     body.set_found(Some(Found::new(walk)));
@@ -254,21 +260,38 @@ impl JpegWalk {
     /// (resumed inside a scan, it would go through all of its data), and
     /// none looks further into `bytes` than [`PROBE_BYTES`].
     pub(in crate::decode) fn frame_size(&mut self, bytes: &[u8]) -> Option<(u32, u32)> {
-        let met = |layout: &JpegLayout| layout.frames > 0 || layout.headers_end.is_some();
-        if !met(&self.layout) {
+        if !self.met_frame() {
             let probed = &bytes[..bytes.len().min(PROBE_BYTES)];
             self.walk_on(probed, |_, _, layout| {
-                if met(layout) {
+                if met_frame(layout) {
                     ControlFlow::Break(())
                 } else {
                     ControlFlow::Continue(())
                 }
             });
         }
+        self.size()
+    }
+
+    /// Whether the walk has met the frame header, or a scan (a frame would
+    /// be too late after it).
+    fn met_frame(&self) -> bool {
+        met_frame(&self.layout)
+    }
+
+    /// The size the frame header met says, if it is the one frame and
+    /// neither side is zero.
+    fn size(&self) -> Option<(u32, u32)> {
         let layout = &self.layout;
         (layout.frames == 1 && layout.width > 0 && layout.height > 0)
             .then_some((layout.width, layout.height))
     }
+}
+
+/// Whether a walk whose layout is `layout` has met the frame header, or a
+/// scan (a frame would be too late after it).
+fn met_frame(layout: &JpegLayout) -> bool {
+    layout.frames > 0 || layout.headers_end.is_some()
 }
 
 #[cfg(test)]
