@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use common::{FAULTS, Lcg, eventually, id_of, is_error_for_fault, server};
+use common::{FAULTS, Lcg, census_once_gone, eventually, id_of, is_error_for_fault, server};
 use fixture_server::ThreadCensus;
 use thumbpipe::{Completion, Config, Pipeline, Priority, RequestId, TargetSize};
 
@@ -288,7 +288,7 @@ fn every_request_ends_exactly_once_under_faults() {
             "{threads_peak} pipeline threads"
         );
         drop(pipeline);
-        let after = ThreadCensus::take().unwrap();
+        let after = census_once_gone("thumbpipe-");
         assert_eq!(after.with_prefix("thumbpipe-"), 0, "{:?}", after.names);
     }
     assert_eq!(PANICS.load(Ordering::Relaxed), 0, "something panicked");

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use common::{eventually, require_census, server};
+use common::{census_once_gone, eventually, require_census, server};
 use fixture_server::{FixtureServer, ThreadCensus};
 use thumbpipe::{Config, Pipeline, Priority, TargetSize};
 
@@ -150,7 +150,7 @@ fn drop_with_a_thousand_requests(
     // end as their sockets close, a moment later: tokio still counts a
     // few then.
     let alive_at_drop = caller.metrics().num_alive_tasks();
-    let after = ThreadCensus::take().unwrap();
+    let after = census_once_gone("thumbpipe-");
     assert_eq!(
         after.with_prefix("thumbpipe-"),
         0,

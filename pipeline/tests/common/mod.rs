@@ -55,6 +55,23 @@ pub fn require_census() {
     }
 }
 
+/// The census once the threads named `prefix*` have gone, or after a
+/// second if some are still there. A thread whose join has returned can
+/// stay listed in `/proc/self/task` for a moment while the kernel finishes
+/// its exit (its join wakes before it is unlisted), so a census taken right
+/// after a drop that joined every thread can still count one; a thread the
+/// drop left running is still counted after the second.
+pub fn census_once_gone(prefix: &str) -> fixture_server::ThreadCensus {
+    let deadline = Instant::now() + Duration::from_secs(1);
+    loop {
+        let census = fixture_server::ThreadCensus::take().expect("a census");
+        if census.with_prefix(prefix) == 0 || Instant::now() >= deadline {
+            return census;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
 /// Waits until `check` holds or 10 s pass; returns whether it held.
 pub fn eventually(mut check: impl FnMut() -> bool) -> bool {
     let deadline = Instant::now() + Duration::from_secs(10);
