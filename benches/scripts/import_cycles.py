@@ -17,7 +17,7 @@ statistics, the thumbnail tier's trait); the settings as a whole, the
 counters, the memory cache, delivery and the local files; the decode
 stage (with the format table, which the fetch asks what to accept and
 how far to read); the fetch stage; the load actor; the tiers beside it (the disk
-cache, the shared thumbnails); the pipeline handle; the toolkit doors;
+cache, the shared thumbnails); the pipeline handle; the UI side's layer every toolkit shares; the toolkit doors;
 the crate's front (lib.rs). A file imports from its own layer or below.
 
     python3 benches/scripts/import_cycles.py [pipeline/src]
@@ -126,12 +126,13 @@ LAYERS = [
     ["error", "body", "thumbnail", "workers", "request", "queue", "coast",
      "decode/config", "fetch/config", "fetch/headers", "fetch/stop", "fetch/schemes", "disk/config",
      "disk/stats", "shared_thumbnails/config", "load/tier", "small_files"],
-    ["config", "metrics", "cache", "deliver", "local_files", "kept"],
+    ["config", "metrics", "cache", "deliver", "local_files"],
     ["decode"],
     ["fetch"],
     ["load"],
     ["disk", "shared_thumbnails"],
     ["pipeline"],
+    ["front"],
     ["egui", "iced"],
     [""],
 ]

@@ -263,10 +263,10 @@ mod disk;
 pub mod egui;
 mod error;
 mod fetch;
+#[cfg(any(feature = "egui", feature = "iced"))]
+mod front;
 #[cfg(feature = "iced")]
 pub mod iced;
-#[cfg(any(feature = "egui", feature = "iced"))]
-mod kept;
 mod load;
 mod local_files;
 mod metrics;

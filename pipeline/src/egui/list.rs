@@ -253,6 +253,6 @@ impl<K: Hash + Eq + Clone> ThumbnailList<K> {
 
     /// The pipeline underneath, for what this type does not wrap.
     pub fn pipeline(&self) -> &Pipeline<K> {
-        &self.front.pipeline
+        self.front.pipeline()
     }
 }

@@ -58,9 +58,8 @@
 //! - `config`: [`EguiConfig`], the pipeline's settings and the UI side's.
 //! - `uri`: the loaders [`install`] registers, and their handle [`Loader`].
 //! - `list`: [`ThumbnailList`], the row-keyed helper.
-//! - `front`: what both share — what a row draws, level by level.
-//! - `plan`: while a list coasts, which rows to ask for at what priority
-//!   (pure: prediction and timings in, rows out).
+//! - `front`: what both share — what a row draws, level by level, on the
+//!   crate's toolkit-free rows and coasts (`crate::front`).
 //! - `textures`: L1, textures under a byte budget and a per-pass upload budget.
 //! - `size`: egui's size hints to [`crate::TargetSize`] steps.
 //! - `prefetch`: [`PrefetchWindow`], the rows just beyond the view.
@@ -72,7 +71,6 @@ mod coast;
 mod config;
 mod front;
 mod list;
-mod plan;
 mod prefetch;
 mod size;
 mod textures;

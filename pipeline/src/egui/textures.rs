@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::error::Error;
-use crate::kept::{KeptImages, not_rgba};
+use crate::front::kept::{KeptImages, not_rgba};
 use crate::request::TargetSize;
 use crate::thumbnail::Thumbnail;
 use ::egui::load::SizedTexture;

@@ -276,7 +276,7 @@ pub fn install_with<K>(
     let config = config.into();
     let front = Front::new(ctx, config, builder.for_rows())?;
     let loader = Arc::new(UriLoader {
-        schemes: front.pipeline.scheme_set().clone(),
+        schemes: front.pipeline().scheme_set().clone(),
         front: Mutex::new(Some(front)),
     });
     ctx.add_texture_loader(Arc::clone(&loader) as _);

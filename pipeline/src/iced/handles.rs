@@ -18,7 +18,7 @@ use bytes::Bytes;
 use iced_core::image::Handle;
 
 use crate::error::Error;
-use crate::kept::{KeptImages, not_rgba};
+use crate::front::kept::{KeptImages, not_rgba};
 use crate::request::TargetSize;
 use crate::thumbnail::Thumbnail;
 
@@ -65,6 +65,11 @@ impl Handles {
     pub(super) fn show(&mut self, key: &HandleKey) -> Option<Handle> {
         self.begin_pass();
         self.kept.show(key).cloned()
+    }
+
+    /// The handle kept for `key`, without marking it: what `view` draws.
+    pub(super) fn peek(&self, key: &HandleKey) -> Option<&Handle> {
+        self.kept.peek(key)
     }
 
     /// `key`'s handle: the one kept, or one made from `thumbnail` (its

@@ -112,31 +112,41 @@
 //!
 //! # Layout
 //!
-//! - `mod.rs`: [`Thumbnails`], the rows and their states, and [`IcedConfig`].
+//! An adapter of the crate's UI-side layer (`crate::front`: the rows,
+//! their outcomes, the kept images and the wakes, shared with egui) to
+//! iced's handle and subscription:
+//!
+//! - `mod.rs`: [`Thumbnails`], what a row shows, and [`IcedConfig`].
 //! - `handles`: the handles kept under the byte budget.
-//! - `wake`: the pipeline's waker as the [`Ready`] subscription.
 
 mod handles;
-mod wake;
 
-use std::collections::{HashMap, HashSet};
 use std::hash::Hash;
 use std::ops::Range;
 use std::sync::Arc;
 
+use futures::StreamExt as _;
+use futures::stream::BoxStream;
 use iced_core::image::Handle;
 use iced_futures::Subscription;
 
 use self::handles::{HandleKey, Handles};
-use self::wake::Wakeups;
+use crate::coast::{CoastModel, CoastPrediction};
 use crate::config::Config;
 use crate::error::{BuildError, Error};
+use crate::front::wake::Wakeups;
+use crate::front::{CoastPolicy, Held, ListFront};
 use crate::metrics::Stats;
 use crate::pipeline::{Pipeline, PipelineBuilder};
 use crate::request::{Priority, TargetSize};
+use crate::thumbnail::Thumbnail;
 
 pub use handles::HandleStats;
-pub use wake::Ready;
+
+/// The message [`Thumbnails::subscription`] produces: thumbnails arrived;
+/// pass it to [`Thumbnails::update`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Ready;
 
 /// Settings of [`Thumbnails`]: the pipeline's, and the handles' budget. A
 /// [`Config`] converts into it with the default budget.
@@ -190,12 +200,6 @@ pub enum RowThumbnail {
     NotShown,
 }
 
-/// A row's URL and size, and what it shows.
-struct Row {
-    key: HandleKey,
-    state: RowThumbnail,
-}
-
 /// Thumbnails for the rows of an iced list or grid, keyed by row: one live
 /// request per row (a new URL cancels the old one), rows not shown during
 /// a pass cancelled at its end, and a thumbnail already decoded shown in
@@ -205,11 +209,8 @@ struct Row {
 /// Dropping it cancels every load, ends its subscription and joins its
 /// pipeline's threads.
 pub struct Thumbnails<K> {
-    pipeline: Pipeline<K>,
+    list: ListFront<K>,
     wakeups: Wakeups,
-    rows: HashMap<K, Row>,
-    /// Rows asked for since the last [`Thumbnails::end_pass`].
-    asked: HashSet<K>,
     handles: Handles,
 }
 
@@ -233,11 +234,13 @@ impl<K: Hash + Eq + Clone> Thumbnails<K> {
         let wakeups = Wakeups::new();
         let waker = wakeups.clone();
         pipeline.set_waker(move || waker.wake());
+        let coasts = CoastPolicy {
+            enabled: true,
+            min_time_on_screen: None,
+        };
         Ok(Self {
-            pipeline,
+            list: ListFront::new(pipeline, coasts),
             wakeups,
-            rows: HashMap::new(),
-            asked: HashSet::new(),
             handles: Handles::new(config.max_handle_bytes),
         })
     }
@@ -246,7 +249,7 @@ impl<K: Hash + Eq + Clone> Thumbnails<K> {
     /// message of the app's and pass it to [`Thumbnails::update`]. One per
     /// `Thumbnails`; a burst of arrivals is one message.
     pub fn subscription(&self) -> Subscription<Ready> {
-        self.wakeups.subscription()
+        Subscription::run_with(self.wakeups.clone(), ready_stream)
     }
 
     /// Makes the handles of the thumbnails that arrived. Never blocks.
@@ -260,23 +263,17 @@ impl<K: Hash + Eq + Clone> Thumbnails<K> {
     /// taken at the end of every pass too. A row already showing its image
     /// (found decoded when asked for) keeps its handle.
     fn receive(&mut self) {
-        for done in self.pipeline.drain() {
-            let Some(row) = self.rows.get(&done.row) else {
+        for row in self.list.receive() {
+            let Some((url, target)) = self.list.shown(&row) else {
                 continue;
             };
-            if *row.key.0 != *done.url
-                || row.key.1 != done.target
-                || matches!(row.state, RowThumbnail::Shown(_))
-            {
+            let key: HandleKey = (Arc::clone(url), target);
+            if self.handles.peek(&key).is_some() {
                 continue;
             }
-            let key = row.key.clone();
-            let state = match done.result {
-                Ok(thumbnail) => self.make_handle(key, &thumbnail),
-                Err(error) => RowThumbnail::Failed(error),
-            };
-            if let Some(row) = self.rows.get_mut(&done.row) {
-                row.state = state;
+            if let Some(Ok(thumbnail)) = self.list.outcome(&row, &key.0, target) {
+                let thumbnail = thumbnail.clone();
+                self.make_handle(&row, key, &thumbnail);
             }
         }
     }
@@ -289,29 +286,24 @@ impl<K: Hash + Eq + Clone> Thumbnails<K> {
     pub fn request(&mut self, row: K, url: &str, target: TargetSize, priority: Priority) {
         // A pass begins with its first row, whatever that row shows.
         self.handles.begin_pass();
-        // The row as it was, shown in this pass: its handle kept, or not
-        // yet made. A handle of its no longer kept (never, while the row
-        // is in view) is made again below, never drawn uncounted.
-        let known = match self.rows.get(&row) {
-            Some(known) if *known.key.0 == *url && known.key.1 == target => {
-                !matches!(known.state, RowThumbnail::Shown(_))
-                    || self.handles.show(&known.key).is_some()
-            }
-            _ => false,
+        self.list.ask(&row, url, target);
+        // The row's handle, kept (and marked shown in this pass), or made
+        // now from what is held for it: never one drawn uncounted.
+        let key: HandleKey = match self.list.shown(&row) {
+            Some((url, target)) => (Arc::clone(url), target),
+            None => (Arc::from(url), target),
         };
-        if !known {
-            let key: HandleKey = (Arc::from(url), target);
-            let state = if let Some(handle) = self.handles.show(&key) {
-                RowThumbnail::Shown(handle)
-            } else if let Some(thumbnail) = self.pipeline.cached(url, target) {
-                self.make_handle(key.clone(), &thumbnail)
-            } else {
-                RowThumbnail::Loading
-            };
-            self.rows.insert(row.clone(), Row { key, state });
+        if self.handles.show(&key).is_none()
+            && let Held::Pixels(thumbnail) = self.list.held(&row, url, target)
+        {
+            self.make_handle(&row, key, &thumbnail);
         }
-        self.pipeline.request(row.clone(), url, target, priority);
-        self.asked.insert(row);
+        match priority {
+            Priority::Visible => self.list.request_shown(&row, url, target),
+            priority => {
+                self.list.pipeline.request(row, url, target, priority);
+            }
+        }
     }
 
     /// Ends a pass: rows not asked for since the last one are cancelled
@@ -319,14 +311,38 @@ impl<K: Hash + Eq + Clone> Thumbnails<K> {
     /// allows; a row whose request failed at once (a URL that does not
     /// parse) shows its error from this pass on.
     pub fn end_pass(&mut self) {
-        let asked = std::mem::take(&mut self.asked);
-        self.rows.retain(|row, _| asked.contains(row));
-        // Thumbnails taken now are for this pass's rows (a pass that asked
-        // for none begins here).
+        // A pass that asked for no row begins here: thumbnails taken now
+        // are for this pass's rows.
         self.handles.begin_pass();
+        self.list.end_pass();
+        self.list.clear_coast();
         self.receive();
         self.handles.end_pass();
-        self.pipeline.end_frame();
+    }
+
+    /// Follows a coast for this pass: call it first in the pass, before the
+    /// rows are asked for, with where the list's scroll will rest (`None`
+    /// at rest does nothing). The rows where it rests are asked for at
+    /// [`Priority::Destination`], ahead of every other row; a row in view
+    /// that will leave sooner than an image takes to arrive is not
+    /// requested (it shows [`RowThumbnail::Loading`], or its image if one
+    /// is decoded); a screen ahead is prefetched. `row_at` gives the key
+    /// and URL of the row at an index (a grid's cell, numbered row by
+    /// row). The prediction is made with a [`CoastModel`] of how the app's
+    /// scrolls slow down.
+    pub fn follow_coast<M: CoastModel, S: AsRef<str>>(
+        &mut self,
+        coast: Option<&CoastPrediction<M>>,
+        target: TargetSize,
+        row_at: impl FnMut(usize) -> (K, S),
+    ) {
+        let Some(coast) = coast else { return };
+        self.handles.begin_pass();
+        let handles = &self.handles;
+        self.list
+            .follow_coast(coast, target, row_at, |url, target| {
+                handles.peek(&(Arc::from(url), target)).is_some()
+            });
     }
 
     /// A pass over the rows in view: each asked for at
@@ -347,29 +363,34 @@ impl<K: Hash + Eq + Clone> Thumbnails<K> {
 
     /// What `row` shows. Never blocks; for `view`.
     pub fn get(&self, row: &K) -> RowThumbnail {
-        self.rows
-            .get(row)
-            .map_or(RowThumbnail::NotShown, |row| row.state.clone())
+        let Some((url, target)) = self.list.shown(row) else {
+            return RowThumbnail::NotShown;
+        };
+        if let Some(handle) = self.handles.peek(&(Arc::clone(url), target)) {
+            return RowThumbnail::Shown(handle.clone());
+        }
+        match self.list.outcome(row, url, target) {
+            Some(Err(error)) => RowThumbnail::Failed(error.clone()),
+            _ => RowThumbnail::Loading,
+        }
     }
 
     /// Forgets `url` at every level: its handles, its cache entries, its
     /// loads; rows showing it load it afresh when next asked for.
     pub fn forget(&mut self, url: &str) {
         self.handles.forget(url);
-        self.rows.retain(|_, row| *row.key.0 != *url);
-        self.pipeline.forget(url);
+        self.list.forget(url);
     }
 
     /// Forgets every image at every level.
     pub fn forget_all(&mut self) {
         self.handles.clear();
-        self.rows.clear();
-        self.pipeline.forget_all();
+        self.list.forget_all();
     }
 
     /// The pipeline's counters and gauges now.
     pub fn stats(&self) -> Stats {
-        self.pipeline.stats()
+        self.list.pipeline.stats()
     }
 
     /// The handles' counters now.
@@ -379,20 +400,21 @@ impl<K: Hash + Eq + Clone> Thumbnails<K> {
 
     /// The pipeline underneath, for what this type does not wrap.
     pub fn pipeline(&self) -> &Pipeline<K> {
-        &self.pipeline
+        &self.list.pipeline
     }
 
-    /// `key`'s handle made from `thumbnail`, or why it cannot be.
-    fn make_handle(
-        &mut self,
-        key: HandleKey,
-        thumbnail: &crate::thumbnail::Thumbnail,
-    ) -> RowThumbnail {
-        match self.handles.insert(key, thumbnail) {
-            Ok(handle) => RowThumbnail::Shown(handle),
-            Err(error) => RowThumbnail::Failed(error),
+    /// Makes `row`'s handle, `key`'s, from `thumbnail`; a thumbnail that
+    /// cannot be one is the row's error.
+    fn make_handle(&mut self, row: &K, key: HandleKey, thumbnail: &Thumbnail) {
+        if let Err(error) = self.handles.insert(key, thumbnail) {
+            self.list.fail(row, error);
         }
     }
+}
+
+/// The subscription's stream, made when iced starts it.
+fn ready_stream(wakeups: &Wakeups) -> BoxStream<'static, Ready> {
+    wakeups.stream().map(|()| Ready).boxed()
 }
 
 impl<K> Drop for Thumbnails<K> {

@@ -9,7 +9,7 @@ use futures::StreamExt as _;
 use futures::stream::BoxStream;
 use iced_core::image::Handle;
 use thumbpipe::iced::{IcedConfig, Ready, RowThumbnail, Thumbnails};
-use thumbpipe::{Config, TargetSize};
+use thumbpipe::{CoastPrediction, Config, ExponentialDecay, ListGeometry, TargetSize};
 
 use crate::common::{eventually, idle, server};
 
@@ -255,4 +255,59 @@ fn a_request_that_fails_at_once_shows_its_error_in_the_same_pass() {
             thumbnails.get(&row)
         );
     }
+}
+
+#[test]
+fn a_coast_asks_first_for_where_it_rests_and_never_for_rows_it_flies_past() {
+    let server = server(20);
+    let mut config = Config::default();
+    // One slot: the server sees requests in the order they are started.
+    config.fetch.max_per_host = 1;
+    let mut thumbnails = Thumbnails::<usize>::new(config).unwrap();
+    let mut ready = ready_stream(&thumbnails);
+    let urls: Vec<String> = (0..1000).map(|row| server.image_url(row)).collect();
+    // Rows of 72 points in a 720-point view, flung from the top.
+    let list = ListGeometry::new(72.0, urls.len(), 720.0);
+    let coast = CoastPrediction::new(ExponentialDecay::EGUI, 0.0, 6000.0, list);
+    let visible = coast.visible_rows();
+    let destination = coast.resting_rows().start..coast.resting_rows().end + 1;
+    assert!(destination.start > visible.end + 10, "{destination:?}");
+    // Gone within 50 ms: sooner than any image arrives (100 ms before a
+    // load has been timed).
+    let flown_past: Vec<usize> = visible
+        .clone()
+        .filter(|&row| {
+            coast
+                .leaves_after(row)
+                .is_some_and(|t| t < Duration::from_millis(50))
+        })
+        .collect();
+    assert!(flown_past.len() >= 2, "{flown_past:?}");
+
+    thumbnails.follow_coast(Some(&coast), TARGET, |row| (row, urls[row].as_str()));
+    thumbnails.show_rows(visible.clone().map(|row| (row, &urls[row])), TARGET);
+    run_until(&mut thumbnails, &mut ready, all_shown(destination.clone()));
+    assert!(eventually(|| idle(thumbnails.pipeline())));
+
+    let requested: Vec<usize> = server
+        .requested_files()
+        .iter()
+        .map(|file| file.trim_end_matches(".jpg").parse().unwrap())
+        .collect();
+    let mut first: Vec<usize> = requested[..destination.len()].to_vec();
+    first.sort_unstable();
+    assert_eq!(first, destination.collect::<Vec<_>>(), "{requested:?}");
+    for row in &flown_past {
+        assert!(
+            !requested.contains(row),
+            "row {row} flown past: {requested:?}"
+        );
+        assert!(matches!(thumbnails.get(row), RowThumbnail::Loading));
+    }
+    // Without a coast, the next pass asks for every row it shows.
+    thumbnails.follow_coast(None::<&CoastPrediction>, TARGET, |row| {
+        (row, urls[row].as_str())
+    });
+    thumbnails.show_rows(visible.clone().map(|row| (row, &urls[row])), TARGET);
+    run_until(&mut thumbnails, &mut ready, all_shown(visible));
 }

@@ -82,6 +82,12 @@ impl<K: Hash + Eq + Clone, I> KeptImages<K, I> {
         self.entries.contains(key)
     }
 
+    /// `key`'s image, without marking it: for drawing what a pass showed.
+    #[cfg_attr(not(feature = "iced"), allow(dead_code))]
+    pub(crate) fn peek(&self, key: &K) -> Option<&I> {
+        self.entries.peek(key).map(|kept| &kept.image)
+    }
+
     /// Every image kept, most recently shown first (without marking any).
     #[cfg_attr(not(feature = "egui"), allow(dead_code))]
     pub(crate) fn iter(&self) -> impl Iterator<Item = (&K, &I)> {

@@ -1,12 +1,13 @@
-//! The pipeline's waker as an iced [`Subscription`]: each time thumbnails
-//! arrive, one [`Ready`] message, so the app's `update` drains them.
+//! The pipeline's waker as a stream of wakes, for a toolkit whose UI is
+//! woken by a stream (iced's subscriptions): each time thumbnails arrive,
+//! one item, so the app's update drains them.
 //!
 //! The waker runs on the pipeline's threads and only tries to send on a
-//! channel of one slot: a message already waiting stands for every arrival
-//! until the app reads it, so a burst of completions costs one `update`.
-//! The stream lives as long as iced keeps the subscription (its identity
-//! is the [`super::Thumbnails`] it came from) and ends when iced drops it
-//! or when the `Thumbnails` is dropped.
+//! channel of one slot: a wake already waiting stands for every arrival
+//! until the app reads it, so a burst of completions costs one update.
+//! A stream lives as long as the toolkit keeps it (a [`Wakeups`] hashes as
+//! its own identity, one per door) and ends when the toolkit drops it or
+//! when [`Wakeups::close`] is called, as the door is dropped.
 
 use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -15,24 +16,17 @@ use std::sync::{Arc, Mutex, PoisonError};
 use futures::StreamExt as _;
 use futures::channel::mpsc;
 use futures::stream::BoxStream;
-use iced_futures::Subscription;
 
-/// The message [`super::Thumbnails::subscription`] produces: thumbnails
-/// arrived; pass it to [`super::Thumbnails::update`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Ready;
-
-/// Where the waker sends: the subscription's current stream, if iced runs
-/// one.
+/// Where the waker sends: the current stream, if the toolkit runs one.
 #[derive(Clone)]
-pub(super) struct Wakeups {
+pub(crate) struct Wakeups {
     /// Tells one `Thumbnails`' subscription from another's.
     id: u64,
     sender: Arc<Mutex<Option<mpsc::Sender<()>>>>,
 }
 
 impl Wakeups {
-    pub(super) fn new() -> Self {
+    pub(crate) fn new() -> Self {
         static NEXT: AtomicU64 = AtomicU64::new(0);
         Self {
             id: NEXT.fetch_add(1, Ordering::Relaxed),
@@ -42,7 +36,7 @@ impl Wakeups {
 
     /// Called by the pipeline when thumbnails arrive, on its threads.
     /// Never blocks: with a message already waiting, nothing is sent.
-    pub(super) fn wake(&self) {
+    pub(crate) fn wake(&self) {
         let mut sender = self.sender.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(open) = sender.as_mut()
             && let Err(error) = open.try_send(())
@@ -52,14 +46,20 @@ impl Wakeups {
         }
     }
 
-    /// Ends the stream: the `Thumbnails` is gone.
-    pub(super) fn close(&self) {
+    /// Ends the stream: its door is gone.
+    pub(crate) fn close(&self) {
         let mut sender = self.sender.lock().unwrap_or_else(PoisonError::into_inner);
         *sender = None;
     }
 
-    pub(super) fn subscription(&self) -> Subscription<Ready> {
-        Subscription::run_with(self.clone(), stream)
+    /// A new stream of wakes, replacing any before it: one wake at once
+    /// (for what arrived while none ran), then one per burst.
+    pub(crate) fn stream(&self) -> BoxStream<'static, ()> {
+        let (mut sender, receiver) = mpsc::channel(0);
+        // The one slot this sender has: never full yet.
+        let _ = sender.try_send(());
+        *self.sender.lock().unwrap_or_else(PoisonError::into_inner) = Some(sender);
+        receiver.boxed()
     }
 }
 
@@ -69,47 +69,30 @@ impl Hash for Wakeups {
     }
 }
 
-/// The subscription's stream, made when iced starts it: one `Ready` at
-/// once (for what arrived while none ran), then one per wake.
-fn stream(wakeups: &Wakeups) -> BoxStream<'static, Ready> {
-    let (mut sender, receiver) = mpsc::channel(0);
-    // The one slot this sender has: never full yet.
-    let _ = sender.try_send(());
-    *wakeups
-        .sender
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner) = Some(sender);
-    receiver.map(|()| Ready).boxed()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use futures::FutureExt as _;
 
-    fn started(wakeups: &Wakeups) -> BoxStream<'static, Ready> {
-        stream(wakeups)
-    }
-
     #[test]
     fn wakes_are_coalesced_until_read_and_none_is_lost() {
         let wakeups = Wakeups::new();
         wakeups.wake(); // no stream yet: nothing to send to
-        let mut ready = started(&wakeups);
+        let mut ready = wakeups.stream();
         for _ in 0..10 {
             wakeups.wake();
         }
-        assert_eq!(ready.next().now_or_never().flatten(), Some(Ready));
+        assert_eq!(ready.next().now_or_never().flatten(), Some(()));
         // The ten wakes stood behind one message.
         assert_eq!(ready.next().now_or_never(), None);
         wakeups.wake();
-        assert_eq!(ready.next().now_or_never().flatten(), Some(Ready));
+        assert_eq!(ready.next().now_or_never().flatten(), Some(()));
         wakeups.close();
         assert_eq!(ready.next().now_or_never(), Some(None));
     }
 
     #[test]
-    fn each_thumbnails_has_a_subscription_of_its_own() {
+    fn each_door_has_a_stream_of_its_own() {
         use std::collections::hash_map::DefaultHasher;
         let hash = |wakeups: &Wakeups| {
             let mut hasher = DefaultHasher::new();

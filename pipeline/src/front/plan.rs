@@ -3,13 +3,13 @@
 //! shortest time on screen worth a request, and how long each item's
 //! request has already waited. The prediction is of rows; the plan names
 //! the items in them (a list's rows themselves, a grid's cells), by index;
-//! the front door maps them to its row keys and requests.
+//! the toolkit's door maps them to its row keys, and `coasting.rs` asks.
 //!
 //! Plain data and a pure function of its inputs, made once per pass by
-//! the front (`front.rs`) and dropped with the pass.
+//! `coasting.rs` and dropped with the pass.
 //!
 //! ```text
-//! resting rows + the one more egui draws there  -> Destination, first
+//! resting rows + the one more a list draws there  -> Destination, first
 //! visible rows (and one either side) gone before an image arrives
 //!                                               -> passing: not asked for
 //! a screen ahead, rows whose image can arrive   -> Prefetch
@@ -23,7 +23,7 @@ use crate::coast::{CoastModel, CoastPrediction};
 /// What a pass asks for while the list coasts: items, by index.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub(crate) struct CoastPlan {
-    /// Where the list will rest, and the row more egui draws there: asked
+    /// Where the list will rest, and the row more a list draws there (egui does): asked
     /// for at `Priority::Destination`, before every other item.
     pub(crate) destination: Range<usize>,
     /// Items drawn now that will have left before an image asked for now
@@ -51,7 +51,7 @@ impl CoastPlan {
         let list = coast.list();
         let rows = list.rows;
         let resting = coast.resting_rows();
-        // The rows egui will draw there: one more below the view, or, at
+        // The rows a list will draw there: one more below the view, or, at
         // the bottom of the list, one more above it. (The prediction
         // itself is within half a point.)
         let destination = if resting.end >= rows {
