@@ -219,9 +219,11 @@ fn from_dc_scans(
     let needed = (u64::from(decoded.0) * u64::from(decoded.1) * 3)
         .saturating_add(resize::working_bytes(decoded, fitting.size))
         .saturating_add(layout.dc_decoder_bytes());
-    (needed <= limits.max_alloc)
-        .then(|| jpeg::decode_dc(&image.bytes))
-        .flatten()
+    if needed > limits.max_alloc {
+        return None;
+    }
+    let segments = image.jpeg_walk.as_deref()?.segments()?;
+    jpeg::decode_dc(&image.bytes, segments)
 }
 
 /// Why a body cut short made no thumbnail.

@@ -3,7 +3,8 @@
 //! the image at 1/8 of its size, which is all a thumbnail of at most that
 //! size needs (libjpeg's 1/8 scale uses the DC coefficient alone, too). This
 //! decoder reads the frame, its tables and the scans up to the first AC scan
-//! after every component's DC, and no further: no coefficient buffer for the
+//! after every component's DC, where the JPEG's one walk found them
+//! (`walk.rs`), and no further: no coefficient buffer for the
 //! AC scans (libjpeg keeps every coefficient of the image, 36 MB for 12 MP
 //! at 4:2:0), and for the fetch, no need of the bytes after them (the
 //! watch in `prefix.rs`). The headers are read by `dc_headers.rs`, which
@@ -17,6 +18,8 @@
 //!
 //! Runs inside a decode, on the decode thread that called it; keeps nothing.
 
+use std::ops::Range;
+
 use super::dc_headers::{
     Scan, Tables, dc_scan_follows, read_huffman, read_quant, read_restart_interval,
     read_scan_header,
@@ -25,10 +28,8 @@ use super::dc_pixels::{Component, Frame, to_pixels};
 use super::frame::FrameHeader;
 use super::huffman::{BitReader, HuffmanTable};
 use super::layout::scale_eighths;
-use super::markers::{
-    self, APP0, APP14, DHT, DQT, DRI, EOI, SOF2, SOS, Segment, is_frame, read_segment,
-    skip_entropy_coded,
-};
+use super::markers::{APP0, APP14, DHT, DQT, DRI, SOF2, SOS, is_frame};
+use super::walk::BROKEN;
 use crate::decode::{fitting::Fitting, resize::Pixels};
 use crate::request::TargetSize;
 
@@ -43,21 +44,20 @@ pub(in crate::decode) fn covers(width: u32, height: u32, target: TargetSize) -> 
 /// `bytes`, a progressive JPEG (or its start, through its DC scans),
 /// decoded at 1/8 of its size from its DC coefficients: RGB, or grey for a
 /// greyscale file, `ceil(width / 8)` x `ceil(height / 8)` as libjpeg gives
-/// it at 1/8. `None` when its DC scans do not serve (see the module's
+/// it at 1/8. `segments` are where its walk found the frame, tables and
+/// scan headers
+/// ([`JpegWalk::segments`](super::walk::JpegWalk::segments)); the scans' data is read from
+/// `bytes`. `None` when its DC scans do not serve (see the module's
 /// header).
-pub(in crate::decode) fn decode_dc(bytes: &[u8]) -> Option<Pixels> {
+pub(in crate::decode) fn decode_dc(bytes: &[u8], segments: &[(u8, Range<usize>)]) -> Option<Pixels> {
     let mut tables = Tables::default();
     let mut frame: Option<Frame> = None;
-    let mut at = 2;
-    if !bytes.starts_with(&[0xFF, markers::SOI]) {
-        return None;
-    }
-    // To the end of what was read, if no AC scan comes first: the DC must
-    // be complete by then.
-    while let Segment::Whole(marker, segment, next) = read_segment(bytes, at) {
-        at = next;
-        match marker {
-            EOI => break,
+    // To the end of what was walked, if no AC scan comes first: the DC
+    // must be complete by then. Nothing after bytes that are no marker.
+    for (marker, at) in segments {
+        let segment = bytes.get(at.clone())?;
+        match *marker {
+            BROKEN => break,
             SOF2 => {
                 if frame.is_some() {
                     return None;
@@ -83,15 +83,13 @@ pub(in crate::decode) fn decode_dc(bytes: &[u8]) -> Option<Pixels> {
                         break;
                     }
                     // An AC scan before some component's DC: skipped.
-                    at = skip_entropy_coded(bytes, at);
                     continue;
                 }
-                let mut reader = BitReader::new(bytes, at);
+                let mut reader = BitReader::new(bytes, at.end);
                 decode_dc_scan(&mut reader, frame, &scan, &tables)?;
                 if reader.overran {
                     return None;
                 }
-                at = skip_entropy_coded(bytes, reader.position());
             }
             _ => {}
         }
@@ -101,6 +99,15 @@ pub(in crate::decode) fn decode_dc(bytes: &[u8]) -> Option<Pixels> {
         return None;
     }
     Some(to_pixels(&frame, &tables))
+}
+
+/// [`decode_dc`] of `bytes` after one walk over all of them, as the
+/// header walks a file before its route.
+#[cfg(test)]
+pub(in crate::decode) fn walk_and_decode_dc(bytes: &[u8]) -> Option<Pixels> {
+    let mut walk = super::walk::JpegWalk::default();
+    walk.walk_to_end(bytes);
+    decode_dc(bytes, walk.segments()?)
 }
 
 /// The frame of a file of `file_bytes`, its DC arrays allocated, if the
@@ -390,7 +397,7 @@ pub(super) mod tests {
             (SamplingFactor::F_2_2, Some(1)),
         ] {
             let jpeg = progressive(&rgb, (333, 222), sampling, restarts);
-            let pixels = decode_dc(&jpeg).unwrap();
+            let pixels = walk_and_decode_dc(&jpeg).unwrap();
             assert_eq!((pixels.width, pixels.height), (42, 28));
             assert_eq!(pixels.layout, Layout::Rgb);
             let (width, height, means) = block_means(&jpeg);
@@ -421,7 +428,7 @@ pub(super) mod tests {
         encoder
             .encode(&grey, 100, 60, jpeg_encoder::ColorType::Luma)
             .unwrap();
-        let pixels = decode_dc(&jpeg).unwrap();
+        let pixels = walk_and_decode_dc(&jpeg).unwrap();
         assert_eq!(
             (pixels.width, pixels.height, pixels.layout),
             (13, 8, Layout::Luma)
@@ -453,13 +460,13 @@ pub(super) mod tests {
             let mut started = compress.start_compress(Vec::new()).unwrap();
             started.write_scanlines(&rgb).unwrap();
             let jpeg = started.finish().unwrap();
-            let pixels = decode_dc(&jpeg).unwrap();
+            let pixels = walk_and_decode_dc(&jpeg).unwrap();
             assert_eq!((pixels.width, pixels.height), (80, 60));
             let (_, _, means) = block_means(&jpeg);
             let difference = mean_difference(&luma(&pixels.data), &luma(&means));
             assert!(difference < 1.0, "fastest {fastest}: {difference}");
             // Read up to the first AC scan: the same pixels.
-            let cut = decode_dc(&jpeg[..first_ac_scan(&jpeg)]).unwrap();
+            let cut = walk_and_decode_dc(&jpeg[..first_ac_scan(&jpeg)]).unwrap();
             assert_eq!(cut.data, pixels.data);
         }
     }
@@ -468,22 +475,22 @@ pub(super) mod tests {
     fn what_the_dc_scans_do_not_serve_is_none() {
         let rgb = picture(120, 80);
         let whole = progressive(&rgb, (120, 80), jpeg_encoder::SamplingFactor::F_2_2, None);
-        let pixels = decode_dc(&whole).unwrap();
+        let pixels = walk_and_decode_dc(&whole).unwrap();
         // Cut at the first AC scan: the same pixels.
         let at = first_ac_scan(&whole);
-        assert_eq!(decode_dc(&whole[..at]).unwrap().data, pixels.data);
+        assert_eq!(walk_and_decode_dc(&whole[..at]).unwrap().data, pixels.data);
         // Cut inside the DC scans: not all there.
         for cut in [0, 2, 100, at / 2, at - 3] {
-            assert!(decode_dc(&whole[..cut]).is_none(), "{cut}");
+            assert!(walk_and_decode_dc(&whole[..cut]).is_none(), "{cut}");
         }
         // A baseline JPEG.
         let mut baseline = Vec::new();
         jpeg_encoder::Encoder::new(&mut baseline, 90)
             .encode(&rgb, 120, 80, jpeg_encoder::ColorType::Rgb)
             .unwrap();
-        assert!(decode_dc(&baseline).is_none());
+        assert!(walk_and_decode_dc(&baseline).is_none());
         // Not a JPEG.
-        assert!(decode_dc(b"GIF89a").is_none());
+        assert!(walk_and_decode_dc(b"GIF89a").is_none());
     }
 
     /// The route takes the DC scans for a thumbnail of at most 1/8 of the
@@ -530,7 +537,7 @@ pub(super) mod tests {
         let rgb = picture(48, 40);
         let jpeg = progressive(&rgb, (48, 40), jpeg_encoder::SamplingFactor::F_2_2, Some(2));
         for damaged in damaged_copies(&jpeg, first_ac_scan(&jpeg) + 8) {
-            if let Some(pixels) = decode_dc(&damaged) {
+            if let Some(pixels) = walk_and_decode_dc(&damaged) {
                 let channels = if pixels.layout == Layout::Luma { 1 } else { 3 };
                 assert_eq!(
                     pixels.data.len(),

@@ -94,6 +94,7 @@ impl<'a> BitReader<'a> {
     }
 
     /// Where the reader stopped loading: at a marker, or the end.
+    #[cfg(test)]
     pub(super) fn position(&self) -> usize {
         self.at
     }

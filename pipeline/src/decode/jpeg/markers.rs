@@ -111,14 +111,8 @@ pub(super) fn next_marker(bytes: &[u8], from: usize) -> Option<usize> {
     }
 }
 
-/// Where the entropy-coded data starting at `from` ends: the next marker
-/// that is not a restart marker (those sit inside the data), or the end of
-/// the bytes.
-pub(super) fn skip_entropy_coded(bytes: &[u8], from: usize) -> usize {
-    entropy_coded_end(bytes, from).unwrap_or(bytes.len())
-}
-
-/// Where the entropy-coded data starting at `from` ends, or, when `bytes`
+/// Where the entropy-coded data starting at `from` ends (the next marker
+/// that is not a restart marker: those sit inside the data), or, when `bytes`
 /// (the start of a body still arriving) hold no such marker yet, `Err`
 /// with where to look on from once more have come.
 pub(super) fn entropy_coded_end(bytes: &[u8], from: usize) -> Result<usize, usize> {
@@ -181,7 +175,7 @@ mod tests {
     fn entropy_coded_data_runs_to_a_marker_that_is_no_restart() {
         let data = [1, 0xFF, 0x00, 2, 0xFF, 0xD3, 3, 0xFF, 0xFF, EOI];
         assert_eq!(entropy_coded_end(&data, 0), Ok(8));
-        assert_eq!(skip_entropy_coded(&data[..6], 0), 6);
+        assert_eq!(entropy_coded_end(&data[..6], 0), Err(6));
         assert_eq!(entropy_coded_end(&data[..8], 0), Err(7));
     }
 }

@@ -372,7 +372,7 @@ mod tests {
         ] {
             let mut watch = PrefixWatch::new(TargetSize::square(64), &LIMITS).unwrap();
             assert_eq!(read_until_enough(&mut watch, &body, 512), None, "{name}");
-            assert!(dc_scans::decode_dc(&body).is_none(), "{name}");
+            assert!(dc_scans::walk_and_decode_dc(&body).is_none(), "{name}");
         }
         let mut watch = PrefixWatch::new(TargetSize::square(64), &LIMITS).unwrap();
         assert!(read_until_enough(&mut watch, &jpeg, 512).is_some());

@@ -4,8 +4,10 @@
 //! when more have come, so the fetch's watch (`prefix.rs`) walks a body as
 //! it arrives, the walk rides on the body it made (what the body found),
 //! and the decode goes on from where
-//! the watch stopped instead of starting again. Decoders that take the
-//! scans' data (the DC-scan decoder, libjpeg) read the file themselves.
+//! the watch stopped instead of starting again. The walk keeps where each
+//! segment a scan decoder needs lies (frame, tables, scan headers), so the
+//! DC-scan decoder reads them from there, not by a walk of its own;
+//! libjpeg reads the file itself.
 //!
 //! The EXIF segment's embedded thumbnail is found as the segment is taken:
 //! its place and size go in the layout, and the walk over its own markers
@@ -14,9 +16,9 @@
 //!
 //! A walk is a value owned by whoever walks: the fetch task for a watch,
 //! then the decode thread it is handed to. It keeps no bytes, only where
-//! it is and what it found ([`JpegLayout`]).
+//! it is and what it found ([`JpegLayout`], [`JpegWalk::segments`]).
 
-use std::ops::ControlFlow;
+use std::ops::{ControlFlow, Range};
 
 use image::metadata::Orientation;
 
@@ -43,7 +45,22 @@ pub(in crate::decode) struct JpegWalk {
     /// The walk over the embedded thumbnail's markers to its frame header
     /// ([`JpegLayout::thumbnail`]).
     thumbnail: Option<Box<JpegWalk>>,
+    /// The segments a scan decoder needs, in file order: see
+    /// [`JpegWalk::segments`].
+    segments: Vec<(u8, Range<usize>)>,
+    /// More segments came than [`MAX_KEPT_SEGMENTS`]: those kept are not
+    /// all.
+    segments_dropped: bool,
 }
+
+/// Most segments a walk keeps the place of. A progressive photo has a
+/// frame, a few tables and about ten scans; a file with more goes to a
+/// decoder that reads it whole, and a walk's memory stays a few KiB.
+const MAX_KEPT_SEGMENTS: usize = 256;
+
+/// Among [`JpegWalk::segments`]: bytes where a marker should have been.
+/// Decoders read no further (the walk skips them and goes on).
+pub(in crate::decode) const BROKEN: u8 = 0;
 
 /// What the walk looks through for the next marker.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -75,6 +92,25 @@ impl JpegWalk {
     #[cfg(test)]
     pub(in crate::decode) fn ended(&self) -> bool {
         self.ended
+    }
+
+    /// The segments walked so far that a decoder of the scans needs, in
+    /// file order: each frame header, table (DHT, DQT), restart interval,
+    /// JFIF (APP0) and Adobe (APP14) segment and scan header, with where
+    /// its body lies (a scan's data starts at its end), and [`BROKEN`]
+    /// where bytes that are no marker were skipped. `None` when there were
+    /// more than a walk keeps.
+    pub(in crate::decode) fn segments(&self) -> Option<&[(u8, Range<usize>)]> {
+        (!self.segments_dropped).then_some(&self.segments[..])
+    }
+
+    /// Keeps where a segment (or [`BROKEN`] bytes) lies, within the limit.
+    fn keep(&mut self, marker: u8, body: Range<usize>) {
+        if self.segments.len() < MAX_KEPT_SEGMENTS {
+            self.segments.push((marker, body));
+        } else {
+            self.segments_dropped = true;
+        }
     }
 
     /// The walk over the embedded thumbnail's markers, as far as its frame
@@ -140,12 +176,26 @@ impl JpegWalk {
                 Segment::Cut => return Walked::ToTheirEnd,
                 Segment::Broken => {
                     self.layout.broken += 1;
+                    self.keep(BROKEN, self.at..self.at);
                     self.seeking = Some((Seeking::Junk, self.at + 1));
                     continue;
                 }
             };
             let segment_at = next - segment.len();
             self.at = next;
+            if markers::is_frame(marker)
+                || matches!(
+                    marker,
+                    markers::DHT
+                        | markers::DQT
+                        | markers::DRI
+                        | markers::APP0
+                        | markers::APP14
+                        | markers::SOS
+                )
+            {
+                self.keep(marker, segment_at..next);
+            }
             self.take(marker, segment, segment_at);
             if self.ended {
                 return Walked::Ended;
@@ -465,6 +515,56 @@ mod tests {
         let frames = seen.iter().filter(|&&m| markers::is_frame(m)).count();
         assert_eq!(frames, 1);
         assert_eq!(seen.iter().filter(|&&m| m == markers::SOS).count(), 1);
+    }
+
+    #[test]
+    fn the_segments_a_scan_decoder_needs_are_kept_in_order_and_bounded() {
+        let jpeg = fixture_server::picture::render(5, 64, 48)
+            .encode_jpeg(90)
+            .unwrap();
+        // Every segment, as a walk hands them out, and those it keeps.
+        let mut walk = JpegWalk::default();
+        let mut needed = Vec::new();
+        walk.walk_on(&jpeg, |marker, segment, _| {
+            let kept = markers::is_frame(marker)
+                || [markers::DHT, markers::DQT, markers::DRI, markers::APP0, markers::SOS]
+                    .contains(&marker);
+            if kept {
+                needed.push((marker, segment.to_vec()));
+            }
+            ControlFlow::Continue(())
+        });
+        let kept: Vec<(u8, Vec<u8>)> = walk
+            .segments()
+            .unwrap()
+            .iter()
+            .map(|(marker, at)| (*marker, jpeg[at.clone()].to_vec()))
+            .collect();
+        assert!(kept.len() >= 4, "{:?}", kept.iter().map(|k| k.0).collect::<Vec<_>>());
+        assert_eq!(kept, needed);
+        // A scan's data starts where its header's body ends.
+        let (_, scan) = walk.segments().unwrap().iter().find(|(m, _)| *m == markers::SOS).unwrap();
+        assert_eq!(walk.layout().headers_end, Some(scan.end));
+
+        // Bytes that are no marker are marked where they were skipped.
+        let mut junk = jpeg[..2].to_vec();
+        junk.extend_from_slice(&[0x12, 0x34]);
+        junk.extend_from_slice(&jpeg[2..]);
+        let mut walk = JpegWalk::default();
+        walk.walk_to_end(&junk);
+        assert_eq!(walk.segments().unwrap()[0], (BROKEN, 2..2));
+
+        // More than a walk keeps: none is offered, and the walk goes on.
+        let mut many = vec![0xFF, markers::SOI];
+        for _ in 0..=MAX_KEPT_SEGMENTS {
+            many.extend_from_slice(&[0xFF, markers::DRI, 0, 4, 0, 0]);
+        }
+        many.extend_from_slice(&jpeg[2..]);
+        let mut walk = JpegWalk::default();
+        walk.walk_to_end(&many);
+        assert!(walk.segments().is_none());
+        assert_eq!(walk.segments.len(), MAX_KEPT_SEGMENTS);
+        assert_eq!((walk.layout().width, walk.layout().scans), (64, 1));
     }
 
     #[test]
