@@ -32,11 +32,13 @@ mod fitting;
 mod format;
 pub(crate) mod formats;
 mod header;
+mod ifd;
 mod off;
 mod pool;
 mod resize;
 mod route;
 mod upright;
+mod watch;
 
 /// The format table: each format's module, and its `FORMAT` row in
 /// [`FORMATS`], in the order given.
@@ -64,6 +66,8 @@ format_table! {
     #[cfg(feature = "avif")] avif,
     #[cfg(feature = "bmp")] bmp,
     #[cfg(feature = "ico")] ico,
+    // Before TIFF's row: most camera RAWs are TIFF-structured.
+    #[cfg(feature = "raw")] raw,
     #[cfg(feature = "tiff")] tiff,
     #[cfg(feature = "qoi")] qoi,
     #[cfg(feature = "svg")] svg,
@@ -78,10 +82,10 @@ use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
 pub use config::DecodeConfig;
-pub(crate) use jpeg::stop_rule as jpeg_stop_rule;
 pub(crate) use pool::{DecodeJob, DecodeOutcome, DecodePool, SHUTDOWN_PATIENCE};
 pub(crate) use resize::refit;
 pub(crate) use route::decode_thumbnail;
+pub(crate) use watch::{stop_rule, watches_bodies};
 
 use crate::body::Body;
 use crate::error::Error;

@@ -61,6 +61,29 @@ pub(crate) fn decode_body(
     decode(url, body, target, limits, None, extent, walk)
 }
 
+/// [`decode_thumbnail`] of a JPEG `preview` of a `photo` in another format
+/// (a camera RAW's), turned as the photo is and reporting its size, going
+/// on from `walk`, the walk over the preview's markers to its frame.
+#[cfg_attr(not(feature = "raw"), allow(dead_code))]
+pub(super) fn decode_preview(
+    url: &Arc<str>,
+    preview: &[u8],
+    target: TargetSize,
+    limits: DecodeLimits,
+    photo: &Photo,
+    walk: JpegWalk,
+) -> Result<Thumbnail, Error> {
+    decode(
+        url,
+        preview,
+        target,
+        limits,
+        Some(photo),
+        Extent::Whole,
+        Some(walk),
+    )
+}
+
 #[cfg(test)]
 /// [`decode_thumbnail`] of the first bytes of a JPEG, which hold its
 /// headers and an embedded thumbnail that serves `target`, or its DC scans

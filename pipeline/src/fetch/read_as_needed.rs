@@ -1,8 +1,8 @@
-//! A fetch layer that reads a JPEG only as far as its thumbnail needs: in
-//! front of any fetcher (the HTTP one, the file reader, an app's own), it
-//! gives each request that may be cut short for a thumbnail the decode
-//! stage's watch as its [`StopRule`] (`decode/jpeg/prefix.rs` says what the
-//! watch looks for). What else the request is, and what the answer is, is
+//! A fetch layer that reads a JPEG or a camera RAW only as far as its
+//! thumbnail needs: in front of any fetcher (the HTTP one, the file reader,
+//! an app's own), it gives each request that may be cut short for a
+//! thumbnail the decode stage's watch as its [`StopRule`]
+//! (`decode/watch.rs` says what the watch looks for). What else the request is, and what the answer is, is
 //! the inner fetcher's business.
 //!
 //! Made by the pipeline's builder when its decoder takes bodies cut short;
@@ -14,7 +14,7 @@ use futures::future::BoxFuture;
 
 use super::exchange::{FetchRequest, FetchResponse};
 use super::{Fetch, fetch_from_response};
-use crate::decode::{DecodeConfig, DecodeLimits, jpeg_stop_rule};
+use crate::decode::{DecodeConfig, DecodeLimits, stop_rule, watches_bodies};
 use crate::error::Error;
 
 /// `inner`, behind a layer that reads JPEGs only as far as their thumbnail
@@ -22,7 +22,7 @@ use crate::error::Error;
 /// itself where it takes neither.
 pub(crate) fn read_as_needed(inner: Arc<dyn Fetch>, config: &DecodeConfig) -> Arc<dyn Fetch> {
     let limits = DecodeLimits::from(config);
-    if limits.embedded_thumbnails || limits.progressive_dc {
+    if watches_bodies(&limits) {
         Arc::new(ReadAsNeeded { inner, limits })
     } else {
         inner
@@ -48,7 +48,7 @@ impl Fetch for ReadAsNeeded {
         if request.stop_rule.is_none()
             && let Some(target) = request.cut_short_for
         {
-            request.stop_rule = jpeg_stop_rule(target, self.limits);
+            request.stop_rule = stop_rule(target, self.limits);
         }
         self.inner.fetch_response(request)
     }

@@ -14,6 +14,7 @@
 use std::ops::Range;
 
 use super::layout::{JpegLayout, ThumbnailAt};
+use crate::decode::ifd::Tiff;
 use crate::decode::{fitting::Fitting, upright};
 use crate::request::TargetSize;
 
@@ -63,70 +64,14 @@ pub(super) fn serves(layout: &JpegLayout, target: TargetSize) -> bool {
 /// `JPEGInterchangeFormat` (0x0201) and `JPEGInterchangeFormatLength`
 /// (0x0202) point at lie, if they are inside it and start a JPEG.
 pub(super) fn ifd1_jpeg(tiff: &[u8]) -> Option<Range<usize>> {
-    let reader = Tiff::new(tiff)?;
-    let ifd0 = reader.u32_at(4)? as usize;
-    let ifd0_entries = usize::from(reader.u16_at(ifd0)?);
-    let ifd1 = reader.u32_at(ifd0.checked_add(2 + ifd0_entries * 12)?)? as usize;
-    if ifd1 == 0 {
-        return None;
-    }
-    let (mut offset, mut length) = (None, None);
-    for entry in 0..usize::from(reader.u16_at(ifd1)?) {
-        let at = ifd1.checked_add(2 + entry * 12)?;
-        // Offsets from the file may be near the end of `usize` (32-bit
-        // targets): saturated, they are past the segment and read `None`.
-        let value = match reader.u16_at(at.saturating_add(2))? {
-            3 => u32::from(reader.u16_at(at.saturating_add(8))?), // SHORT
-            4 => reader.u32_at(at.saturating_add(8))?,            // LONG
-            _ => continue,
-        };
-        match reader.u16_at(at)? {
-            0x0201 => offset = Some(value as usize),
-            0x0202 => length = Some(value as usize),
-            _ => {}
-        }
-    }
-    let (offset, length) = (offset?, length?);
+    let reader = Tiff::new(tiff).filter(|reader| reader.u16_at(2) == Some(42))?;
+    let ifd1 = reader.next_ifd(reader.first_ifd()?)?;
+    let value = |tag| reader.find(ifd1, tag)?.number(&reader);
+    let (offset, length) = (value(0x0201)? as usize, value(0x0202)? as usize);
     let range = offset..offset.checked_add(length)?;
     tiff.get(range.clone())?
         .starts_with(&[0xFF, super::markers::SOI])
         .then_some(range)
-}
-
-/// Numbers read from a TIFF structure in its byte order.
-struct Tiff<'a> {
-    bytes: &'a [u8],
-    big_endian: bool,
-}
-
-impl<'a> Tiff<'a> {
-    fn new(bytes: &'a [u8]) -> Option<Self> {
-        let big_endian = match bytes.get(..2)? {
-            b"II" => false,
-            b"MM" => true,
-            _ => return None,
-        };
-        let tiff = Self { bytes, big_endian };
-        (tiff.u16_at(2)? == 42).then_some(tiff)
-    }
-
-    fn u16_at(&self, at: usize) -> Option<u16> {
-        let bytes: [u8; 2] = self.bytes.get(at..at.checked_add(2)?)?.try_into().ok()?;
-        Some(if self.big_endian {
-            u16::from_be_bytes(bytes)
-        } else {
-            u16::from_le_bytes(bytes)
-        })
-    }
-
-    fn u32_at(&self, at: usize) -> Option<u32> {
-        let bytes: [u8; 4] = self.bytes.get(at..at.checked_add(4)?)?.try_into().ok()?;
-        Some(if self.big_endian {
-            u32::from_be_bytes(bytes)
-        } else {
-            u32::from_le_bytes(bytes)
-        })
-    }
 }
 
 #[cfg(test)]

@@ -29,7 +29,7 @@ pub(super) const APP14: u8 = 0xEE;
 
 /// Whether `marker` starts a frame (SOF0 to SOF15): C0 to CF but DHT (C4),
 /// JPG (C8) and DAC (CC).
-pub(super) fn is_frame(marker: u8) -> bool {
+pub(in crate::decode) fn is_frame(marker: u8) -> bool {
     matches!(marker, 0xC0..=0xCF) && !matches!(marker, DHT | 0xC8 | 0xCC)
 }
 

@@ -58,6 +58,8 @@ pub(super) const FORMAT: Format = Format {
 pub(super) use dc_scans::{covers as dc_scans_cover, decode_dc};
 pub(super) use exif::covers as embedded_covers;
 pub(super) use layout::{JpegLayout, scale_eighths, scaled_side};
+#[cfg(feature = "raw")]
+pub(super) use {layout::ThumbnailAt, markers::is_frame as is_frame_marker};
 pub(super) use walk::{JpegWalk, walk_to_frame};
 pub(super) use libjpeg::decode_scaled;
-pub(crate) use prefix::stop_rule;
+pub(super) use prefix::{PrefixWatch, watch};

@@ -6,8 +6,8 @@
 //! The fetch stops reading once the bytes read are [`Enough::Yes`] and
 //! answers them as a body cut short
 //! ([`Body::cut_short`](crate::Body::cut_short)), which the decode takes as
-//! such. The fetch stage's `read_as_needed` layer gives the rule to each
-//! request that may be cut short.
+//! such. The fetch stage's `read_as_needed` layer gives the rule
+//! (`decode/watch.rs`) to each request that may be cut short.
 //!
 //! A watch is made for each body read and run by the fetch that reads it,
 //! chunk by chunk. It is the JPEG's one walk over its markers (`walk.rs`)
@@ -24,14 +24,13 @@ use super::walk::{JpegWalk, Walked};
 use super::{dc_headers, dc_scans, exif};
 use crate::body::Found;
 use crate::decode::{DecodeLimits, upright};
-use crate::fetch::stop::{BodyWatch, Enough, StopRule};
+use crate::fetch::stop::{BodyWatch, Enough};
 use crate::request::TargetSize;
 
-/// The stop rule for a thumbnail of `target` under `limits`, or `None`
-/// when `limits` take neither route.
-pub(crate) fn stop_rule(target: TargetSize, limits: DecodeLimits) -> Option<StopRule> {
-    let fresh = PrefixWatch::new(target, &limits)?;
-    Some(StopRule::finding(move || fresh.clone()))
+/// The watch for a thumbnail of `target` under `limits`, or `None` when
+/// `limits` take neither route.
+pub(in crate::decode) fn watch(target: TargetSize, limits: &DecodeLimits) -> Option<PrefixWatch> {
+    PrefixWatch::new(target, limits)
 }
 
 /// How far into a body an embedded thumbnail is looked for: EXIF's
@@ -40,7 +39,7 @@ const MAX_EMBEDDED_BYTES: usize = 256 * 1024;
 
 /// A fetch's watch over the body it reads, for the thumbnail of `target`.
 #[derive(Clone, Debug)]
-struct PrefixWatch {
+pub(in crate::decode) struct PrefixWatch {
     target: TargetSize,
     /// Still looking for an embedded thumbnail.
     embedded: bool,
@@ -227,7 +226,7 @@ mod tests {
     /// `step` bytes a chunk, until the rule says it is enough.
     fn fetched(jpeg: &[u8], target: TargetSize, step: usize) -> crate::body::Body {
         use crate::fetch::stop::{BodySoFar, ReadOn};
-        let rule = stop_rule(target, LIMITS).unwrap();
+        let rule = crate::decode::stop_rule(target, LIMITS).unwrap();
         let mut body = BodySoFar::new(0, u64::MAX, Some(&rule));
         let mut stopped = false;
         for chunk in jpeg.chunks(step) {

@@ -1,0 +1,170 @@
+//! The JPEG previews of camera RAWs built on TIFF's structure (CR2, NEF,
+//! ARW, DNG, PEF, SRW, ORF, RW2, and others): found by following the
+//! directories from the first (their chain and sub-IFDs), never reading
+//! the sensor data they describe.
+//!
+//! A preview is where a directory points at a JPEG: `JPEGInterchangeFormat`
+//! and its length, a single strip of JPEG-compressed (6 or 7) pixels that
+//! are not sensor data, or Panasonic's `JpgFromRaw` (0x2E). Whether each
+//! is a JPEG a thumbnail can be made from is the caller's to check.
+//!
+//! At most [`MAX_IFDS`] directories are read, each once (a loop of
+//! directories ends there), so a hostile file costs a bounded walk. Runs
+//! on a decode thread, or a fetch's watch; keeps nothing.
+
+use std::ops::Range;
+
+use image::metadata::Orientation;
+
+use super::Previews;
+use crate::decode::ifd::{Entry, Tiff};
+
+/// Most directories read: a RAW has about five (Nikon's and Sony's a few
+/// more with their sub-IFDs).
+const MAX_IFDS: usize = 32;
+
+/// Most sub-IFDs one directory lists that are followed.
+const MAX_SUB_IFDS: usize = 8;
+
+// The tags read.
+const NEW_SUBFILE_TYPE: u16 = 0x00FE;
+const COMPRESSION: u16 = 0x0103;
+const PHOTOMETRIC: u16 = 0x0106;
+const STRIP_OFFSETS: u16 = 0x0111;
+const ORIENTATION: u16 = 0x0112;
+const STRIP_BYTE_COUNTS: u16 = 0x0117;
+const SUB_IFDS: u16 = 0x014A;
+const JPEG_AT: u16 = 0x0201;
+const JPEG_LENGTH: u16 = 0x0202;
+const PANASONIC_JPEG: u16 = 0x002E;
+const DNG_VERSION: u16 = 0xC612;
+
+/// Sensor data, by its photometric interpretation: a colour filter array,
+/// or DNG's linear raw.
+const SENSOR_PHOTOMETRICS: [u32; 2] = [32803, 34892];
+
+/// Whether a TIFF-structured file is a camera's RAW: a DNG, or a file with
+/// sensor data in one of its directories (which the TIFF decoder cannot
+/// read anyway).
+pub(super) fn is_raw(bytes: &[u8]) -> bool {
+    read(bytes).is_some_and(|read| read.raw)
+}
+
+/// What the directories of a TIFF-structured RAW say.
+pub(super) struct Read {
+    pub(super) previews: Previews,
+    /// A DNG, or sensor data was seen.
+    pub(super) raw: bool,
+}
+
+/// The previews and orientation of the TIFF-structured `bytes` (whole, or
+/// their start), or `None` if they are not TIFF-structured.
+pub(super) fn read(bytes: &[u8]) -> Option<Read> {
+    let tiff = Tiff::new(bytes)?;
+    let first = tiff.first_ifd()?;
+    let mut read = Read {
+        previews: Previews {
+            complete: true,
+            ..Previews::default()
+        },
+        raw: false,
+    };
+    let mut queue = vec![first];
+    let mut seen: Vec<usize> = Vec::new();
+    while let Some(ifd) = queue.pop() {
+        if seen.contains(&ifd) {
+            continue;
+        }
+        if seen.len() == MAX_IFDS {
+            break;
+        }
+        seen.push(ifd);
+        let Some(directory) = Directory::read(&tiff, ifd) else {
+            // Past the bytes read so far: more may hold it.
+            read.previews.complete = false;
+            continue;
+        };
+        if ifd == first {
+            read.previews.orientation = directory.orientation;
+            read.raw |= directory.dng;
+        }
+        read.raw |= directory.sensor_data;
+        read.previews.jpegs.extend(directory.jpegs);
+        queue.extend(directory.sub_ifds);
+        queue.extend(tiff.next_ifd(ifd));
+    }
+    Some(read)
+}
+
+/// What one directory says.
+#[derive(Default)]
+struct Directory {
+    orientation: Option<Orientation>,
+    dng: bool,
+    sensor_data: bool,
+    jpegs: Vec<Range<usize>>,
+    sub_ifds: Vec<usize>,
+}
+
+impl Directory {
+    fn read(tiff: &Tiff<'_>, ifd: usize) -> Option<Self> {
+        let mut directory = Self::default();
+        let (mut compression, mut photometric) = (None, None);
+        let (mut jpeg_at, mut jpeg_length) = (None, None);
+        let (mut strip_at, mut strip_length) = (None, None);
+        let mut subfile_type = None;
+        for entry in tiff.entries(ifd)? {
+            match entry.tag {
+                NEW_SUBFILE_TYPE => subfile_type = entry.number(tiff),
+                COMPRESSION => compression = entry.number(tiff),
+                PHOTOMETRIC => photometric = entry.number(tiff),
+                ORIENTATION => {
+                    directory.orientation = entry
+                        .number(tiff)
+                        .and_then(|value| u8::try_from(value).ok())
+                        .and_then(Orientation::from_exif);
+                }
+                DNG_VERSION => directory.dng = true,
+                SUB_IFDS => {
+                    let subs = entry.numbers(tiff, MAX_SUB_IFDS);
+                    directory.sub_ifds.extend(subs.map(|at| at as usize));
+                }
+                JPEG_AT => jpeg_at = entry.number(tiff),
+                JPEG_LENGTH => jpeg_length = entry.number(tiff),
+                // One strip only: a preview in several is not read.
+                STRIP_OFFSETS if single(&entry) => strip_at = entry.number(tiff),
+                STRIP_BYTE_COUNTS if single(&entry) => strip_length = entry.number(tiff),
+                PANASONIC_JPEG => directory.jpegs.extend(entry.data(tiff)),
+                _ => {}
+            }
+        }
+        directory.sensor_data = photometric.is_some_and(|p| SENSOR_PHOTOMETRICS.contains(&p));
+        if let (Some(at), Some(length)) = (jpeg_at, jpeg_length) {
+            directory.jpegs.extend(range(at, length));
+        }
+        // A JPEG-compressed strip that is not the sensor's: a preview
+        // (Canon's full-size one in IFD0, DNG's in a sub-IFD, whose reduced
+        // images say so with subfile type 1). Canon's sensor data is a
+        // lossless JPEG: the caller's check of the frame refuses it.
+        let jpeg_compressed = matches!(compression, Some(6 | 7));
+        let reduced_or_unsaid = subfile_type.is_none_or(|kind| kind & 1 == 1);
+        if jpeg_compressed
+            && !directory.sensor_data
+            && reduced_or_unsaid
+            && let (Some(at), Some(length)) = (strip_at, strip_length)
+        {
+            directory.jpegs.extend(range(at, length));
+        }
+        Some(directory)
+    }
+}
+
+fn single(entry: &Entry) -> bool {
+    entry.count() == 1
+}
+
+/// `length` bytes at `at`, if neither is zero and the end is a `usize`.
+fn range(at: u32, length: u32) -> Option<Range<usize>> {
+    let (at, length) = (at as usize, length as usize);
+    (at > 0 && length > 0).then_some(at..at.checked_add(length)?)
+}

@@ -1,0 +1,55 @@
+//! A fetch's watch over a camera RAW: the body is read until the preview
+//! its decode will choose is all there, and no further (the sensor data
+//! after it is most of the file). Every preview's size is read from its
+//! first bytes, so the choice is the one the decode makes of the whole
+//! file; a preview not sized yet, or a structure not read yet, reads on.
+//!
+//! Made by the fetch stage's stop rule (`decode/watch.rs`) for each body,
+//! run on the task that reads it; ends with the read.
+
+use super::{Checked, Unsized, choose, is_raw, previews, sized};
+use crate::fetch::stop::Enough;
+use crate::request::TargetSize;
+
+/// How far a RAW is read while waiting for its preview: past this, it is
+/// read whole (its decode then looks at every preview the file has).
+const MAX_WATCHED_BYTES: usize = 32 * 1024 * 1024;
+
+/// The watch over one RAW body, for the thumbnail of `target`.
+#[derive(Clone, Debug)]
+pub(in crate::decode) struct RawWatch {
+    target: TargetSize,
+}
+
+impl RawWatch {
+    pub(in crate::decode) fn new(target: TargetSize) -> Self {
+        Self { target }
+    }
+
+    /// Whether the bytes read so far, `read`, hold the preview the decode
+    /// will choose.
+    pub(in crate::decode) fn check(&mut self, read: &[u8]) -> Enough {
+        if read.len() > MAX_WATCHED_BYTES || !is_raw(read) {
+            return Enough::Never;
+        }
+        let found = previews(read);
+        if !found.complete {
+            return Enough::NotYet;
+        }
+        // Every preview's size, from as much of it as was read.
+        let mut all: Vec<Checked> = Vec::new();
+        for range in &found.jpegs {
+            match sized(read, range, false) {
+                Ok(preview) => all.push(preview),
+                Err(Unsized::Short) => return Enough::NotYet,
+                Err(Unsized::Refused) => {}
+            }
+        }
+        all.sort_by_key(|preview| u64::from(preview.width) * u64::from(preview.height));
+        match choose(all, found.orientation, self.target) {
+            Some((preview, _)) if preview.bytes.end <= read.len() => Enough::Yes,
+            Some(_) => Enough::NotYet,
+            None => Enough::Never,
+        }
+    }
+}
