@@ -41,6 +41,9 @@ struct Args {
     /// Where the report is written (Markdown); printed as well.
     #[arg(long)]
     out: Option<PathBuf>,
+    /// What made the reference thumbnails, for the report.
+    #[arg(long, default_value = "Pillow")]
+    reference_name: String,
     /// The smallest PSNR (dB) at which two thumbnails agree.
     #[arg(long, default_value_t = 22.0)]
     agree_db: f64,
@@ -128,10 +131,10 @@ fn run(args: Args) -> anyhow::Result<()> {
             (Err(_), Err(_)) => ("both refuse", String::new()),
             (Err(error), Ok(_)) => ("refused by thumbpipe only", error.to_string()),
             (Ok(thumbnail), Err(reason)) => (
-                "refused by Pillow only",
+                "refused by the reference only",
                 format!(
-                    "thumbpipe: {}x{}; Pillow: {reason}",
-                    thumbnail.width, thumbnail.height
+                    "thumbpipe: {}x{}; {}: {reason}",
+                    thumbnail.width, thumbnail.height, args.reference_name
                 ),
             ),
             (Ok(thumbnail), Ok(reference)) => {
@@ -144,8 +147,8 @@ fn run(args: Args) -> anyhow::Result<()> {
                     && ours.height.abs_diff(reference.height) <= 1;
                 let db = psnr(&ours, reference);
                 let detail = format!(
-                    "thumbpipe {}x{}, Pillow {}x{}, {db:.1} dB",
-                    ours.width, ours.height, reference.width, reference.height
+                    "thumbpipe {}x{}, {} {}x{}, {db:.1} dB",
+                    ours.width, ours.height, args.reference_name, reference.width, reference.height
                 );
                 if close && db >= args.agree_db {
                     ("agree", detail)
@@ -177,8 +180,9 @@ fn run(args: Args) -> anyhow::Result<()> {
     }
     let total: u64 = counts.values().sum();
     let mut report = format!(
-        "# realworld: thumbpipe against Pillow\n\n{total} files, thumbnails fitted to {side}x{side}, \
+        "# realworld: thumbpipe against {reference}\n\n{total} files, thumbnails fitted to {side}x{side}, \
          agreeing at {db} dB or more, default config, on {machine}.\n\n| outcome | files |\n|---|---|\n",
+        reference = args.reference_name,
         side = args.side,
         db = args.agree_db,
         machine = machine()
