@@ -62,13 +62,12 @@ fn main() {
     }
 }
 
-/// One request of `path` at `side` on a fresh pipeline: the thumbnail's
-/// size or the error, the bytes read, and the milliseconds it took.
-fn load(
-    dir: &Path,
-    path: &Path,
-    side: u32,
-) -> anyhow::Result<(Result<(u32, u32), String>, u64, f64)> {
+/// What one request gave: the thumbnail's size or the error, the bytes
+/// read, and the milliseconds it took.
+type Loaded = (Result<(u32, u32), String>, u64, f64);
+
+/// One request of `path` at `side` on a fresh pipeline.
+fn load(dir: &Path, path: &Path, side: u32) -> anyhow::Result<Loaded> {
     let mut config = Config::default();
     config.fetch.file_roots.push(dir.to_path_buf());
     let mut pipeline = Pipeline::<u32>::new(config)?;
