@@ -64,6 +64,7 @@ format_table! {
     // After the formats that decode fastest: a server that can send either
     // chooses by its own order, most of them AVIF whenever it is named.
     #[cfg(feature = "avif")] avif,
+    #[cfg(feature = "jxl")] jxl,
     #[cfg(feature = "bmp")] bmp,
     #[cfg(feature = "ico")] ico,
     // Before TIFF's row: most camera RAWs are TIFF-structured.
