@@ -47,7 +47,11 @@ pub struct FetchConfig {
     /// while the decoders catch up, does not count. Default: 30 s.
     pub total_timeout: Duration,
     /// Largest response body; a larger one is aborted while streaming.
-    /// Default: 16 MiB.
+    /// A body read only as far as its thumbnail needs (a JPEG's EXIF
+    /// thumbnail or DC scans, a camera RAW's preview) may come from a
+    /// larger file or response: the limit is on the bytes read, and it is
+    /// [`Error::TooLarge`](crate::Error::TooLarge) only when its start
+    /// does not make the thumbnail. Default: 16 MiB.
     pub max_body_bytes: u64,
     /// Bytes of response bodies held between the network and the decoders:
     /// bodies being read and bodies waiting for (or in) a decode. Past it,

@@ -113,15 +113,24 @@ fn read_file(
     rule: Option<StopRule>,
 ) -> Result<FileRead, Error> {
     let OpenFile { file, stamp } = files.open(url)?;
-    if stamp.size > max_bytes {
-        return Err(Error::TooLarge {
-            url: url.to_string(),
-            what: format!(
-                "the file is {} bytes, over the {max_bytes}-byte limit",
-                stamp.size
-            ),
-            setting: "fetch.max_body_bytes",
-        });
+    let over = stamp.size > max_bytes;
+    let too_large = || Error::TooLarge {
+        url: url.to_string(),
+        what: format!(
+            "the file is {} bytes, over the {max_bytes}-byte limit{}",
+            stamp.size,
+            if rule.is_some() {
+                ", and its start did not make the thumbnail"
+            } else {
+                ""
+            }
+        ),
+        setting: "fetch.max_body_bytes",
+    };
+    // A file whose start may make the thumbnail (a camera RAW's preview)
+    // is read as far as the limit; any other is refused unread.
+    if over && rule.is_none() {
+        return Err(too_large());
     }
     let size = stamp.size;
     // The stamp the body carries, if the file is the same once read: one
@@ -134,7 +143,8 @@ fn read_file(
     // the check is never read past the cap.
     // With a stop rule, room for a few chunks first: most reads it cuts
     // short end within them; one read whole gets the file's size at once.
-    let whole = size as usize;
+    // What may be held: all of it, or as far as the limit.
+    let whole = size.min(max_bytes) as usize;
     let (capacity, mut chunk_size) = match rule {
         Some(_) => (whole.min(FIRST_CHUNK_BYTES * 8), FIRST_CHUNK_BYTES),
         None => (whole, MAX_CHUNK_BYTES),
@@ -154,10 +164,15 @@ fn read_file(
             Err(error) if error.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(error) => return Err(unreadable(url, error)),
         };
-        let grew = || Error::TooLarge {
-            url: url.to_string(),
-            what: format!("the file grew past the {max_bytes}-byte limit while read"),
-            setting: "fetch.max_body_bytes",
+        let grew = || {
+            if over {
+                return too_large();
+            }
+            Error::TooLarge {
+                url: url.to_string(),
+                what: format!("the file grew past the {max_bytes}-byte limit while read"),
+                setting: "fetch.max_body_bytes",
+            }
         };
         offset += read as u64;
         if body.push(&chunk[..read], grew)? == ReadOn::Stop {
@@ -165,6 +180,10 @@ fn read_file(
         }
         chunk_size = (chunk_size * 2).min(MAX_CHUNK_BYTES);
         if watched && !body.watching() {
+            // Its start did not do: a file over the limit is not read on.
+            if over {
+                return Err(too_large());
+            }
             watched = false;
             advise(&file, false);
             chunk_size = MAX_CHUNK_BYTES;

@@ -97,7 +97,11 @@ impl Network<'_> {
             what: format!("the body is {size}, over the {max_bytes}-byte limit"),
             setting: "fetch.max_body_bytes",
         };
-        if let Some(length) = response.content_length().filter(|len| *len > max_bytes) {
+        // A body whose start may make the thumbnail (the request's stop
+        // rule watches it) is read as far as the limit.
+        if let Some(length) = response.content_length().filter(|len| *len > max_bytes)
+            && self.request.stop_rule.is_none()
+        {
             return Err(too_large(format!("{length} bytes")));
         }
         // Bodies waiting for a decoder are bounded: this one waits here,
@@ -106,7 +110,12 @@ impl Network<'_> {
         let waiting = tokio::time::Instant::now();
         let reservation = self
             .request
-            .reserve(response.content_length().unwrap_or(max_bytes))
+            .reserve(
+                response
+                    .content_length()
+                    .unwrap_or(max_bytes)
+                    .min(max_bytes),
+            )
             .await;
         deadline = later_by(deadline, waiting.elapsed());
         // The server's length is a claim: reserve at most 1 MiB up

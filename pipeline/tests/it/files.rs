@@ -221,3 +221,51 @@ fn a_path_outside_the_roots_is_refused_alike_whether_or_not_it_exists() {
         }
     }
 }
+
+/// A Fujifilm RAF holding the fixture's picture `id` as its JPEG, `before`
+/// bytes of sensor data ahead of it and `after` behind.
+fn raf(id: u32, before: usize, after: usize) -> Vec<u8> {
+    let jpeg = fixture_server::picture::render(id, 240, 160)
+        .encode_jpeg(90)
+        .unwrap();
+    let mut file = b"FUJIFILMCCD-RAW ".to_vec();
+    file.resize(100 + before, 0);
+    file[84..88].copy_from_slice(&((100 + before) as u32).to_be_bytes());
+    file[88..92].copy_from_slice(&(jpeg.len() as u32).to_be_bytes());
+    file.extend_from_slice(&jpeg);
+    file.resize(file.len() + after, 0);
+    file
+}
+
+#[test]
+fn a_raw_over_the_cap_is_shown_when_its_preview_lies_within_it() {
+    let root = Scratch::new("raw-cap");
+    let early = root.0.join("early.raf");
+    std::fs::write(&early, raf(31, 0, 512 * 1024)).unwrap();
+    let late = root.0.join("late.raf");
+    std::fs::write(&late, raf(32, 256 * 1024, 512 * 1024)).unwrap();
+    let mut config = Config::default();
+    config.fetch.file_roots = vec![root.0.clone()];
+    config.shared_thumbnails.read = thumbpipe::ThumbnailStore::Off;
+    config.shared_thumbnails.write = thumbpipe::ThumbnailStore::Off;
+    config.fetch.max_body_bytes = 128 * 1024;
+    let mut pipeline = Pipeline::<usize>::new(config).unwrap();
+    let results = load(&mut pipeline, &[url(&early), url(&late)]);
+    assert_eq!(results[0].as_ref().unwrap(), &31);
+    match &results[1] {
+        Err(Error::TooLarge { what, setting, .. }) => {
+            assert_eq!(*setting, "fetch.max_body_bytes");
+            assert!(
+                what.contains("its start did not make the thumbnail"),
+                "{what}"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    // The early one's file was read no further than the cap.
+    assert!(
+        pipeline.stats().file_bytes_read <= 2 * 128 * 1024,
+        "{:?}",
+        pipeline.stats()
+    );
+}
