@@ -73,16 +73,12 @@ fn thumbnail(
         .render_frame(0)
         .map_err(|error| decode_error(error.to_string()))?;
     let mut stream = render.stream();
-    let layout = match stream.channels() {
-        1 => Layout::Luma,
-        2 => Layout::LumaAlpha,
-        3 => Layout::Rgb,
-        4 => Layout::Rgba,
-        n => return Err(decode_error(format!("{n} channels (CMYK is not shown)"))),
-    };
+    let format = image.pixel_format();
     let (stream_width, stream_height) = (stream.width(), stream.height());
     let mut data = vec![0u8; stream_width as usize * stream_height as usize * stream.channels() as usize];
     stream.write_to_buffer(&mut data);
+    let (layout, data) = straight(data, format.channels(), format.has_black(), premultiplied(&image))
+        .ok_or_else(|| decode_error(format!("{} channels", format.channels())))?;
     let pixels = Pixels {
         width: stream_width,
         height: stream_height,
@@ -98,6 +94,54 @@ fn thumbnail(
     )
     .map_err(decode_error)?;
     Ok(header::still(url, rgba, (width, height)))
+}
+
+/// Whether the image's alpha is associated (its colour premultiplied).
+fn premultiplied(image: &JxlImage) -> bool {
+    image
+        .image_header()
+        .metadata
+        .ec_info
+        .iter()
+        .any(|info| matches!(info.ty, jxl_oxide::ExtraChannelType::Alpha { alpha_associated: true }))
+}
+
+/// Interleaved samples of `channels` (colour, then black if `black`, then
+/// alpha) as one of the resize's layouts: CMYK made RGB by its black
+/// (each colour sample scaled by the black channel's, which is 1 where no
+/// black ink is), premultiplied colour divided by its alpha.
+fn straight(data: Vec<u8>, channels: usize, black: bool, premultiplied: bool) -> Option<(Layout, Vec<u8>)> {
+    let (layout, mut data) = match (channels, black) {
+        (1, _) => (Layout::Luma, data),
+        (2, _) => (Layout::LumaAlpha, data),
+        (3, false) => (Layout::Rgb, data),
+        (4, false) => (Layout::Rgba, data),
+        (4 | 5, true) => {
+            let scale = |c: u8, k: u8| ((u16::from(c) * u16::from(k) + 127) / 255) as u8;
+            let rgba = data
+                .chunks_exact(channels)
+                .flat_map(|p| [scale(p[0], p[3]), scale(p[1], p[3]), scale(p[2], p[3]), *p.get(4).unwrap_or(&255)])
+                .collect();
+            (Layout::Rgba, rgba)
+        }
+        _ => return None,
+    };
+    if premultiplied {
+        let (colour, step) = match layout {
+            Layout::LumaAlpha => (1, 2),
+            Layout::Rgba => (3, 4),
+            _ => (0, 1),
+        };
+        for pixel in data.chunks_exact_mut(step).filter(|_| colour > 0) {
+            let alpha = u16::from(pixel[colour]);
+            for sample in &mut pixel[..colour] {
+                *sample = (u16::from(*sample) * 255 + alpha / 2)
+                    .checked_div(alpha)
+                    .map_or(0, |value| value.min(255) as u8);
+            }
+        }
+    }
+    Some((layout, data))
 }
 
 /// The image `bytes` hold, its frames read (not yet decoded), on this
