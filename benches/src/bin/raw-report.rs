@@ -12,8 +12,8 @@
 //! Each file is requested alone as a `file://` URL of a pipeline with the
 //! default config (the folder its one root), at `--side` px; its time is
 //! from the request to its thumbnail (median of `--runs`, each a fresh
-//! pipeline, so nothing is cached), its bytes the pipeline's
-//! `file_bytes_read`. Writes `raw-report.md` to `--out` and prints it.
+//! pipeline, so nothing is cached; the desktop's shared thumbnails off),
+//! its bytes the pipeline's `file_bytes_read`. Writes `raw-report.md` to `--out` and prints it.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 use clap::Parser;
-use thumbpipe::{Config, Pipeline, Priority, TargetSize};
+use thumbpipe::{Config, Pipeline, Priority, TargetSize, ThumbnailStore};
 use thumbpipe_benches::{machine, median_and_range};
 
 #[derive(Debug, Parser)]
@@ -70,6 +70,9 @@ type Loaded = (Result<(u32, u32), String>, u64, f64);
 fn load(dir: &Path, path: &Path, side: u32) -> anyhow::Result<Loaded> {
     let mut config = Config::default();
     config.fetch.file_roots.push(dir.to_path_buf());
+    // Each load reads its file: not the desktop's thumbnail of it.
+    config.shared_thumbnails.read = ThumbnailStore::Off;
+    config.shared_thumbnails.write = ThumbnailStore::Off;
     let mut pipeline = Pipeline::<u32>::new(config)?;
     let url = format!("file://{}", path.display());
     let started = Instant::now();
