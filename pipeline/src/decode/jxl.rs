@@ -208,6 +208,19 @@ mod tests {
     }
 
     #[test]
+    fn premultiplied_colour_is_made_straight_and_cmyk_rgb_by_its_black() {
+        // Half-covered red, premultiplied: straight red at half alpha.
+        let (layout, data) = straight(vec![128, 0, 0, 128, 0, 0, 0, 0], 4, false, true).unwrap();
+        assert!(matches!(layout, Layout::Rgba));
+        assert_eq!(data, [255, 0, 0, 128, 0, 0, 0, 0]);
+        // Colour samples scaled by black (255: no black ink), then alpha.
+        let (layout, data) = straight(vec![255, 128, 0, 128, 200], 5, true, false).unwrap();
+        assert!(matches!(layout, Layout::Rgba));
+        assert_eq!(data, [128, 64, 0, 200]);
+        assert!(straight(vec![0; 6], 6, false, false).is_none());
+    }
+
+    #[test]
     fn past_the_limits_or_damaged_is_an_error_never_a_panic() {
         let mut small = LIMITS;
         small.max_dimension = 200;
