@@ -126,7 +126,7 @@ impl Entry {
             _ => 0,
         };
         let count = (self.count as usize).min(most);
-        let start = if size * (self.count as usize) <= 4 {
+        let start = if (self.count as usize).saturating_mul(size) <= 4 {
             Some(self.at.saturating_add(8))
         } else {
             tiff.u32_at(self.at.saturating_add(8)).map(|at| at as usize)

@@ -63,7 +63,7 @@ fn is_raw(bytes: &[u8]) -> bool {
     bytes.starts_with(raf::MAGIC)
         || cr3::is_cr3(bytes)
         || matches!(bytes.get(..4), Some(b"IIRO" | b"IIRS" | b"MMOR" | b"IIU\0"))
-        || (bytes.starts_with(b"II*\0") && bytes.get(8..10) == Some(b"CR"))
+        || (bytes.starts_with(b"II*\0") && bytes.get(8..11) == Some(b"CR\x02"))
         || (is_tiff(bytes) && tiff::is_raw(bytes))
 }
 
@@ -120,6 +120,10 @@ fn sized(bytes: &[u8], range: &Range<usize>, whole: bool) -> Result<Checked, Uns
     } else {
         range.end.min(bytes.len())
     };
+    // Not begun yet in the bytes read so far.
+    if !whole && range.start >= bytes.len() {
+        return Err(Unsized::Short);
+    }
     let jpeg = bytes.get(range.start..end).ok_or(Unsized::Refused)?;
     let mut walk = JpegWalk::default();
     let Some((width, height)) = walk.frame_size(jpeg) else {

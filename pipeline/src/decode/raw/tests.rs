@@ -265,3 +265,41 @@ fn a_fetch_reads_a_raw_no_further_than_its_chosen_preview() {
         assert_eq!(picture_of(&thumbnail), Some(picture), "{side}");
     }
 }
+
+#[test]
+fn a_fetch_waits_for_a_larger_preview_that_lies_after_a_smaller_one() {
+    use crate::fetch::stop::{BodySoFar, ReadOn};
+    // EXIF's thumbnail (picture 2) first in the file, the full preview
+    // (picture 1) 256 KiB after it, then sensor data.
+    let (preview, thumbnail) = (jpeg(1, 600, 400), jpeg(2, 160, 107));
+    let (gap, sensor) = (vec![0u8; 256 * 1024], vec![0u8; 2 * 1024 * 1024]);
+    let mut head = b"II*\0\0\0\0\0CR\x02\0".to_vec();
+    head.resize(16, 0);
+    let file = tiff_file(
+        &head,
+        &[&thumbnail, &gap, &preview, &sensor],
+        &[
+            (
+                vec![(0x0103, SHORT, V::N(6)), (0x0111, LONG, V::At(2)), (0x0117, LONG, V::Len(2))],
+                Some(1),
+            ),
+            (vec![(0x0201, LONG, V::At(0)), (0x0202, LONG, V::Len(0))], None),
+        ],
+    );
+    let target = TargetSize::square(256);
+    let rule = crate::decode::stop_rule(target, LIMITS).unwrap();
+    let mut body = BodySoFar::new(0, u64::MAX, Some(&rule));
+    let mut stopped = false;
+    for chunk in file.chunks(1024) {
+        if body.push(chunk, || unreachable!("no cap")).unwrap() == ReadOn::Stop {
+            stopped = true;
+            break;
+        }
+    }
+    let body = body.finish(stopped, bytes::Bytes::from);
+    assert!(stopped && body.len() < file.len() / 4, "{} of {}", body.len(), file.len());
+    let url: Arc<str> = "file:///photo.cr2".into();
+    let thumbnail = route::decode_body(&url, &body, target, LIMITS).unwrap();
+    assert_eq!(picture_of(&thumbnail), Some(1));
+    assert_eq!(thumbnail.source_size, (600, 400));
+}

@@ -7,7 +7,8 @@
 //! Made by the fetch stage's stop rule (`decode/watch.rs`) for each body,
 //! run on the task that reads it; ends with the read.
 
-use super::{Checked, Unsized, choose, is_raw, previews, sized};
+use super::{Checked, MAX_PREVIEWS, Unsized, choose, is_raw, previews, sized, tiff};
+use crate::decode::format::is_tiff;
 use crate::fetch::stop::Enough;
 use crate::request::TargetSize;
 
@@ -19,26 +20,54 @@ const MAX_WATCHED_BYTES: usize = 32 * 1024 * 1024;
 #[derive(Clone, Debug)]
 pub(in crate::decode) struct RawWatch {
     target: TargetSize,
+    /// Bytes read before the next look: the body is looked at again only
+    /// once it has grown by a quarter, so however it arrives, a few dozen
+    /// looks cover the most it is watched for.
+    look_at: usize,
 }
 
 impl RawWatch {
     pub(in crate::decode) fn new(target: TargetSize) -> Self {
-        Self { target }
+        Self {
+            target,
+            look_at: 0,
+        }
     }
 
     /// Whether the bytes read so far, `read`, hold the preview the decode
     /// will choose.
     pub(in crate::decode) fn check(&mut self, read: &[u8]) -> Enough {
-        if read.len() > MAX_WATCHED_BYTES || !is_raw(read) {
+        if read.len() > MAX_WATCHED_BYTES {
             return Enough::Never;
+        }
+        if read.len() < self.look_at {
+            return Enough::NotYet;
+        }
+        let enough = self.look(read);
+        self.look_at = read.len() + (read.len() / 4).max(16 * 1024);
+        enough
+    }
+
+    fn look(&self, read: &[u8]) -> Enough {
+        if !is_raw(read) {
+            // A TIFF whose directories are not all read yet may still
+            // prove a RAW (its sensor data in a later sub-IFD).
+            let partial_tiff = is_tiff(read)
+                && tiff::read(read).is_some_and(|tiff| !tiff.previews.complete);
+            return if partial_tiff {
+                Enough::NotYet
+            } else {
+                Enough::Never
+            };
         }
         let found = previews(read);
         if !found.complete {
             return Enough::NotYet;
         }
-        // Every preview's size, from as much of it as was read.
+        // Every preview's size, from as much of it as was read: those the
+        // decode looks at.
         let mut all: Vec<Checked> = Vec::new();
-        for range in &found.jpegs {
+        for range in found.jpegs.iter().take(MAX_PREVIEWS) {
             match sized(read, range, false) {
                 Ok(preview) => all.push(preview),
                 Err(Unsized::Short) => return Enough::NotYet,
