@@ -21,7 +21,7 @@ import sys
 import png
 from PIL import Image
 
-from pillow_thumbnails import fit_inside
+from pillow_thumbnails import write_fitted, write_refused
 
 
 def rgba8(path):
@@ -52,15 +52,9 @@ def main():
             shutil.copyfile(source, os.path.join(corpus, name))
             try:
                 rgba = rgba8(reference)
-                size = fit_inside(rgba.width, rgba.height, side)
-                if size != rgba.size:
-                    rgba = rgba.resize(size, Image.Resampling.LANCZOS)
-                with open(os.path.join(out, name + ".rgba"), "wb") as raw:
-                    raw.write(rgba.tobytes())
-                index.write(f"{name}\tok {rgba.width} {rgba.height}\n")
+                write_fitted(index, out, name, rgba, side)
             except Exception as error:  # a refusal is a result, not a crash
-                reason = str(error).replace("\t", " ").replace("\n", " ")
-                index.write(f"{name}\trefused {type(error).__name__}: {reason}\n")
+                write_refused(index, name, error)
 
 
 if __name__ == "__main__":

@@ -29,6 +29,23 @@ def fit_inside(width, height, side):
     return max(1, round(width * scale)), max(1, round(height * scale))
 
 
+def write_fitted(index, out, name, rgba, side):
+    """Writes `rgba` fitted inside side x side (Lanczos, never scaled up) to
+    OUT/NAME.rgba, and its line to the index."""
+    size = fit_inside(rgba.width, rgba.height, side)
+    if size != rgba.size:
+        rgba = rgba.resize(size, Image.Resampling.LANCZOS)
+    with open(os.path.join(out, name + ".rgba"), "wb") as raw:
+        raw.write(rgba.tobytes())
+    index.write(f"{name}\tok {rgba.width} {rgba.height}\n")
+
+
+def write_refused(index, name, error):
+    """Writes a refusal's line to the index: a refusal is a result."""
+    reason = str(error).replace("\t", " ").replace("\n", " ")
+    index.write(f"{name}\trefused {type(error).__name__}: {reason}\n")
+
+
 def main():
     corpus, out, side = sys.argv[1], sys.argv[2], int(sys.argv[3])
     os.makedirs(out, exist_ok=True)
@@ -46,16 +63,9 @@ def main():
                         cropped.getexif().update(image.getexif())
                         image = cropped
                     upright = ImageOps.exif_transpose(image)
-                    rgba = upright.convert("RGBA")
-                    size = fit_inside(rgba.width, rgba.height, side)
-                    if size != rgba.size:
-                        rgba = rgba.resize(size, Image.Resampling.LANCZOS)
-                    with open(os.path.join(out, name + ".rgba"), "wb") as raw:
-                        raw.write(rgba.tobytes())
-                    index.write(f"{name}\tok {rgba.width} {rgba.height}\n")
+                    write_fitted(index, out, name, upright.convert("RGBA"), side)
             except Exception as error:  # a refusal is a result, not a crash
-                reason = str(error).replace("\t", " ").replace("\n", " ")
-                index.write(f"{name}\trefused {type(error).__name__}: {reason}\n")
+                write_refused(index, name, error)
 
 
 if __name__ == "__main__":

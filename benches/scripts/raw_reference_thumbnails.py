@@ -18,7 +18,7 @@ import sys
 
 from PIL import Image
 
-from pillow_thumbnails import fit_inside
+from pillow_thumbnails import write_fitted, write_refused
 
 TAGS = ["PreviewImage", "JpgFromRaw", "OtherImage"]
 
@@ -72,15 +72,9 @@ def main():
                     rgba = image.convert("RGBA")
                 for turn in TURNS.get(orientation(path), []):
                     rgba = rgba.transpose(turn)
-                size = fit_inside(rgba.width, rgba.height, side)
-                if size != rgba.size:
-                    rgba = rgba.resize(size, Image.Resampling.LANCZOS)
-                with open(os.path.join(out, name + ".rgba"), "wb") as raw:
-                    raw.write(rgba.tobytes())
-                index.write(f"{name}\tok {rgba.width} {rgba.height}\n")
+                write_fitted(index, out, name, rgba, side)
             except Exception as error:  # a refusal is a result, not a crash
-                reason = str(error).replace("\t", " ").replace("\n", " ")
-                index.write(f"{name}\trefused {type(error).__name__}: {reason}\n")
+                write_refused(index, name, error)
 
 
 if __name__ == "__main__":
