@@ -2,9 +2,11 @@
 //! runs it, with no thread pool of its own: its row of the format table
 //! and its decoder, bytes to thumbnail. The header is read first and the
 //! image refused past `decode.max_dimension` before any frame is decoded;
-//! every allocation jxl-oxide makes counts against
-//! `decode.max_alloc_bytes` (its allocation tracker), and the pixels and
-//! the resize are reckoned before they are made. The first frame of an
+//! jxl-oxide's image buffers count against `decode.max_alloc_bytes` (its
+//! allocation tracker), and the 8-bit pixels and the resize are reckoned
+//! against it again before they are made, so a decode may hold up to
+//! about twice the limit. Not tracked: an embedded ICC profile's buffer,
+//! which jxl-oxide sizes from the file (up to 256 MiB). The first frame of an
 //! animation is shown, turned as the file says.
 //!
 //! Runs on a decode thread; keeps nothing.

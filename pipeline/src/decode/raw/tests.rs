@@ -113,6 +113,22 @@ fn cr2(orientation: u32, sensor: usize) -> Vec<u8> {
     )
 }
 
+/// `file` read as a fetch reads it under the stop rule for `target`,
+/// `step` bytes a chunk, until the rule says it is enough.
+fn fetched(file: &[u8], target: TargetSize, step: usize) -> crate::body::Body {
+    use crate::fetch::stop::{BodySoFar, ReadOn};
+    let rule = crate::decode::stop_rule(target, LIMITS).unwrap();
+    let mut body = BodySoFar::new(0, u64::MAX, Some(&rule));
+    let mut stopped = false;
+    for chunk in file.chunks(step) {
+        if body.push(chunk, || unreachable!("no cap")).unwrap() == ReadOn::Stop {
+            stopped = true;
+            break;
+        }
+    }
+    body.finish(stopped, bytes::Bytes::from)
+}
+
 fn decoded(bytes: &[u8], side: u32) -> Result<Thumbnail, Error> {
     let url: Arc<str> = "file:///photo.raw".into();
     route::decode_thumbnail(&url, bytes, TargetSize::square(side), LIMITS)
@@ -244,21 +260,11 @@ fn hostile_structures_are_an_error_never_a_panic_or_a_hang() {
 
 #[test]
 fn a_fetch_reads_a_raw_no_further_than_its_chosen_preview() {
-    use crate::fetch::stop::{BodySoFar, ReadOn};
     let file = cr2(1, 4 * 1024 * 1024);
     for (side, picture) in [(64, 2), (256, 1)] {
         let target = TargetSize::square(side);
-        let rule = crate::decode::stop_rule(target, LIMITS).unwrap();
-        let mut body = BodySoFar::new(0, u64::MAX, Some(&rule));
-        let mut stopped = false;
-        for chunk in file.chunks(4096) {
-            if body.push(chunk, || unreachable!("no cap")).unwrap() == ReadOn::Stop {
-                stopped = true;
-                break;
-            }
-        }
-        let body = body.finish(stopped, bytes::Bytes::from);
-        assert!(stopped && !body.complete, "{side}");
+        let body = fetched(&file, target, 4096);
+        assert!(!body.complete, "{side}");
         assert!(body.len() * 20 < file.len(), "{side}: {} of {}", body.len(), file.len());
         let url: Arc<str> = "file:///photo.cr2".into();
         let thumbnail = route::decode_body(&url, &body, target, LIMITS).unwrap();
@@ -268,7 +274,6 @@ fn a_fetch_reads_a_raw_no_further_than_its_chosen_preview() {
 
 #[test]
 fn a_fetch_waits_for_a_larger_preview_that_lies_after_a_smaller_one() {
-    use crate::fetch::stop::{BodySoFar, ReadOn};
     // EXIF's thumbnail (picture 2) first in the file, the full preview
     // (picture 1) 256 KiB after it, then sensor data.
     let (preview, thumbnail) = (jpeg(1, 600, 400), jpeg(2, 160, 107));
@@ -287,17 +292,8 @@ fn a_fetch_waits_for_a_larger_preview_that_lies_after_a_smaller_one() {
         ],
     );
     let target = TargetSize::square(256);
-    let rule = crate::decode::stop_rule(target, LIMITS).unwrap();
-    let mut body = BodySoFar::new(0, u64::MAX, Some(&rule));
-    let mut stopped = false;
-    for chunk in file.chunks(1024) {
-        if body.push(chunk, || unreachable!("no cap")).unwrap() == ReadOn::Stop {
-            stopped = true;
-            break;
-        }
-    }
-    let body = body.finish(stopped, bytes::Bytes::from);
-    assert!(stopped && body.len() < file.len() / 4, "{} of {}", body.len(), file.len());
+    let body = fetched(&file, target, 1024);
+    assert!(!body.complete && body.len() < file.len() / 4, "{} of {}", body.len(), file.len());
     let url: Arc<str> = "file:///photo.cr2".into();
     let thumbnail = route::decode_body(&url, &body, target, LIMITS).unwrap();
     assert_eq!(picture_of(&thumbnail), Some(1));
