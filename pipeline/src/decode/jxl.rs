@@ -1,20 +1,23 @@
 //! JPEG XL, decoded by jxl-oxide (pure Rust) on the decode thread that
 //! runs it, with no thread pool of its own: its row of the format table
-//! and its decoder, bytes to thumbnail. The header is read first and the
-//! image refused past `decode.max_dimension` before any frame is decoded;
-//! jxl-oxide's image buffers count against `decode.max_alloc_bytes` (its
-//! allocation tracker), and the 8-bit pixels and the resize are reckoned
-//! against it again before they are made, so a decode may hold up to
-//! about twice the limit. Not tracked: an embedded ICC profile's buffer,
-//! which jxl-oxide sizes from the file (up to 256 MiB). The first frame of an
-//! animation is shown, turned as the file says.
+//! and its decoder, bytes to thumbnail. Before jxl-oxide reads the file,
+//! its header is read here ([`plan`]): the image is refused past
+//! `decode.max_dimension`, and what the decode will hold outside
+//! jxl-oxide's allocation tracker (an embedded ICC profile, which
+//! jxl-oxide sizes from the file, up to 256 MiB encoded and as much
+//! decoded; the 8-bit pixels and the resize) is reckoned against
+//! `decode.max_alloc_bytes`. The tracker is given what is left of it, so a
+//! decode holds no more than the limit. The first frame of an animation
+//! is shown, turned as the file says.
 //!
 //! Runs on a decode thread; keeps nothing.
 
 use std::sync::Arc;
 
 use image::metadata::Orientation;
-use jxl_oxide::{AllocTracker, InitializeResult, JxlImage, JxlThreadPool};
+use jxl_bitstream::{Bitstream, ContainerParser, ParseEvent};
+use jxl_oxide::{AllocTracker, ExtraChannelType, ImageHeader, InitializeResult, JxlImage, JxlThreadPool};
+use jxl_oxide_common::Bundle as _;
 
 use super::DecodeLimits;
 use super::fitting::Fitting;
@@ -52,24 +55,29 @@ fn thumbnail(
         url: url.to_string(),
         reason: format!("JPEG XL: {reason}"),
     };
-    let image = read(bytes, &limits).map_err(decode_error)?;
-    // Upright: jxl-oxide turns the picture as it renders it.
-    let (width, height) = (image.width(), image.height());
+    let plan = plan(bytes).map_err(decode_error)?;
+    // Upright, as jxl-oxide renders it.
+    let (width, height) = plan.size;
     within_max_dimension(url, width, height, &limits)?;
     let fitting = Fitting::new(width, height, asked);
-    let channels = u64::from(image.pixel_format().channels() as u32).max(1);
-    let needed = (u64::from(width) * u64::from(height) * channels)
-        .saturating_add(resize::working_bytes((width, height), fitting.size));
-    if needed > limits.max_alloc {
+    let pixels = (u64::from(width) * u64::from(height)).saturating_mul(plan.bytes_per_pixel);
+    let untracked = pixels
+        .saturating_add(resize::working_bytes((width, height), fitting.size))
+        .saturating_add(plan.icc_bytes);
+    let Some(tracked) = limits.max_alloc.checked_sub(untracked) else {
         return Err(Error::TooLarge {
             url: url.to_string(),
             what: format!(
-                "image is {width}x{height}: its pixels and the resize take {needed} bytes, over \
-                 the {}-byte decode limit",
+                "image is {width}x{height}: its pixels, the resize and its ICC profile take \
+                 {untracked} bytes, over the {}-byte decode limit",
                 limits.max_alloc
             ),
             setting: "decode.max_alloc_bytes",
         });
+    };
+    let image = read(bytes, tracked).map_err(decode_error)?;
+    if (image.width(), image.height()) != (width, height) {
+        return Err(decode_error("its header read twice gave two sizes".into()));
     }
     let render = image
         .render_frame(0)
@@ -146,10 +154,78 @@ fn straight(data: Vec<u8>, channels: usize, black: bool, premultiplied: bool) ->
     Some((layout, data))
 }
 
+/// What decoding a JPEG XL will hold outside jxl-oxide's tracker, read
+/// from its header before jxl-oxide reads it.
+struct Plan {
+    /// Its upright size.
+    size: (u32, u32),
+    /// Bytes a pixel takes once rendered to 8 bits: colour, alpha, and
+    /// black with the RGBA it is made into.
+    bytes_per_pixel: u64,
+    /// Its embedded ICC profile's bytes, encoded and decoded.
+    icc_bytes: u64,
+}
+
+/// Reads the header of the JPEG XL `bytes` (bare, or in its container),
+/// and the sizes of its ICC profile: read here first, under a bound, since
+/// jxl-oxide allocates both from the sizes the file declares.
+fn plan(bytes: &[u8]) -> Result<Plan, String> {
+    let mut codestream = Vec::new();
+    let mut container = ContainerParser::new();
+    for event in container.feed_bytes(bytes) {
+        if let ParseEvent::Codestream(part) = event.map_err(|error| error.to_string())? {
+            codestream.extend_from_slice(part);
+        }
+    }
+    let mut bitstream = Bitstream::new(&codestream);
+    let header = ImageHeader::parse(&mut bitstream, ()).map_err(|error| error.to_string())?;
+    let channels = header.metadata.ec_info.iter().fold(3, |channels, info| match info.ty {
+        ExtraChannelType::Alpha { .. } => channels + 1,
+        // Black, and the RGBA the colour is made into with it.
+        ExtraChannelType::Black => channels + 1 + 4,
+        _ => channels,
+    });
+    let mut icc_bytes = 0;
+    if header.metadata.colour_encoding.want_icc() {
+        let encoded = bitstream
+            .clone()
+            .read_u64()
+            .map_err(|error| error.to_string())?;
+        if encoded > MAX_ICC_BYTES {
+            return Err(format!("its ICC profile is {encoded} bytes encoded, over {MAX_ICC_BYTES}"));
+        }
+        let icc = jxl_color::icc::read_icc(&mut bitstream).map_err(|error| error.to_string())?;
+        // The decoded size leads the encoded profile, as a varint.
+        let decoded = icc
+            .iter()
+            .take(9)
+            .enumerate()
+            .try_fold(0u64, |size, (at, byte)| {
+                let size = size | (u64::from(byte & 0x7F) << (7 * at));
+                if byte & 0x80 == 0 { Err(size) } else { Ok(size) }
+            })
+            .err()
+            .ok_or("its ICC profile's size does not end")?;
+        if decoded > MAX_ICC_BYTES {
+            return Err(format!("its ICC profile is {decoded} bytes decoded, over {MAX_ICC_BYTES}"));
+        }
+        icc_bytes = encoded + decoded;
+    }
+    Ok(Plan {
+        size: (header.width_with_orientation(), header.height_with_orientation()),
+        bytes_per_pixel: channels,
+        icc_bytes,
+    })
+}
+
+/// The largest ICC profile read, encoded or decoded: profiles of cameras,
+/// screens and printers are kilobytes to a few megabytes.
+const MAX_ICC_BYTES: u64 = 16 * 1024 * 1024;
+
 /// The image `bytes` hold, its frames read (not yet decoded), on this
-/// thread, jxl-oxide's allocations bounded by the limit.
-fn read(bytes: &[u8], limits: &DecodeLimits) -> Result<JxlImage, String> {
-    let budget = usize::try_from(limits.max_alloc).unwrap_or(usize::MAX);
+/// thread, jxl-oxide's allocations bounded by `budget`.
+fn read(bytes: &[u8], budget: u64) -> Result<JxlImage, String> {
+    let budget = usize::try_from(budget).unwrap_or(usize::MAX);
     let mut uninit = JxlImage::builder()
         .pool(JxlThreadPool::none())
         .alloc_tracker(AllocTracker::with_limit(budget))
@@ -220,6 +296,72 @@ mod tests {
         assert!(matches!(layout, Layout::Rgba));
         assert_eq!(data, [128, 64, 0, 200]);
         assert!(straight(vec![0; 6], 6, false, false).is_none());
+    }
+
+    /// The header of an 8x8 JPEG XL codestream, bit by bit (least
+    /// significant first), whose ICC profile is `encoded` bytes long; the
+    /// profile itself is not there.
+    fn declaring_an_icc_profile_of(encoded: u64) -> Vec<u8> {
+        let mut bytes = vec![0xFF, 0x0A];
+        let mut used = 0;
+        let mut put = |value: u64, bits: u32| {
+            for bit in 0..bits {
+                if used % 8 == 0 {
+                    bytes.push(0);
+                }
+                *bytes.last_mut().unwrap() |= (((value >> bit) & 1) as u8) << (used % 8);
+                used += 1;
+            }
+        };
+        // Size: 8 high (div8, 1 + 0), as wide (ratio 1).
+        put(1, 1);
+        put(0, 5);
+        put(1, 3);
+        // Metadata: not all default, no extra fields, 8-bit integer
+        // samples, 16-bit buffers, no extra channels, XYB.
+        put(0, 1);
+        put(0, 1);
+        put(0, 1);
+        put(0, 2);
+        put(1, 1);
+        put(0, 2);
+        put(1, 1);
+        // Colour: not default, an ICC profile of an RGB space.
+        put(0, 1);
+        put(1, 1);
+        put(0, 2);
+        // No extensions; the default matrix.
+        put(0, 2);
+        put(1, 1);
+        // The profile's encoded size as a U64: 12 bits, then 8 at a time.
+        put(3, 2);
+        put(encoded & 0xFFF, 12);
+        let mut rest = encoded >> 12;
+        while rest > 0 {
+            put(1, 1);
+            put(rest & 0xFF, 8);
+            rest >>= 8;
+        }
+        put(0, 1);
+        bytes
+    }
+
+    #[test]
+    fn an_icc_profile_is_sized_before_jxl_oxide_allocates_it() {
+        // The header is read as written: a small profile is then read,
+        // and found missing.
+        let small = plan(&declaring_an_icc_profile_of(4096)).err().unwrap_or_default();
+        assert!(!small.contains("over"), "{small}");
+        // One past the bound is refused before jxl-oxide reads the file
+        // (it would allocate the declared size, untracked).
+        let large = declaring_an_icc_profile_of(MAX_ICC_BYTES + 1);
+        let refused = plan(&large).err().unwrap_or_default();
+        assert!(refused.contains(&format!("{} bytes encoded, over", MAX_ICC_BYTES + 1)), "{refused}");
+        let error = decoded(&large, 64, LIMITS).unwrap_err();
+        assert!(matches!(error, Error::Decode { .. }) && error.to_string().contains("ICC"), "{error}");
+        // A file without one: its size, and nothing reckoned for a profile.
+        let plain = plan(LOSSY).unwrap();
+        assert_eq!((plain.size, plain.icc_bytes, plain.bytes_per_pixel), ((300, 200), 0, 3));
     }
 
     #[test]
