@@ -149,7 +149,8 @@ fn read_file(
         Some(_) => (whole.min(FIRST_CHUNK_BYTES * 8), FIRST_CHUNK_BYTES),
         None => (whole, MAX_CHUNK_BYTES),
     };
-    let mut body = BodySoFar::of_known_size(capacity, whole, max_bytes, rule.as_ref());
+    let mut body =
+        BodySoFar::of_known_size(capacity, whole, max_bytes, rule.as_ref()).declared(Some(size));
     let mut chunk = vec![0; whole.clamp(1, MAX_CHUNK_BYTES)];
     let mut offset = 0u64;
     // While the rule watches, the kernel reads no more than is asked for;
@@ -179,11 +180,9 @@ fn read_file(
             return Ok((body, true, unchanged(&file)));
         }
         chunk_size = (chunk_size * 2).min(MAX_CHUNK_BYTES);
+        // Its start did not do (a file over the limit was refused as the
+        // rule gave up): read on, with the kernel's readahead.
         if watched && !body.watching() {
-            // Its start did not do: a file over the limit is not read on.
-            if over {
-                return Err(too_large());
-            }
             watched = false;
             advise(&file, false);
             chunk_size = MAX_CHUNK_BYTES;

@@ -92,15 +92,25 @@ impl Network<'_> {
             return Ok(answered(Body::default()));
         }
         check_status(url, status)?;
+        let watched = self.request.stop_rule.is_some();
         let too_large = |size: String| Error::TooLarge {
             url: url.to_string(),
-            what: format!("the body is {size}, over the {max_bytes}-byte limit"),
+            what: format!(
+                "the body is {size}, over the {max_bytes}-byte limit{}",
+                if watched {
+                    ", and its start did not make the thumbnail"
+                } else {
+                    ""
+                }
+            ),
             setting: "fetch.max_body_bytes",
         };
         // A body whose start may make the thumbnail (the request's stop
-        // rule watches it) is read as far as the limit.
-        if let Some(length) = response.content_length().filter(|len| *len > max_bytes)
-            && self.request.stop_rule.is_none()
+        // rule watches it) is read as far as the limit, and only while the
+        // rule may find it enough.
+        let declared = response.content_length();
+        if let Some(length) = declared.filter(|len| *len > max_bytes)
+            && !watched
         {
             return Err(too_large(format!("{length} bytes")));
         }
@@ -133,13 +143,15 @@ impl Network<'_> {
                 capacity as usize,
                 max_bytes,
                 self.request.stop_rule.as_ref(),
-            );
+            )
+            .declared(declared);
+            let size = declared.map_or("larger".into(), |length| format!("{length} bytes"));
             while let Some(chunk) = response
                 .chunk()
                 .await
                 .map_err(|error| classify(url, error, self.limits))?
             {
-                if body.push(&chunk, || too_large("larger".into()))? == ReadOn::Stop {
+                if body.push(&chunk, || too_large(size.clone()))? == ReadOn::Stop {
                     return Ok((body, true));
                 }
             }

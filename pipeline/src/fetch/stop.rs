@@ -116,6 +116,10 @@ pub(crate) struct BodySoFar {
     /// The whole body's size, when known (a file's): room for it is made
     /// once the rule says the whole body is needed.
     whole: usize,
+    /// Whether the body says it is longer than the cap (a file's size, a
+    /// `Content-Length`): read only while the rule may find its start
+    /// enough, refused as soon as it gives up.
+    over: bool,
 }
 
 /// Whether to read on after a chunk.
@@ -136,6 +140,16 @@ impl BodySoFar {
             watch: rule.map(|rule| (rule.0)()),
             found: None,
             whole: 0,
+            over: false,
+        }
+    }
+
+    /// The same body, which says it is `length` bytes long: past the cap,
+    /// it is refused as soon as the rule gives up on its start.
+    pub(crate) fn declared(self, length: Option<u64>) -> Self {
+        Self {
+            over: length.is_some_and(|length| length > self.max_bytes),
+            ..self
         }
     }
 
@@ -153,7 +167,8 @@ impl BodySoFar {
         }
     }
 
-    /// Adds `chunk`; refuses it with `too_large` past the cap.
+    /// Adds `chunk`; refuses it with `too_large` past the cap, or once the
+    /// rule gives up on a body declared past it.
     pub(crate) fn push(
         &mut self,
         chunk: &[u8],
@@ -167,6 +182,7 @@ impl BodySoFar {
             match watch.check(&self.bytes) {
                 Enough::Yes => return Ok(ReadOn::Stop),
                 Enough::NotYet => {}
+                Enough::Never if self.over => return Err(too_large()),
                 Enough::Never => {
                     self.found = watch.found();
                     self.watch = None;
@@ -256,6 +272,38 @@ mod tests {
             }
             assert!(body.finish(false, Bytes::from).complete);
         }
+    }
+
+    #[test]
+    fn a_body_declared_past_the_cap_is_refused_once_the_rule_gives_up() {
+        let gives_up = StopRule::new(|| {
+            let mut calls = 0;
+            move |_: &[u8]| {
+                calls += 1;
+                if calls < 2 {
+                    Enough::NotYet
+                } else {
+                    Enough::Never
+                }
+            }
+        });
+        let mut body = BodySoFar::new(0, 100, Some(&gives_up)).declared(Some(101));
+        assert_eq!(body.push(&[0; 10], too_large).unwrap(), ReadOn::More);
+        assert!(matches!(
+            body.push(&[0; 10], too_large),
+            Err(Error::TooLarge { .. })
+        ));
+        // Within the cap, or of no declared length, it is read on.
+        for declared in [Some(100), None] {
+            let mut body = BodySoFar::new(0, 100, Some(&gives_up)).declared(declared);
+            for _ in 0..5 {
+                assert_eq!(body.push(&[0; 10], too_large).unwrap(), ReadOn::More);
+            }
+        }
+        // Past it, a start that is enough is still read and kept.
+        let rule = enough_at(10);
+        let mut body = BodySoFar::new(0, 100, Some(&rule)).declared(Some(1 << 30));
+        assert_eq!(body.push(&[0; 10], too_large).unwrap(), ReadOn::Stop);
     }
 
     #[test]
