@@ -88,6 +88,16 @@ impl<'a> Tiff<'a> {
         }))
     }
 
+    /// Whether the directory at `ifd` lies whole within the bytes: its
+    /// count, every entry, and the next directory's offset.
+    #[cfg_attr(not(feature = "raw"), allow(dead_code))]
+    pub(super) fn holds_directory(&self, ifd: usize) -> bool {
+        self.u16_at(ifd).is_some_and(|count| {
+            ifd.checked_add(2 + usize::from(count) * 12 + 4)
+                .is_some_and(|end| end <= self.bytes.len())
+        })
+    }
+
     /// The directory after the one at `ifd`, if its offset is not 0.
     pub(super) fn next_ifd(&self, ifd: usize) -> Option<usize> {
         let count = usize::from(self.u16_at(ifd)?);
@@ -145,6 +155,14 @@ impl Entry {
     /// if they lie within the bytes.
     #[cfg_attr(not(feature = "raw"), allow(dead_code))]
     pub(super) fn data(&self, tiff: &Tiff<'_>) -> Option<Range<usize>> {
+        self.span(tiff)
+            .filter(|range| tiff.bytes.get(range.clone()).is_some())
+    }
+
+    /// Where its value's bytes lie (inline or pointed at), for any type,
+    /// within the bytes or past them (a file read in part).
+    #[cfg_attr(not(feature = "raw"), allow(dead_code))]
+    pub(super) fn span(&self, tiff: &Tiff<'_>) -> Option<Range<usize>> {
         let unit = match self.kind {
             1 | 2 | 6 | 7 => 1, // BYTE, ASCII, SBYTE, UNDEFINED
             3 | 8 => 2,         // SHORT, SSHORT
@@ -158,8 +176,7 @@ impl Entry {
         } else {
             tiff.u32_at(self.at.saturating_add(8))? as usize
         };
-        let range = start..start.checked_add(length)?;
-        tiff.bytes.get(range.clone()).map(|_| range)
+        Some(start..start.checked_add(length)?)
     }
 }
 

@@ -34,15 +34,10 @@ pub(super) fn is_cr3(bytes: &[u8]) -> bool {
 /// The previews and orientation of the CR3 `bytes` (whole, or their
 /// start).
 pub(super) fn read(bytes: &[u8]) -> Previews {
-    let mut previews = Previews {
-        complete: true,
-        ..Previews::default()
-    };
+    // Complete only once the sensor data is reached: any box before it
+    // may hold a preview.
+    let mut previews = Previews::default();
     for top in boxes(bytes, 0..usize::MAX) {
-        if top.body.end > bytes.len() && &top.kind != b"mdat" {
-            // Cut short before all of it: more may hold a preview.
-            previews.complete = false;
-        }
         match &top.kind {
             b"moov" => {
                 for inner in boxes(bytes, top.body.clone()) {
@@ -61,7 +56,10 @@ pub(super) fn read(bytes: &[u8]) -> Previews {
                 }
             }
             // The sensor data: nothing before it is missing any more.
-            b"mdat" => break,
+            b"mdat" => {
+                previews.complete = true;
+                break;
+            }
             _ => {}
         }
     }

@@ -258,6 +258,28 @@ fn hostile_structures_are_an_error_never_a_panic_or_a_hang() {
     }
 }
 
+/// A start of a file that ends inside its structure (a directory's
+/// entries, the boxes before `mdat`) is never taken for all there is: a
+/// preview may lie in what is not read yet.
+#[test]
+fn a_structure_cut_short_is_never_complete() {
+    let file = cr2(1, 0);
+    // The three directories lie between the 16-byte head and the first JPEG.
+    let directories_end = 16 + (2 + 4 * 12 + 4) + (2 + 2 * 12 + 4) + (2 + 3 * 12 + 4);
+    assert!(tiff::read(&file[..directories_end]).unwrap().previews.complete);
+    for cut in 8..directories_end {
+        let read = tiff::read(&file[..cut]);
+        assert!(read.is_none_or(|read| !read.previews.complete), "{cut}");
+    }
+    let file = cr3(1);
+    let mdat = file.len() - 72;
+    assert_eq!(&file[mdat + 4..mdat + 8], b"mdat");
+    assert!(cr3::read(&file[..mdat + 8]).complete);
+    for cut in 0..mdat + 8 {
+        assert!(!cr3::read(&file[..cut]).complete, "{cut}");
+    }
+}
+
 #[test]
 fn a_fetch_reads_a_raw_no_further_than_its_chosen_preview() {
     let file = cr2(1, 4 * 1024 * 1024);

@@ -84,6 +84,11 @@ pub(super) fn read(bytes: &[u8]) -> Option<Read> {
             read.previews.complete = false;
             continue;
         };
+        // Cut short: the entries, sub-directories or next directory past
+        // the bytes may point at a preview.
+        if directory.cut || !tiff.holds_directory(ifd) {
+            read.previews.complete = false;
+        }
         if ifd == first {
             read.previews.orientation = directory.orientation;
             read.raw |= directory.dng;
@@ -104,6 +109,8 @@ struct Directory {
     sensor_data: bool,
     jpegs: Vec<Range<usize>>,
     sub_ifds: Vec<usize>,
+    /// Its list of sub-directories lies past the bytes.
+    cut: bool,
 }
 
 impl Directory {
@@ -126,6 +133,7 @@ impl Directory {
                 }
                 DNG_VERSION => directory.dng = true,
                 SUB_IFDS => {
+                    directory.cut |= entry.data(tiff).is_none();
                     let subs = entry.numbers(tiff, MAX_SUB_IFDS);
                     directory.sub_ifds.extend(subs.map(|at| at as usize));
                 }
@@ -134,7 +142,8 @@ impl Directory {
                 // One strip only: a preview in several is not read.
                 STRIP_OFFSETS if single(&entry) => strip_at = entry.number(tiff),
                 STRIP_BYTE_COUNTS if single(&entry) => strip_length = entry.number(tiff),
-                PANASONIC_JPEG => directory.jpegs.extend(entry.data(tiff)),
+                // The JPEG is the entry's value: it may lie past the bytes.
+                PANASONIC_JPEG => directory.jpegs.extend(entry.span(tiff)),
                 _ => {}
             }
         }
