@@ -11,8 +11,8 @@
 
 use iced::widget::{Space, button, column, container, image, row, scrollable, text};
 use iced::{Element, Length, Size, Subscription, Task};
-use thumbpipe::TargetSize;
-use thumbpipe::iced::{Ready, RowThumbnail, Thumbnails};
+use thumbpipe::iced::{Ready, RowThumbnail, ScrollWatch, Thumbnails};
+use thumbpipe::{ListGeometry, TargetSize};
 
 /// Rows unless `--rows N` says otherwise.
 const ROWS: usize = 1000;
@@ -36,6 +36,8 @@ struct List {
     /// How many rows (cells) the list has.
     rows: usize,
     thumbnails: Thumbnails<usize>,
+    /// The list's scrolls, for where a fast one will rest.
+    scrolls: ScrollWatch,
     grid: bool,
     top: f32,
     height: f32,
@@ -84,6 +86,7 @@ impl List {
             base,
             rows,
             thumbnails,
+            scrolls: ScrollWatch::default(),
             grid,
             top: 0.0,
             height: FIRST_HEIGHT,
@@ -103,8 +106,12 @@ impl List {
             self.rows.div_ceil(per_line),
         );
         let cells = (lines.start * per_line)..(lines.end * per_line).min(self.rows);
-        let urls = cells.map(|cell| (cell, format!("{}/img/{cell}.jpg", self.base)));
-        self.thumbnails.show_rows(urls, target);
+        let url = |cell: usize| (cell, format!("{}/img/{cell}.jpg", self.base));
+        // A fast scroll: the rows where it will rest first, none of those
+        // it flies past.
+        let coast = self.scrolls.predict();
+        self.thumbnails.follow_coast(coast.as_ref(), target, url);
+        self.thumbnails.show_rows(cells.map(url), target);
     }
 
     /// A line's height, cells per line, and the thumbnails' box.
@@ -122,6 +129,9 @@ impl List {
             Message::Scrolled(viewport) => {
                 self.top = viewport.absolute_offset().y;
                 self.height = viewport.bounds().height;
+                let (line, per_line, _) = self.shape();
+                let list = ListGeometry::grid(line, self.rows, per_line, self.height);
+                self.scrolls.observe(self.top, list);
             }
             Message::Resized(size) => self.height = size.height,
             Message::ToggleGrid => self.grid = !self.grid,

@@ -8,6 +8,9 @@
 //! cargo run --release -p thumbpipe-benches --bin iced-report -- --runs 1 --rows 2000
 //! ```
 //!
+//! Three modes: the gallery pattern, `thumbpipe::iced` asked for every row
+//! in view, and `thumbpipe::iced` as its docs show it, a `ScrollWatch`'s
+//! coast followed first in each pass (rows it flies past not asked for).
 //! Starts `fixture-server` (600x600 JPEGs at `--latency-ms`), then runs
 //! itself once per mode and run, each a fresh process: a 60 Hz loop over
 //! a list of `--rows` rows of 72 px, 12 in view, that flicks to the bottom
@@ -37,8 +40,8 @@ use anyhow::{Context as _, bail};
 use clap::Parser;
 use iced_core::image::Handle;
 use serde::{Deserialize, Serialize};
-use thumbpipe::TargetSize;
-use thumbpipe::iced::{Ready, RowThumbnail, Thumbnails};
+use thumbpipe::iced::{Ready, RowThumbnail, ScrollWatch, Thumbnails};
+use thumbpipe::{ListGeometry, TargetSize};
 use thumbpipe_benches::{ServerProcess, machine, median_and_range};
 
 #[derive(Debug, Parser)]
@@ -69,7 +72,11 @@ struct Args {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, Serialize, Deserialize)]
 enum Mode {
     Gallery,
+    /// `thumbpipe::iced` as its docs show it: a `ScrollWatch` on the
+    /// scrolls, its coast followed.
     Thumbpipe,
+    /// The same without the watch: every row in view asked for.
+    ThumbpipeUnwatched,
 }
 
 /// One run's figures.
@@ -111,7 +118,11 @@ fn main() -> anyhow::Result<()> {
     let exe = std::env::current_exe()?;
     let mut runs: HashMap<&str, Vec<Run>> = HashMap::new();
     for index in 0..args.runs {
-        for (name, mode) in [("gallery", "gallery"), ("thumbpipe", "thumbpipe")] {
+        for (name, mode) in [
+            ("gallery", "gallery"),
+            ("unwatched", "thumbpipe-unwatched"),
+            ("thumbpipe", "thumbpipe"),
+        ] {
             eprintln!("run {} of {}: {name}", index + 1, args.runs);
             let output = Command::new(&exe)
                 .args(["--mode", mode, "--server", server.base_url()])
@@ -163,7 +174,7 @@ fn table(args: &Args, runs: &HashMap<&str, Vec<Run>>) -> String {
     );
     let _ = writeln!(
         out,
-        "| | gallery pattern | thumbpipe::iced |\n|---|---|---|"
+        "| | gallery pattern | thumbpipe::iced, no scroll watch | thumbpipe::iced |\n|---|---|---|---|"
     );
     let rows: [(&str, Figure); 10] = [
         ("threads over baseline (peak)", |r| {
@@ -185,8 +196,9 @@ fn table(args: &Args, runs: &HashMap<&str, Vec<Run>>) -> String {
     for (label, figure) in rows {
         let _ = writeln!(
             out,
-            "| {label} | {} | {} |",
+            "| {label} | {} | {} | {} |",
             spread(runs.get("gallery").unwrap_or(&none), figure),
+            spread(runs.get("unwatched").unwrap_or(&none), figure),
             spread(runs.get("thumbpipe").unwrap_or(&none), figure)
         );
     }
@@ -198,7 +210,9 @@ type Figure = fn(&Run) -> f64;
 
 /// What each loader is asked each frame, and tells.
 trait Loader {
-    fn show(&mut self, rows: &[(usize, String)]);
+    /// The rows in view, the list scrolled to `top`; `url_of` names any
+    /// row's image.
+    fn show(&mut self, top: f32, rows: &[(usize, String)], url_of: &dyn Fn(usize) -> String);
     fn shown(&self, row: usize, url: &str) -> Option<Handle>;
     fn busy(&self) -> bool;
     fn handles(&self) -> usize;
@@ -218,7 +232,7 @@ struct Gallery {
 }
 
 impl Loader for Gallery {
-    fn show(&mut self, rows: &[(usize, String)]) {
+    fn show(&mut self, _top: f32, rows: &[(usize, String)], _url_of: &dyn Fn(usize) -> String) {
         while let Ok((url, handle)) = self.receiver.try_recv() {
             self.images.insert(url, handle);
         }
@@ -265,34 +279,53 @@ impl Loader for Gallery {
     }
 }
 
-impl Loader for Thumbnails<usize> {
-    fn show(&mut self, rows: &[(usize, String)]) {
-        // As the app's `update` does on each `Ready` and each scroll.
-        self.update(Ready);
-        self.show_rows(
-            rows.iter().map(|(row, url)| (*row, url)),
-            TargetSize::square(64),
-        );
+/// `thumbpipe::iced` as an app keeps it: its thumbnails, and a watch on
+/// the list's scrolls (or none).
+struct Piped {
+    thumbnails: Thumbnails<usize>,
+    scrolls: Option<ScrollWatch>,
+    rows: usize,
+    last_top: Option<f32>,
+}
+
+impl Loader for Piped {
+    fn show(&mut self, top: f32, rows: &[(usize, String)], url_of: &dyn Fn(usize) -> String) {
+        let target = TargetSize::square(64);
+        // As the app's `update` does on each `Ready`, and on each scroll:
+        // `on_scroll` comes only when the list moves.
+        self.thumbnails.update(Ready);
+        if let Some(scrolls) = &mut self.scrolls {
+            if self.last_top != Some(top) {
+                let list = ListGeometry::new(ROW_HEIGHT, self.rows, VISIBLE as f32 * ROW_HEIGHT);
+                scrolls.observe(top, list);
+            }
+            let coast = scrolls.predict();
+            self.thumbnails
+                .follow_coast(coast.as_ref(), target, |row| (row, url_of(row)));
+        }
+        self.last_top = Some(top);
+        self.thumbnails
+            .show_rows(rows.iter().map(|(row, url)| (*row, url)), target);
     }
 
     fn shown(&self, row: usize, _url: &str) -> Option<Handle> {
-        match self.get(&row) {
+        match self.thumbnails.get(&row) {
             RowThumbnail::Shown(handle) => Some(handle),
             _ => None,
         }
     }
 
     fn busy(&self) -> bool {
-        let stats = self.stats();
+        let stats = self.thumbnails.stats();
         stats.in_flight + stats.queued + stats.decoding > 0
     }
 
     fn handles(&self) -> usize {
-        self.handle_stats().handles
+        self.thumbnails.handle_stats().handles
     }
 
     fn loads(&self) -> usize {
-        self.stats().decodes_completed as usize
+        self.thumbnails.stats().decodes_completed as usize
     }
 }
 
@@ -341,7 +374,12 @@ fn run(mode: Mode, server: &str, args: &Args) -> anyhow::Result<Run> {
                 unfinished: Arc::new(AtomicUsize::new(0)),
             })
         }
-        Mode::Thumbpipe => Box::new(Thumbnails::<usize>::new(thumbpipe::Config::default())?),
+        Mode::Thumbpipe | Mode::ThumbpipeUnwatched => Box::new(Piped {
+            thumbnails: Thumbnails::new(thumbpipe::Config::default())?,
+            scrolls: (mode == Mode::Thumbpipe).then(ScrollWatch::default),
+            rows: args.rows,
+            last_top: None,
+        }),
     };
     let stats = |path: &str| format!("{server}/stats{path}");
     fixture_server::blocking_client::post(&stats("/reset"))
@@ -366,15 +404,16 @@ fn run(mode: Mode, server: &str, args: &Args) -> anyhow::Result<Run> {
         };
         let id =
             |row: usize| (generation as usize * args.rows + row) as u32 % fixture_server::MAX_ID;
+        let url_of = |row: usize| format!("{server}/img/{}.jpg", id(row));
         let rows: Vec<(usize, String)> = thumbpipe::iced::rows_in_view(
             top as f32 * ROW_HEIGHT,
             VISIBLE as f32 * ROW_HEIGHT,
             ROW_HEIGHT,
             args.rows,
         )
-        .map(|row| (row, format!("{server}/img/{}.jpg", id(row))))
+        .map(|row| (row, url_of(row)))
         .collect();
-        loader.show(&rows);
+        loader.show(top as f32 * ROW_HEIGHT, &rows, &url_of);
         // The view: what each row in it shows.
         for (row, url) in &rows {
             if let Some(handle) = loader.shown(*row, url)

@@ -64,15 +64,17 @@ impl<K: std::hash::Hash + Eq + Clone> Front<K> {
     ) -> Result<Self, BuildError> {
         config.validate()?;
         let textures = TextureCache::new(config.max_texture_bytes, config.upload_bytes_per_pass);
+        // egui draws frames while a list scrolls, and one at rest.
         let coast_policy = CoastPolicy {
             enabled: config.coast_prediction,
             min_time_on_screen: config.coast_min_time_on_screen,
+            ask_again_after: None,
         };
-        let pipeline = builder.config(config.pipeline).build()?;
         let repaint = ctx.clone();
-        pipeline.set_waker(move || repaint.request_repaint());
         Ok(Self {
-            list: ListFront::new(pipeline, coast_policy),
+            list: ListFront::build(builder, config.pipeline, coast_policy, move || {
+                repaint.request_repaint()
+            })?,
             textures,
             pass: None,
         })

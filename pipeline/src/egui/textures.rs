@@ -222,7 +222,6 @@ impl TextureCache {
             thumbnail: thumbnail.clone(),
         };
         self.entries.insert(key, texture, bytes);
-        self.entries.trim();
         self.count_textures();
         Ok(())
     }

@@ -5,6 +5,12 @@
 //! pipeline but not requested. Which rows those are is the plan's
 //! (`plan.rs`); this keeps them for the pass and asks.
 //!
+//! For a toolkit that draws only when a message comes (iced), a pass that
+//! skipped rows also asks for a wake once the scroll has been still for a
+//! moment ([`CoastPolicy::ask_again_after`]): the rows it skipped may be
+//! where the list stopped, and no scroll message will come to ask for
+//! them.
+//!
 //! Part of the [`ListFront`], on the UI thread: made with it, its rows
 //! cleared between passes.
 
@@ -27,6 +33,22 @@ const FIRST_MIN_TIME_ON_SCREEN: Duration = Duration::from_millis(100);
 pub(crate) struct CoastPolicy {
     pub(crate) enabled: bool,
     pub(crate) min_time_on_screen: Option<Duration>,
+    /// For a toolkit that draws only on messages: how long after the last
+    /// pass that skipped rows the list is taken to be at rest, and those
+    /// rows asked for ([`ListFront::ask_for_skipped_rows`]).
+    pub(crate) ask_again_after: Option<Duration>,
+}
+
+impl CoastPolicy {
+    /// Coasts followed, a row worth a request if it stays on screen for
+    /// as long as loads take now; the rows skipped asked for again once
+    /// the list has been still as long as a scroll watch waits.
+    #[cfg(feature = "iced")]
+    pub(crate) const FOLLOWED: Self = Self {
+        enabled: true,
+        min_time_on_screen: None,
+        ask_again_after: Some(super::scroll::ScrollWatch::STILL_AFTER),
+    };
 }
 
 /// This pass's coast: the rows where it will rest, and the rows it only
@@ -35,6 +57,10 @@ pub(super) struct Coasting<K> {
     policy: CoastPolicy,
     destination: HashSet<K>,
     passing: HashSet<K>,
+    /// The rows the last pass that skipped any skipped, and when, if they
+    /// are to be asked for at rest.
+    skipped: Vec<K>,
+    skipped_at: Option<Instant>,
 }
 
 impl<K: Hash + Eq + Clone> Coasting<K> {
@@ -43,6 +69,8 @@ impl<K: Hash + Eq + Clone> Coasting<K> {
             policy,
             destination: HashSet::new(),
             passing: HashSet::new(),
+            skipped: Vec::new(),
+            skipped_at: None,
         }
     }
 
@@ -110,6 +138,39 @@ impl<K: Hash + Eq + Clone> ListFront<K> {
         for index in plan.ahead {
             let (row, url) = row_at(index);
             self.want(row, url.as_ref(), target, Priority::Prefetch, &kept);
+        }
+        if let Some(quiet) = self.coasting.policy.ask_again_after
+            && !self.coasting.passing.is_empty()
+        {
+            self.coasting.skipped = self.coasting.passing.iter().cloned().collect();
+            self.coasting.skipped_at = Some(now);
+            let wake = std::sync::Arc::clone(&self.wake);
+            self.pipeline.wake_after(quiet, move || wake());
+        }
+    }
+
+    /// Asks for the rows the last pass that skipped any skipped, at
+    /// [`Priority::Visible`], once no pass has skipped a row for
+    /// [`CoastPolicy::ask_again_after`]: the list is at rest, and no pass
+    /// may come to ask for the rows where it stopped. A row no longer
+    /// shown, or given its outcome since, is not asked for; the next pass
+    /// that does not show a row cancels it, as any other.
+    #[cfg_attr(not(feature = "iced"), allow(dead_code))]
+    pub(crate) fn ask_for_skipped_rows(&mut self) {
+        let quiet = self.coasting.policy.ask_again_after;
+        let at_rest = self
+            .coasting
+            .skipped_at
+            .zip(quiet)
+            .is_some_and(|(at, quiet)| at.elapsed() >= quiet);
+        if !at_rest {
+            return;
+        }
+        self.coasting.skipped_at = None;
+        for row in std::mem::take(&mut self.coasting.skipped) {
+            if let Some((url, target)) = self.waiting(&row) {
+                self.pipeline.request(row, &url, target, Priority::Visible);
+            }
         }
     }
 

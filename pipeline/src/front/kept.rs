@@ -27,6 +27,8 @@ pub(crate) struct KeptStats {
     pub(crate) peak_bytes: usize,
     /// Images freed to stay under the budget.
     pub(crate) evicted: u64,
+    /// Images kept under a key that had none.
+    pub(crate) inserted: u64,
 }
 
 struct Kept<I> {
@@ -42,6 +44,9 @@ pub(crate) struct KeptImages<K, I> {
     budget: usize,
     /// The current pass, counted by [`KeptImages::begin_pass`].
     pass: u64,
+    /// Whether a pass is open ([`KeptImages::open_pass`]): nothing is
+    /// freed until it closes.
+    open: bool,
     stats: KeptStats,
 }
 
@@ -52,13 +57,38 @@ impl<K: Hash + Eq + Clone, I> KeptImages<K, I> {
             entries: LruCache::unbounded(),
             budget,
             pass: 0,
+            open: false,
             stats: KeptStats::default(),
         }
     }
 
     /// A new pass: the images shown in the last one may be freed again.
+    /// For a toolkit whose passes are its frames (egui).
     pub(crate) fn begin_pass(&mut self) {
         self.pass += 1;
+    }
+
+    /// Opens a pass, unless one is open: for a toolkit whose pass begins
+    /// with its first row's request (iced), so that the images of the last
+    /// pass's rows are kept until then (images arriving between passes are
+    /// for them). Until [`KeptImages::close_pass`], nothing is freed: a row
+    /// of the last pass not yet asked for may be in this one too.
+    #[cfg_attr(not(feature = "iced"), allow(dead_code))]
+    pub(crate) fn open_pass(&mut self) {
+        if !self.open {
+            self.begin_pass();
+            self.open = true;
+        }
+    }
+
+    /// Closes the pass (a pass that asked for no row opens and closes
+    /// here): the images it did not show are freed, least recently shown
+    /// first, until the budget holds.
+    #[cfg_attr(not(feature = "iced"), allow(dead_code))]
+    pub(crate) fn close_pass(&mut self) {
+        self.open_pass();
+        self.trim();
+        self.open = false;
     }
 
     /// The budget, in bytes.
@@ -77,7 +107,7 @@ impl<K: Hash + Eq + Clone, I> KeptImages<K, I> {
     }
 
     /// Whether `key` has an image (without marking it).
-    #[cfg_attr(not(feature = "egui"), allow(dead_code))]
+    #[cfg_attr(not(any(test, feature = "egui")), allow(dead_code))]
     pub(crate) fn contains(&self, key: &K) -> bool {
         self.entries.contains(key)
     }
@@ -95,23 +125,28 @@ impl<K: Hash + Eq + Clone, I> KeptImages<K, I> {
     }
 
     /// Keeps `image` of `bytes` for `key`, shown in this pass (replacing
-    /// any `key` had). Nothing is freed: [`KeptImages::trim`] does that,
-    /// when the owner knows which images its pass shows.
+    /// any `key` had), then frees the least recently shown images of other
+    /// passes until the budget holds; while a pass is open, nothing is
+    /// freed until it closes.
     pub(crate) fn insert(&mut self, key: K, image: I, bytes: usize) {
         let kept = Kept {
             image,
             bytes,
             shown_in: self.pass,
         };
-        if let Some(old) = self.entries.put(key, kept) {
-            self.stats.bytes -= old.bytes;
+        match self.entries.put(key, kept) {
+            Some(old) => self.stats.bytes -= old.bytes,
+            None => self.stats.inserted += 1,
         }
         self.stats.bytes += bytes;
+        if !self.open {
+            self.trim();
+        }
     }
 
     /// Frees the least recently shown images until the budget holds or
     /// every image left was shown in this pass.
-    pub(crate) fn trim(&mut self) {
+    fn trim(&mut self) {
         while self.stats.bytes > self.budget {
             if self
                 .entries
@@ -185,15 +220,12 @@ mod tests {
         kept.begin_pass();
         assert_eq!(kept.show(&"a"), Some(&0));
         kept.insert("d", 3, 1);
-        assert_eq!(kept.len(), 4, "an insert frees nothing");
-        kept.trim();
-        // b was the least recently shown.
+        // b was the least recently shown: freed as d came in.
         assert!(!kept.contains(&"b") && kept.contains(&"a"));
-        assert_eq!(kept.stats().evicted, 1);
+        assert_eq!((kept.len(), kept.stats().evicted), (3, 1));
         // Shown in this pass, a, c and d stay though over the budget.
         assert_eq!(kept.show(&"c"), Some(&2));
         kept.insert("e", 4, 2);
-        kept.trim();
         assert_eq!(kept.len(), 4, "a, c, d and e are all of this pass");
         assert_eq!((kept.stats().bytes, kept.stats().peak_bytes), (5, 5));
         // The next pass frees down to the budget, least recently shown
@@ -205,6 +237,23 @@ mod tests {
         assert_eq!(kept.stats().evicted, 3);
         kept.retain(|key| *key != "e");
         assert_eq!((kept.len(), kept.stats().bytes), (1, 1));
+    }
+
+    #[test]
+    fn nothing_is_freed_while_a_pass_is_open() {
+        let mut kept: KeptImages<&str, u8> = KeptImages::new(1);
+        kept.open_pass();
+        kept.insert("a", 0, 1);
+        kept.close_pass();
+        kept.insert("b", 1, 1);
+        assert_eq!(kept.len(), 2, "arrivals between passes are the last pass's");
+        kept.open_pass();
+        kept.insert("c", 2, 1);
+        assert_eq!(kept.len(), 3, "nothing is freed while a pass is open");
+        assert_eq!(kept.show(&"b"), Some(&1));
+        kept.close_pass();
+        assert!(kept.contains(&"b") && kept.contains(&"c") && !kept.contains(&"a"));
+        assert_eq!(kept.stats().evicted, 1);
     }
 
     #[test]

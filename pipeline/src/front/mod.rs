@@ -11,6 +11,8 @@
 //! - `coasting`: while a list coasts, the rows where it will rest asked for
 //!   first and the rows it flies past not at all (`plan`: which ones).
 //! - `kept`: the toolkit's images, kept under a byte budget.
+//! - `scroll`: a scroll's speed read from where the list is, for a toolkit
+//!   with no kinetic state to read (iced).
 //! - `wake`: the pipeline's waker as a stream of wakes, one per burst.
 //!
 //! Used on the UI thread only, by one door; it owns its pipeline, so
@@ -30,6 +32,8 @@ mod coasting;
 pub(crate) mod kept;
 mod plan;
 #[cfg(feature = "iced")]
+pub(crate) mod scroll;
+#[cfg(feature = "iced")]
 pub(crate) mod wake;
 
 use std::collections::HashMap;
@@ -38,8 +42,9 @@ use std::sync::Arc;
 
 pub(crate) use self::coasting::CoastPolicy;
 use self::coasting::Coasting;
-use crate::error::Error;
-use crate::pipeline::Pipeline;
+use crate::config::Config;
+use crate::error::{BuildError, Error};
+use crate::pipeline::{Pipeline, PipelineBuilder};
 use crate::request::{Priority, TargetSize};
 use crate::thumbnail::Thumbnail;
 
@@ -63,6 +68,15 @@ pub(crate) struct Asked {
     pub(crate) changed: bool,
 }
 
+/// A thumbnail delivered for a row that still shows its URL at its size.
+#[cfg_attr(not(feature = "iced"), allow(dead_code))]
+pub(crate) struct Arrived<K> {
+    pub(crate) row: K,
+    pub(crate) url: Arc<str>,
+    pub(crate) target: TargetSize,
+    pub(crate) thumbnail: Thumbnail,
+}
+
 /// What the levels in front of the pipeline hold for a row.
 pub(crate) enum Held<'a> {
     Pixels(Thumbnail),
@@ -76,15 +90,29 @@ pub(crate) struct ListFront<K> {
     /// The rows asked for in this pass or the last.
     rows: HashMap<K, Row>,
     coasting: Coasting<K>,
+    /// The door's wake, which the pipeline calls when loads finish.
+    wake: Arc<dyn Fn() + Send + Sync>,
 }
 
 impl<K: Hash + Eq + Clone> ListFront<K> {
-    pub(crate) fn new(pipeline: Pipeline<K>, coast_policy: CoastPolicy) -> Self {
-        Self {
+    /// The front of a pipeline built by `builder` with `config`, which
+    /// calls `wake` (from its own threads) when loads finish.
+    pub(crate) fn build(
+        builder: PipelineBuilder<K>,
+        config: Config,
+        coast_policy: CoastPolicy,
+        wake: impl Fn() + Send + Sync + 'static,
+    ) -> Result<Self, BuildError> {
+        let pipeline = builder.config(config).build()?;
+        let wake: Arc<dyn Fn() + Send + Sync> = Arc::new(wake);
+        let waker = Arc::clone(&wake);
+        pipeline.set_waker(move || waker());
+        Ok(Self {
             pipeline,
             rows: HashMap::new(),
             coasting: Coasting::new(coast_policy),
-        }
+            wake,
+        })
     }
 
     /// Marks `row` as asked for in this pass, showing `url` in a `target`
@@ -165,8 +193,9 @@ impl<K: Hash + Eq + Clone> ListFront<K> {
 
     /// Takes what the pipeline delivered: each completion becomes its row's
     /// outcome, if the row still shows that URL at that size. Returns the
-    /// rows given one.
-    pub(crate) fn receive(&mut self) -> Vec<K> {
+    /// thumbnails given, with their rows, for a toolkit that makes its
+    /// images as they arrive.
+    pub(crate) fn receive(&mut self) -> Vec<Arrived<K>> {
         let mut given = Vec::new();
         for done in self.pipeline.drain() {
             let Some(known) = self.rows.get_mut(&done.row) else {
@@ -175,8 +204,15 @@ impl<K: Hash + Eq + Clone> ListFront<K> {
             if *known.url != *done.url || known.target != done.target {
                 continue;
             }
+            if let Ok(thumbnail) = &done.result {
+                given.push(Arrived {
+                    row: done.row,
+                    url: Arc::clone(&known.url),
+                    target: done.target,
+                    thumbnail: thumbnail.clone(),
+                });
+            }
             known.outcome = Some(done.result);
-            given.push(done.row);
         }
         given
     }
@@ -219,6 +255,16 @@ impl<K: Hash + Eq + Clone> ListFront<K> {
         self.pipeline.end_frame();
         self.rows
             .retain(|_, known| std::mem::take(&mut known.asked));
+    }
+
+    /// The URL and size `row` shows, if it was asked for in this pass or
+    /// the last and has no outcome yet.
+    #[cfg_attr(not(feature = "iced"), allow(dead_code))]
+    pub(crate) fn waiting(&self, row: &K) -> Option<(Arc<str>, TargetSize)> {
+        self.rows
+            .get(row)
+            .filter(|known| known.outcome.is_none())
+            .map(|known| (Arc::clone(&known.url), known.target))
     }
 
     /// Forgets `url` at every level behind the toolkit's: the rows showing

@@ -43,51 +43,23 @@ pub struct HandleStats {
     pub evicted: u64,
 }
 
-pub(super) struct Handles {
-    kept: KeptImages<HandleKey, Handle>,
-    made: u64,
-    /// Whether a pass over the rows has begun: its first row's request
-    /// begins it, so that the handles of the last pass's rows stay kept
-    /// until then (thumbnails arriving between passes are for them).
-    in_pass: bool,
-}
+/// The handles kept, by URL and size; a pass is opened by its first
+/// row's request and closed by [`super::Thumbnails::end_pass`].
+pub(super) type Handles = KeptImages<HandleKey, Handle>;
 
 impl Handles {
-    pub(super) fn new(max_bytes: usize) -> Self {
-        Self {
-            kept: KeptImages::new(max_bytes),
-            made: 0,
-            in_pass: false,
-        }
-    }
-
-    /// The handle kept for `key`, marked as shown by a row in this pass.
-    pub(super) fn show(&mut self, key: &HandleKey) -> Option<Handle> {
-        self.begin_pass();
-        self.kept.show(key).cloned()
-    }
-
-    /// The handle kept for `key`, without marking it: what `view` draws.
-    pub(super) fn peek(&self, key: &HandleKey) -> Option<&Handle> {
-        self.kept.peek(key)
-    }
-
     /// `key`'s handle: the one kept, or one made from `thumbnail` (its
     /// first frame, for an animation), without copying its pixels; shown
     /// by a row in this pass. Between passes (a thumbnail arriving for the
     /// last pass's rows), then frees the least recently shown handles of
     /// rows not in that pass until the budget holds, or only those are
     /// left; during a pass, nothing is freed until it ends
-    /// ([`Handles::end_pass`]), since a row of the last pass not yet asked
+    /// ([`KeptImages::close_pass`]), since a row of the last pass not yet asked
     /// for may still be in this one. A thumbnail whose pixels are not its
     /// size's RGBA (from a decoder of the app's) is an error, never a
     /// handle the renderer would fail on.
-    pub(super) fn insert(
-        &mut self,
-        key: HandleKey,
-        thumbnail: &Thumbnail,
-    ) -> Result<Handle, Error> {
-        if let Some(handle) = self.kept.show(&key) {
+    pub(super) fn make(&mut self, key: HandleKey, thumbnail: &Thumbnail) -> Result<Handle, Error> {
+        if let Some(handle) = self.show(&key) {
             return Ok(handle.clone());
         }
         if let Some(reason) = not_rgba(thumbnail) {
@@ -98,51 +70,17 @@ impl Handles {
         }
         let pixels = Bytes::from_owner(Arc::clone(&thumbnail.pixels));
         let handle = Handle::from_rgba(thumbnail.width, thumbnail.height, pixels);
-        self.kept
-            .insert(key, handle.clone(), thumbnail.pixels.len());
-        if !self.in_pass {
-            self.kept.trim();
-        }
-        self.made += 1;
+        self.insert(key, handle.clone(), thumbnail.pixels.len());
         Ok(handle)
     }
 
-    /// Ends a pass over the rows: the handles of rows it did not show are
-    /// freed, least recently shown first, until the budget holds.
-    pub(super) fn end_pass(&mut self) {
-        // A pass that asked for no row begins and ends here.
-        self.begin_pass();
-        self.kept.trim();
-        self.in_pass = false;
-    }
-
-    /// Begins a pass over the rows, if one has not begun: from then on,
-    /// handles shown or made are this pass's, and none is freed before it
-    /// ends.
-    pub(super) fn begin_pass(&mut self) {
-        if !self.in_pass {
-            self.kept.begin_pass();
-            self.in_pass = true;
-        }
-    }
-
-    /// Frees every handle of `url`.
-    pub(super) fn forget(&mut self, url: &str) {
-        self.kept.retain(|(kept, _)| &**kept != url);
-    }
-
-    /// Frees every handle.
-    pub(super) fn clear(&mut self) {
-        self.kept.retain(|_| false);
-    }
-
-    pub(super) fn stats(&self) -> HandleStats {
-        let kept = self.kept.stats();
+    pub(super) fn handle_stats(&self) -> HandleStats {
+        let kept = self.stats();
         HandleStats {
-            handles: self.kept.len(),
+            handles: self.len(),
             bytes: kept.bytes,
             peak_bytes: kept.peak_bytes,
-            made: self.made,
+            made: kept.inserted,
             evicted: kept.evicted,
         }
     }
@@ -163,6 +101,12 @@ mod tests {
         }
     }
 
+    /// `key`'s handle, shown by a row: the pass opens with it.
+    fn shown(handles: &mut Handles, key: &HandleKey) -> Option<Handle> {
+        handles.open_pass();
+        handles.show(key).cloned()
+    }
+
     fn key(url: &str) -> HandleKey {
         (Arc::from(url), TargetSize::square(64))
     }
@@ -171,17 +115,17 @@ mod tests {
     fn the_least_recently_shown_handles_of_no_row_in_view_are_freed_first() {
         // Three 16 KiB thumbnails fit.
         let mut handles = Handles::new(3 * 16 * 1024);
-        let a = handles.insert(key("a"), &thumbnail("a", 64)).unwrap();
-        handles.insert(key("b"), &thumbnail("b", 64)).unwrap();
-        handles.insert(key("c"), &thumbnail("c", 64)).unwrap();
-        handles.end_pass();
+        let a = handles.make(key("a"), &thumbnail("a", 64)).unwrap();
+        handles.make(key("b"), &thumbnail("b", 64)).unwrap();
+        handles.make(key("c"), &thumbnail("c", 64)).unwrap();
+        handles.close_pass();
         // The next pass shows a and c: b is the one to go.
-        assert_eq!(handles.show(&key("a")).map(|h| h.id()), Some(a.id()));
-        handles.show(&key("c"));
-        handles.insert(key("d"), &thumbnail("d", 64)).unwrap();
-        handles.end_pass();
-        assert!(handles.show(&key("b")).is_none());
-        let stats = handles.stats();
+        assert_eq!(shown(&mut handles, &key("a")).map(|h| h.id()), Some(a.id()));
+        shown(&mut handles, &key("c"));
+        handles.make(key("d"), &thumbnail("d", 64)).unwrap();
+        handles.close_pass();
+        assert!(shown(&mut handles, &key("b")).is_none());
+        let stats = handles.handle_stats();
         assert_eq!(
             (stats.handles, stats.bytes, stats.evicted, stats.made),
             (3, 3 * 16 * 1024, 1, 4)
@@ -193,21 +137,21 @@ mod tests {
         let mut handles = Handles::new(16 * 1024);
         // A pass shows two rows, which do not fit together.
         for url in ["a", "b"] {
-            assert!(handles.show(&key(url)).is_none());
-            handles.insert(key(url), &thumbnail(url, 64)).unwrap();
+            assert!(shown(&mut handles, &key(url)).is_none());
+            handles.make(key(url), &thumbnail(url, 64)).unwrap();
         }
-        handles.end_pass();
-        assert_eq!(handles.stats().handles, 2);
-        assert_eq!(handles.stats().peak_bytes, 2 * 16 * 1024);
+        handles.close_pass();
+        assert_eq!(handles.handle_stats().handles, 2);
+        assert_eq!(handles.handle_stats().peak_bytes, 2 * 16 * 1024);
         // Between passes, arrivals are for the last pass's rows: kept.
-        handles.insert(key("c"), &thumbnail("c", 64)).unwrap();
-        assert_eq!(handles.stats().handles, 3);
+        handles.make(key("c"), &thumbnail("c", 64)).unwrap();
+        assert_eq!(handles.handle_stats().handles, 3);
         // A pass that shows only c: a and b go.
-        handles.show(&key("c"));
-        handles.end_pass();
-        assert_eq!(handles.stats().handles, 1);
-        assert!(handles.show(&key("c")).is_some());
-        assert_eq!(handles.stats().evicted, 2);
+        shown(&mut handles, &key("c"));
+        handles.close_pass();
+        assert_eq!(handles.handle_stats().handles, 1);
+        assert!(shown(&mut handles, &key("c")).is_some());
+        assert_eq!(handles.handle_stats().evicted, 2);
     }
 
     /// Regression: a pass whose first row was new freed, on its insert,
@@ -218,42 +162,51 @@ mod tests {
         let mut handles = Handles::new(16 * 1024);
         // A pass shows a and b, over the budget together.
         let [a, b] = ["a", "b"].map(|url| {
-            assert!(handles.show(&key(url)).is_none());
-            handles.insert(key(url), &thumbnail(url, 64)).unwrap().id()
+            assert!(shown(&mut handles, &key(url)).is_none());
+            handles.make(key(url), &thumbnail(url, 64)).unwrap().id()
         });
-        handles.end_pass();
+        handles.close_pass();
         // The next pass asks for z (its thumbnail decoded), then a and b.
-        assert!(handles.show(&key("z")).is_none());
-        handles.insert(key("z"), &thumbnail("z", 64)).unwrap();
-        assert_eq!(handles.show(&key("a")).map(|h| h.id()), Some(a));
-        assert_eq!(handles.show(&key("b")).map(|h| h.id()), Some(b));
-        handles.end_pass();
-        let stats = handles.stats();
+        assert!(shown(&mut handles, &key("z")).is_none());
+        handles.make(key("z"), &thumbnail("z", 64)).unwrap();
+        assert_eq!(shown(&mut handles, &key("a")).map(|h| h.id()), Some(a));
+        assert_eq!(shown(&mut handles, &key("b")).map(|h| h.id()), Some(b));
+        handles.close_pass();
+        let stats = handles.handle_stats();
         assert_eq!((stats.handles, stats.evicted), (3, 0));
         assert_eq!(
             (stats.bytes, stats.peak_bytes),
             (3 * 16 * 1024, 3 * 16 * 1024)
         );
         // A pass of z alone frees a and b.
-        handles.show(&key("z"));
-        handles.end_pass();
-        assert_eq!((handles.stats().handles, handles.stats().evicted), (1, 2));
+        shown(&mut handles, &key("z"));
+        handles.close_pass();
+        assert_eq!(
+            (
+                handles.handle_stats().handles,
+                handles.handle_stats().evicted
+            ),
+            (1, 2)
+        );
     }
 
     #[test]
     fn a_handle_is_made_once_and_shares_the_thumbnails_pixels() {
         let mut handles = Handles::new(1 << 20);
         let thumbnail = thumbnail("a", 8);
-        let first = handles.insert(key("a"), &thumbnail).unwrap();
-        let again = handles.insert(key("a"), &thumbnail).unwrap();
+        let first = handles.make(key("a"), &thumbnail).unwrap();
+        let again = handles.make(key("a"), &thumbnail).unwrap();
         assert_eq!(first.id(), again.id());
-        assert_eq!(handles.stats().made, 1);
+        assert_eq!(handles.handle_stats().made, 1);
         let Handle::Rgba { pixels, .. } = first else {
             panic!("an RGBA handle");
         };
         assert_eq!(pixels.as_ptr(), thumbnail.pixels.as_ptr());
-        handles.forget("a");
-        assert_eq!((handles.stats().handles, handles.stats().bytes), (0, 0));
+        handles.retain(|(url, _)| &**url != "a");
+        assert_eq!(
+            (handles.handle_stats().handles, handles.handle_stats().bytes),
+            (0, 0)
+        );
     }
 
     #[test]
@@ -261,11 +214,11 @@ mod tests {
         let mut handles = Handles::new(1 << 20);
         let mut short = thumbnail("a", 8);
         short.pixels = vec![0; 10].into();
-        let error = handles.insert(key("a"), &short).unwrap_err();
+        let error = handles.make(key("a"), &short).unwrap_err();
         assert!(matches!(error, Error::Decode { .. }), "{error}");
         let mut empty = thumbnail("b", 8);
         empty.width = 0;
-        assert!(handles.insert(key("b"), &empty).is_err());
-        assert_eq!(handles.stats().handles, 0);
+        assert!(handles.make(key("b"), &empty).is_err());
+        assert_eq!(handles.handle_stats().handles, 0);
     }
 }

@@ -11,6 +11,10 @@
 //!   without a placeholder. iced sends `on_scroll` only when the list
 //!   scrolls, never for a list that fits its window: the first screen is
 //!   the app's to ask for, with the window's height as it opens.
+//! - A [`ScrollWatch`] told the list's offsets reads how fast it scrolls;
+//!   [`Thumbnails::follow_coast`] with its prediction, first in each pass,
+//!   asks first for the rows where a fast scroll will rest and not for
+//!   the rows it flies past (asked for once the list is still).
 //! - [`Thumbnails::subscription`] produces [`Ready`] when thumbnails
 //!   arrive, woken by the pipeline (no timer); `update` passes it to
 //!   [`Thumbnails::update`], which makes the rows' handles.
@@ -34,8 +38,8 @@
 //!
 //! ```no_run
 //! use iced_futures::Subscription;
-//! use thumbpipe::iced::{Ready, RowThumbnail, Thumbnails, rows_in_view};
-//! use thumbpipe::TargetSize;
+//! use thumbpipe::iced::{Ready, RowThumbnail, ScrollWatch, Thumbnails, rows_in_view};
+//! use thumbpipe::{ListGeometry, TargetSize};
 //!
 //! #[derive(Clone, Debug)]
 //! enum Message {
@@ -48,6 +52,7 @@
 //!
 //! struct App {
 //!     thumbnails: Thumbnails<usize>,
+//!     scrolls: ScrollWatch,
 //!     urls: Vec<String>,
 //!     top: f32,
 //!     height: f32,
@@ -61,6 +66,7 @@
 //!     fn new(urls: Vec<String>) -> Result<Self, thumbpipe::BuildError> {
 //!         let mut app = App {
 //!             thumbnails: Thumbnails::new(thumbpipe::Config::default())?,
+//!             scrolls: ScrollWatch::default(),
 //!             urls,
 //!             top: 0.0,
 //!             height: WINDOW_HEIGHT,
@@ -73,18 +79,25 @@
 //!     fn update(&mut self, message: Message) {
 //!         match message {
 //!             Message::Thumbnails(ready) => return self.thumbnails.update(ready),
-//!             Message::Scrolled { top, height } => (self.top, self.height) = (top, height),
+//!             Message::Scrolled { top, height } => {
+//!                 (self.top, self.height) = (top, height);
+//!                 let list = ListGeometry::new(ROW_HEIGHT, self.urls.len(), height);
+//!                 self.scrolls.observe(top, list);
+//!             }
 //!             Message::Resized { height } => self.height = height,
 //!         }
 //!         self.show_rows();
 //!     }
 //!
-//!     /// Tells thumbpipe which rows are in view.
+//!     /// Tells thumbpipe where a fast scroll will rest, and which rows are
+//!     /// in view.
 //!     fn show_rows(&mut self) {
-//!         let rows = rows_in_view(self.top, self.height, ROW_HEIGHT, self.urls.len());
-//!         let urls = &self.urls;
+//!         let (urls, target) = (&self.urls, TargetSize::square(64));
+//!         let coast = self.scrolls.predict();
 //!         self.thumbnails
-//!             .show_rows(rows.map(|row| (row, &urls[row])), TargetSize::square(64));
+//!             .follow_coast(coast.as_ref(), target, |row| (row, &urls[row]));
+//!         let rows = rows_in_view(self.top, self.height, ROW_HEIGHT, urls.len());
+//!         self.thumbnails.show_rows(rows.map(|row| (row, &urls[row])), target);
 //!     }
 //!
 //!     fn subscription(&self) -> Subscription<Message> {
@@ -141,6 +154,7 @@ use crate::pipeline::{Pipeline, PipelineBuilder};
 use crate::request::{Priority, TargetSize};
 use crate::thumbnail::Thumbnail;
 
+pub use crate::front::scroll::ScrollWatch;
 pub use handles::HandleStats;
 
 /// The message [`Thumbnails::subscription`] produces: thumbnails arrived;
@@ -230,16 +244,11 @@ impl<K: Hash + Eq + Clone> Thumbnails<K> {
     ) -> Result<Self, BuildError> {
         let config = config.into();
         crate::error::at_least_one(&[("max_handle_bytes", config.max_handle_bytes as u64)])?;
-        let pipeline = builder.config(config.pipeline).build()?;
         let wakeups = Wakeups::new();
         let waker = wakeups.clone();
-        pipeline.set_waker(move || waker.wake());
-        let coasts = CoastPolicy {
-            enabled: true,
-            min_time_on_screen: None,
-        };
+        let wake = move || waker.wake();
         Ok(Self {
-            list: ListFront::new(pipeline, coasts),
+            list: ListFront::build(builder, config.pipeline, CoastPolicy::FOLLOWED, wake)?,
             wakeups,
             handles: Handles::new(config.max_handle_bytes),
         })
@@ -253,7 +262,11 @@ impl<K: Hash + Eq + Clone> Thumbnails<K> {
     }
 
     /// Makes the handles of the thumbnails that arrived. Never blocks.
+    /// Once a list that flew past rows ([`Thumbnails::follow_coast`]) has
+    /// been still for a moment, also asks again for the rows in view: no
+    /// scroll message comes for the rows where it stopped.
     pub fn update(&mut self, _ready: Ready) {
+        self.list.ask_for_skipped_rows();
         self.receive();
     }
 
@@ -263,17 +276,10 @@ impl<K: Hash + Eq + Clone> Thumbnails<K> {
     /// taken at the end of every pass too. A row already showing its image
     /// (found decoded when asked for) keeps its handle.
     fn receive(&mut self) {
-        for row in self.list.receive() {
-            let Some((url, target)) = self.list.shown(&row) else {
-                continue;
-            };
-            let key: HandleKey = (Arc::clone(url), target);
-            if self.handles.peek(&key).is_some() {
-                continue;
-            }
-            if let Some(Ok(thumbnail)) = self.list.outcome(&row, &key.0, target) {
-                let thumbnail = thumbnail.clone();
-                self.make_handle(&row, key, &thumbnail);
+        for arrived in self.list.receive() {
+            let key: HandleKey = (arrived.url, arrived.target);
+            if self.handles.peek(&key).is_none() {
+                self.make_handle(&arrived.row, key, &arrived.thumbnail);
             }
         }
     }
@@ -285,7 +291,7 @@ impl<K: Hash + Eq + Clone> Thumbnails<K> {
     /// use [`Thumbnails::show_rows`], which does both. Never blocks.
     pub fn request(&mut self, row: K, url: &str, target: TargetSize, priority: Priority) {
         // A pass begins with its first row, whatever that row shows.
-        self.handles.begin_pass();
+        self.handles.open_pass();
         self.list.ask(&row, url, target);
         // The row's handle, kept (and marked shown in this pass), or made
         // now from what is held for it: never one drawn uncounted.
@@ -313,11 +319,11 @@ impl<K: Hash + Eq + Clone> Thumbnails<K> {
     pub fn end_pass(&mut self) {
         // A pass that asked for no row begins here: thumbnails taken now
         // are for this pass's rows.
-        self.handles.begin_pass();
+        self.handles.open_pass();
         self.list.end_pass();
         self.list.clear_coast();
         self.receive();
-        self.handles.end_pass();
+        self.handles.close_pass();
     }
 
     /// Follows a coast for this pass: call it first in the pass, before the
@@ -329,7 +335,10 @@ impl<K: Hash + Eq + Clone> Thumbnails<K> {
     /// is decoded); a screen ahead is prefetched. `row_at` gives the key
     /// and URL of the row at an index (a grid's cell, numbered row by
     /// row). The prediction is made with a [`CoastModel`] of how the app's
-    /// scrolls slow down.
+    /// scrolls slow down: [`ScrollWatch`] makes it from the list's scroll
+    /// messages. A row skipped is asked for once the list has been still
+    /// for a moment: the subscription wakes for it, and
+    /// [`Thumbnails::update`] asks.
     pub fn follow_coast<M: CoastModel, S: AsRef<str>>(
         &mut self,
         coast: Option<&CoastPrediction<M>>,
@@ -337,7 +346,7 @@ impl<K: Hash + Eq + Clone> Thumbnails<K> {
         row_at: impl FnMut(usize) -> (K, S),
     ) {
         let Some(coast) = coast else { return };
-        self.handles.begin_pass();
+        self.handles.open_pass();
         let handles = &self.handles;
         self.list
             .follow_coast(coast, target, row_at, |url, target| {
@@ -378,13 +387,13 @@ impl<K: Hash + Eq + Clone> Thumbnails<K> {
     /// Forgets `url` at every level: its handles, its cache entries, its
     /// loads; rows showing it load it afresh when next asked for.
     pub fn forget(&mut self, url: &str) {
-        self.handles.forget(url);
+        self.handles.retain(|(kept, _)| &**kept != url);
         self.list.forget(url);
     }
 
     /// Forgets every image at every level.
     pub fn forget_all(&mut self) {
-        self.handles.clear();
+        self.handles.retain(|_| false);
         self.list.forget_all();
     }
 
@@ -395,7 +404,7 @@ impl<K: Hash + Eq + Clone> Thumbnails<K> {
 
     /// The handles' counters now.
     pub fn handle_stats(&self) -> HandleStats {
-        self.handles.stats()
+        self.handles.handle_stats()
     }
 
     /// The pipeline underneath, for what this type does not wrap.
@@ -406,7 +415,7 @@ impl<K: Hash + Eq + Clone> Thumbnails<K> {
     /// Makes `row`'s handle, `key`'s, from `thumbnail`; a thumbnail that
     /// cannot be one is the row's error.
     fn make_handle(&mut self, row: &K, key: HandleKey, thumbnail: &Thumbnail) {
-        if let Err(error) = self.handles.insert(key, thumbnail) {
+        if let Err(error) = self.handles.make(key, thumbnail) {
             self.list.fail(row, error);
         }
     }

@@ -265,6 +265,7 @@ impl<K> PipelineBuilder<K> {
             root,
             decode_pool,
             runtime,
+            io: handle,
         })
     }
 }

@@ -63,6 +63,8 @@ pub struct Pipeline<K> {
     decode_pool: Arc<DecodePool>,
     /// Present when the pipeline owns its runtime.
     runtime: Option<Runtime>,
+    /// The I/O runtime, its own or the app's.
+    io: Handle,
 }
 
 impl<K> Pipeline<K> {
@@ -94,6 +96,20 @@ impl<K> Pipeline<K> {
         if let Ok(mut slot) = self.waker.lock() {
             *slot = Some(Arc::new(waker));
         }
+    }
+
+    /// Calls `wake` after `delay`, on the I/O runtime, unless the pipeline
+    /// is dropped first: for a toolkit door that is woken only by messages
+    /// (iced), to look again at a list once its scroll has stopped.
+    #[cfg_attr(not(feature = "iced"), allow(dead_code))]
+    pub(crate) fn wake_after(&self, delay: Duration, wake: impl FnOnce() + Send + 'static) {
+        let dropped = self.root.clone();
+        self.io.spawn(async move {
+            tokio::select! {
+                () = tokio::time::sleep(delay) => wake(),
+                () = dropped.cancelled() => {}
+            }
+        });
     }
 
     /// The pipeline's counters and gauges now.
