@@ -55,26 +55,34 @@ fn thumbnail(
         url: url.to_string(),
         reason: format!("JPEG XL: {reason}"),
     };
-    let plan = plan(bytes).map_err(decode_error)?;
+    let plan = plan(bytes, &limits).map_err(decode_error)?;
     // Upright, as jxl-oxide renders it.
     let (width, height) = plan.size;
     within_max_dimension(url, width, height, &limits)?;
     let fitting = Fitting::new(width, height, asked);
-    let pixels = (u64::from(width) * u64::from(height)).saturating_mul(plan.bytes_per_pixel);
-    let untracked = pixels
+    let area = u64::from(width) * u64::from(height);
+    // Held outside jxl-oxide's tracker: the 8-bit pixels, the resize, the
+    // ICC profile, and jxl-oxide's own copy of the codestream.
+    let untracked = area
+        .saturating_mul(plan.bytes_per_pixel)
         .saturating_add(resize::working_bytes((width, height), fitting.size))
-        .saturating_add(plan.icc_bytes);
-    let Some(tracked) = limits.max_alloc.checked_sub(untracked) else {
+        .saturating_add(plan.icc_bytes)
+        .saturating_add(bytes.len() as u64);
+    // Its render holds at least the three colour planes, in f32.
+    let rendered = area.saturating_mul(3 * 4);
+    let tracked = limits.max_alloc.saturating_sub(untracked);
+    if tracked < rendered {
         return Err(Error::TooLarge {
             url: url.to_string(),
             what: format!(
-                "image is {width}x{height}: its pixels, the resize and its ICC profile take \
-                 {untracked} bytes, over the {}-byte decode limit",
+                "image is {width}x{height}: its render takes at least {rendered} bytes and its \
+                 pixels, the resize, its ICC profile and its codestream {untracked}, over the \
+                 {}-byte decode limit",
                 limits.max_alloc
             ),
             setting: "decode.max_alloc_bytes",
         });
-    };
+    }
     let image = read(bytes, tracked).map_err(decode_error)?;
     if (image.width(), image.height()) != (width, height) {
         return Err(decode_error("its header read twice gave two sizes".into()));
@@ -85,6 +93,18 @@ fn thumbnail(
     let mut stream = render.stream();
     let format = image.pixel_format();
     let (stream_width, stream_height) = (stream.width(), stream.height());
+    // What was reckoned for: the image's size, and a channel a sample (an
+    // ICC profile of CMYK with no black channel gives fewer).
+    if (stream_width, stream_height) != (width, height)
+        || stream.channels() as usize != format.channels()
+    {
+        return Err(decode_error(format!(
+            "its render is {stream_width}x{stream_height} with {} channels, where its header \
+             says {width}x{height} with {}",
+            stream.channels(),
+            format.channels()
+        )));
+    }
     let mut data = vec![0u8; stream_width as usize * stream_height as usize * stream.channels() as usize];
     stream.write_to_buffer(&mut data);
     let (layout, data) = straight(data, format.channels(), format.has_black(), premultiplied(&image))
@@ -169,14 +189,20 @@ struct Plan {
 /// Reads the header of the JPEG XL `bytes` (bare, or in its container),
 /// and the sizes of its ICC profile: read here first, under a bound, since
 /// jxl-oxide allocates both from the sizes the file declares.
-fn plan(bytes: &[u8]) -> Result<Plan, String> {
-    let mut codestream = Vec::new();
+fn plan(bytes: &[u8], limits: &DecodeLimits) -> Result<Plan, String> {
+    let mut parts = Vec::new();
     let mut container = ContainerParser::new();
     for event in container.feed_bytes(bytes) {
         if let ParseEvent::Codestream(part) = event.map_err(|error| error.to_string())? {
-            codestream.extend_from_slice(part);
+            parts.push(part);
         }
     }
+    // One part (a bare codestream, or one `jxlc` box) is read where it
+    // lies; parts (`jxlp` boxes) are put together.
+    let codestream: std::borrow::Cow<'_, [u8]> = match parts.as_slice() {
+        [one] => (*one).into(),
+        _ => parts.concat().into(),
+    };
     let mut bitstream = Bitstream::new(&codestream);
     let header = ImageHeader::parse(&mut bitstream, ()).map_err(|error| error.to_string())?;
     let channels = header.metadata.ec_info.iter().fold(3, |channels, info| match info.ty {
@@ -191,21 +217,21 @@ fn plan(bytes: &[u8]) -> Result<Plan, String> {
             .clone()
             .read_u64()
             .map_err(|error| error.to_string())?;
-        if encoded > MAX_ICC_BYTES {
-            return Err(format!("its ICC profile is {encoded} bytes encoded, over {MAX_ICC_BYTES}"));
+        // Read here only within the limits: it is allocated as declared.
+        let most = MAX_ICC_BYTES.min(limits.max_alloc);
+        if encoded > most {
+            return Err(format!("its ICC profile is {encoded} bytes encoded, over {most}"));
         }
         let icc = jxl_color::icc::read_icc(&mut bitstream).map_err(|error| error.to_string())?;
-        // The decoded size leads the encoded profile, as a varint.
-        let decoded = icc
-            .iter()
-            .take(9)
-            .enumerate()
-            .try_fold(0u64, |size, (at, byte)| {
-                let size = size | (u64::from(byte & 0x7F) << (7 * at));
-                if byte & 0x80 == 0 { Err(size) } else { Ok(size) }
-            })
-            .err()
-            .ok_or("its ICC profile's size does not end")?;
+        // The decoded size leads the encoded profile, as a varint of at
+        // most 9 bytes (as jxl-color reads it).
+        let mut decoded = 0u64;
+        for (at, byte) in icc.iter().take(9).enumerate() {
+            decoded |= u64::from(byte & 0x7F) << (7 * at);
+            if byte & 0x80 == 0 {
+                break;
+            }
+        }
         if decoded > MAX_ICC_BYTES {
             return Err(format!("its ICC profile is {decoded} bytes decoded, over {MAX_ICC_BYTES}"));
         }
@@ -350,17 +376,17 @@ mod tests {
     fn an_icc_profile_is_sized_before_jxl_oxide_allocates_it() {
         // The header is read as written: a small profile is then read,
         // and found missing.
-        let small = plan(&declaring_an_icc_profile_of(4096)).err().unwrap_or_default();
+        let small = plan(&declaring_an_icc_profile_of(4096), &LIMITS).err().unwrap_or_default();
         assert!(!small.contains("over"), "{small}");
         // One past the bound is refused before jxl-oxide reads the file
         // (it would allocate the declared size, untracked).
         let large = declaring_an_icc_profile_of(MAX_ICC_BYTES + 1);
-        let refused = plan(&large).err().unwrap_or_default();
+        let refused = plan(&large, &LIMITS).err().unwrap_or_default();
         assert!(refused.contains(&format!("{} bytes encoded, over", MAX_ICC_BYTES + 1)), "{refused}");
         let error = decoded(&large, 64, LIMITS).unwrap_err();
         assert!(matches!(error, Error::Decode { .. }) && error.to_string().contains("ICC"), "{error}");
         // A file without one: its size, and nothing reckoned for a profile.
-        let plain = plan(LOSSY).unwrap();
+        let plain = plan(LOSSY, &LIMITS).unwrap();
         assert_eq!((plain.size, plain.icc_bytes, plain.bytes_per_pixel), ((300, 200), 0, 3));
     }
 
@@ -371,7 +397,11 @@ mod tests {
         assert!(matches!(decoded(LOSSY, 64, small), Err(Error::TooLarge { .. })));
         let mut tight = LIMITS;
         tight.max_alloc = 64 * 1024;
-        assert!(decoded(LOSSY, 64, tight).is_err());
+        assert!(matches!(decoded(LOSSY, 64, tight), Err(Error::TooLarge { .. })));
+        // Room for the pixels and all held outside the tracker, but not for
+        // the render's colour planes: refused before jxl-oxide runs.
+        tight.max_alloc = 300 * 200 * 3 * 4;
+        assert!(matches!(decoded(LOSSY, 64, tight), Err(Error::TooLarge { .. })));
         for cut in (0..LOSSY.len()).step_by(61) {
             assert!(decoded(&LOSSY[..cut], 64, LIMITS).is_err(), "{cut}");
         }
