@@ -88,6 +88,21 @@ impl<'a> Tiff<'a> {
         }))
     }
 
+    /// The number of the first `tag` entry of the directory at `ifd` that
+    /// holds one (a SHORT or a LONG): an entry of that tag of another type
+    /// is passed over.
+    pub(super) fn number_of(&self, ifd: usize, tag: u16) -> Option<u32> {
+        self.entries(ifd)?
+            .filter(|entry| entry.tag == tag)
+            .find_map(|entry| entry.number(self))
+    }
+
+    /// Whether `range` lies within the bytes.
+    #[cfg_attr(not(feature = "raw"), allow(dead_code))]
+    pub(super) fn holds(&self, range: &Range<usize>) -> bool {
+        range.end <= self.bytes.len()
+    }
+
     /// Whether the directory at `ifd` lies whole within the bytes: its
     /// count, every entry, and the next directory's offset.
     #[cfg_attr(not(feature = "raw"), allow(dead_code))]
@@ -106,6 +121,7 @@ impl<'a> Tiff<'a> {
     }
 
     /// The first `tag` entry of the directory at `ifd`.
+    #[cfg(test)]
     pub(super) fn find(&self, ifd: usize, tag: u16) -> Option<Entry> {
         self.entries(ifd)?.find(|entry| entry.tag == tag)
     }
@@ -153,7 +169,7 @@ impl Entry {
 
     /// Where its value's bytes lie (inline or pointed at), for any type,
     /// if they lie within the bytes.
-    #[cfg_attr(not(feature = "raw"), allow(dead_code))]
+    #[cfg(test)]
     pub(super) fn data(&self, tiff: &Tiff<'_>) -> Option<Range<usize>> {
         self.span(tiff)
             .filter(|range| tiff.bytes.get(range.clone()).is_some())
@@ -219,6 +235,22 @@ mod tests {
         let cut = Tiff::new(&bytes[..57]).unwrap();
         let sub: Vec<u32> = cut.find(ifd, 0x014A).unwrap().numbers(&cut, 8).collect();
         assert_eq!(sub, [100]);
+    }
+
+    #[test]
+    fn a_tags_number_passes_over_an_entry_of_it_of_another_type() {
+        const ASCII: u16 = 2;
+        let bytes = tiff(&[(0x0201, ASCII, 4, 0x0041_4141), (0x0201, LONG, 1, 1234)]);
+        let tiff = Tiff::new(&bytes).unwrap();
+        assert_eq!(tiff.number_of(8, 0x0201), Some(1234));
+        assert_eq!(tiff.number_of(8, 0x0202), None);
+        // The whole directory lies within the bytes; cut by a byte, not.
+        assert!(tiff.holds_directory(8));
+        assert!(
+            !Tiff::new(&bytes[..bytes.len() - 1])
+                .unwrap()
+                .holds_directory(8)
+        );
     }
 
     #[test]

@@ -127,16 +127,18 @@ pub trait Decode: Send + Sync + 'static {
     /// [takes bodies cut short](Decode::takes_cut_short_bodies).
     fn decode(&self, url: &Arc<str>, body: &Body, target: TargetSize) -> Result<Thumbnail, Error>;
 
-    /// Whether it may be given the start of a JPEG, read only as far as
-    /// the thumbnail needs (up to an embedded thumbnail that serves, or a
-    /// progressive photo's DC scans, as
+    /// Whether it may be given the start of a body, read only as far as
+    /// the thumbnail needs: a JPEG up to an embedded thumbnail that serves,
+    /// or a progressive photo's DC scans, as
     /// [`DecodeConfig::embedded_thumbnails`] and
-    /// [`DecodeConfig::progressive_dc_scans`] allow). When its decode of
+    /// [`DecodeConfig::progressive_dc_scans`] allow; a camera RAW (cargo
+    /// feature `raw`) up to the preview that serves. When its decode of
     /// such a body fails, the pipeline reads the body again whole, once.
     /// Default `false`: every body it is given is whole. [`ImageDecoder`]
-    /// takes them when either of its settings is on; how far a fetch reads
-    /// follows the pipeline's [`Config::decode`](crate::Config::decode),
-    /// so give it the same [`DecodeConfig`].
+    /// takes them when either of its settings is on or RAWs are read; how
+    /// far a fetch reads follows the pipeline's
+    /// [`Config::decode`](crate::Config::decode), so give it the same
+    /// [`DecodeConfig`].
     fn takes_cut_short_bodies(&self) -> bool {
         false
     }
@@ -180,7 +182,7 @@ impl Decode for ImageDecoder {
     }
 
     fn takes_cut_short_bodies(&self) -> bool {
-        self.limits.embedded_thumbnails || self.limits.progressive_dc
+        watch::watches_bodies(&self.limits)
     }
 }
 

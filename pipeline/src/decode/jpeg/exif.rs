@@ -66,7 +66,7 @@ pub(super) fn serves(layout: &JpegLayout, target: TargetSize) -> bool {
 pub(super) fn ifd1_jpeg(tiff: &[u8]) -> Option<Range<usize>> {
     let reader = Tiff::new(tiff).filter(|reader| reader.u16_at(2) == Some(42))?;
     let ifd1 = reader.next_ifd(reader.first_ifd()?)?;
-    let value = |tag| reader.find(ifd1, tag)?.number(&reader);
+    let value = |tag| reader.number_of(ifd1, tag);
     let (offset, length) = (value(0x0201)? as usize, value(0x0202)? as usize);
     let range = offset..offset.checked_add(length)?;
     tiff.get(range.clone())?

@@ -37,7 +37,14 @@ pub(super) fn read(bytes: &[u8]) -> Previews {
     // Complete only once the sensor data is reached: any box before it
     // may hold a preview.
     let mut previews = Previews::default();
+    let mut looked_at = 0;
     for top in boxes(bytes, 0..usize::MAX) {
+        looked_at += 1;
+        // No box past the last looked at is read: once it is all there,
+        // nothing more is to come.
+        if looked_at == MAX_BOXES && top.body.end <= bytes.len() {
+            previews.complete = true;
+        }
         match &top.kind {
             b"moov" => {
                 for inner in boxes(bytes, top.body.clone()) {
@@ -72,7 +79,10 @@ fn canon_metadata(bytes: &[u8], within: Range<usize>, previews: &mut Previews) {
         match &inner.kind {
             b"CMT1" => {
                 let body = bytes.get(inner.body.clone()).unwrap_or_default();
-                previews.orientation = super::tiff::read(body).and_then(|read| read.previews.orientation);
+                // The first that says one counts.
+                previews.orientation = previews
+                    .orientation
+                    .or_else(|| super::tiff::read(body).and_then(|read| read.previews.orientation));
             }
             b"THMB" => previews.jpegs.extend(jpeg_in(bytes, &inner)),
             _ => {}

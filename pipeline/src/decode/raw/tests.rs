@@ -215,6 +215,30 @@ fn a_cr3_is_shown_from_prvw_or_thmb_turned_as_cmt1_says() {
 }
 
 #[test]
+fn the_first_cmt1_that_says_a_turn_counts() {
+    let cmt1 = |entries| tiff_file(b"II*\0\0\0\0\0", &[], &[(entries, None)]);
+    let turned = cmt1(vec![(0x0112, SHORT, V::N(8))]);
+    let silent = cmt1(vec![(0x0100, SHORT, V::N(1))]);
+    let thmb = [&[0u8; 16][..], &jpeg(5, 160, 107)].concat();
+    let canon = [
+        &super::cr3::CANON_UUID[..],
+        &boxed(b"CMT1", &turned),
+        &boxed(b"CMT1", &silent),
+        &boxed(b"THMB", &thmb),
+    ]
+    .concat();
+    let file = [
+        boxed(b"ftyp", b"crx \0\0\0\x01crx isom"),
+        boxed(b"moov", &boxed(b"uuid", &canon)),
+        boxed(b"mdat", &[0; 64]),
+    ]
+    .concat();
+    let read = cr3::read(&file);
+    assert_eq!(read.orientation, Orientation::from_exif(8));
+    assert_eq!(read.jpegs.len(), 1);
+}
+
+#[test]
 fn a_raf_is_shown_from_its_jpeg_turned_as_its_jpegs_exif_says() {
     let photo = fixture_server::exif::with_exif(
         &jpeg(7, 600, 400),
@@ -278,6 +302,11 @@ fn a_structure_cut_short_is_never_complete() {
     for cut in 0..mdat + 8 {
         assert!(!cr3::read(&file[..cut]).complete, "{cut}");
     }
+    // Boxes past as many as are looked at are never read: with those all
+    // there, nothing more is waited for.
+    let many = [boxed(b"ftyp", b"crx \0\0\0\x01crx isom"), boxed(b"free", &[0; 8]).repeat(80)].concat();
+    assert!(cr3::read(&many).complete);
+    assert!(!cr3::read(&many[..many.len() / 2]).complete);
 }
 
 #[test]

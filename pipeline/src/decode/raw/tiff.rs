@@ -109,7 +109,7 @@ struct Directory {
     sensor_data: bool,
     jpegs: Vec<Range<usize>>,
     sub_ifds: Vec<usize>,
-    /// Its list of sub-directories lies past the bytes.
+    /// Its list of sub-directories lies past the bytes read so far.
     cut: bool,
 }
 
@@ -133,7 +133,8 @@ impl Directory {
                 }
                 DNG_VERSION => directory.dng = true,
                 SUB_IFDS => {
-                    directory.cut |= entry.data(tiff).is_none();
+                    // Past the bytes read so far (not of a type unknown).
+                    directory.cut |= entry.span(tiff).is_some_and(|span| !tiff.holds(&span));
                     let subs = entry.numbers(tiff, MAX_SUB_IFDS);
                     directory.sub_ifds.extend(subs.map(|at| at as usize));
                 }
