@@ -109,8 +109,7 @@ impl List {
         let url = |cell: usize| (cell, format!("{}/img/{cell}.jpg", self.base));
         // A fast scroll: the rows where it will rest first, none of those
         // it flies past.
-        let coast = self.scrolls.predict();
-        self.thumbnails.follow_coast(coast.as_ref(), target, url);
+        self.thumbnails.follow_scroll(&self.scrolls, target, url);
         self.thumbnails.show_rows(cells.map(url), target);
     }
 

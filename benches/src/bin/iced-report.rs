@@ -299,9 +299,8 @@ impl Loader for Piped {
                 let list = ListGeometry::new(ROW_HEIGHT, self.rows, VISIBLE as f32 * ROW_HEIGHT);
                 scrolls.observe(top, list);
             }
-            let coast = scrolls.predict();
             self.thumbnails
-                .follow_coast(coast.as_ref(), target, |row| (row, url_of(row)));
+                .follow_scroll(scrolls, target, |row| (row, url_of(row)));
         }
         self.last_top = Some(top);
         self.thumbnails

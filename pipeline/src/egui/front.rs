@@ -224,7 +224,7 @@ impl<K: std::hash::Hash + Eq + Clone> Front<K> {
         self.begin_pass_if_new(pass);
         let textures = &self.textures;
         self.list
-            .follow_coast(coast, target, row_at, |url, target| {
+            .follow_coast(coast, true, target, row_at, |url, target| {
                 textures.thumbnail(url, target).is_some()
             });
     }

@@ -34,8 +34,8 @@ pub(crate) struct CoastPolicy {
     pub(crate) enabled: bool,
     pub(crate) min_time_on_screen: Option<Duration>,
     /// For a toolkit that draws only on messages: how long after the last
-    /// pass that skipped rows the list is taken to be at rest, and those
-    /// rows asked for ([`ListFront::ask_for_skipped_rows`]).
+    /// pass that skipped rows the list is taken to be at rest, and its rows
+    /// in view asked for again ([`ListFront::rows_at_rest`]).
     pub(crate) ask_again_after: Option<Duration>,
 }
 
@@ -57,10 +57,10 @@ pub(super) struct Coasting<K> {
     policy: CoastPolicy,
     destination: HashSet<K>,
     passing: HashSet<K>,
-    /// The rows the last pass that skipped any skipped, and when, if they
-    /// are to be asked for at rest.
-    skipped: Vec<K>,
+    /// When a pass last skipped rows, if the rows in view are to be asked
+    /// for again at rest; and when the wake pending for that is due.
     skipped_at: Option<Instant>,
+    wake_due: Option<Instant>,
 }
 
 impl<K: Hash + Eq + Clone> Coasting<K> {
@@ -69,8 +69,8 @@ impl<K: Hash + Eq + Clone> Coasting<K> {
             policy,
             destination: HashSet::new(),
             passing: HashSet::new(),
-            skipped: Vec::new(),
             skipped_at: None,
+            wake_due: None,
         }
     }
 
@@ -100,6 +100,9 @@ impl<K: Hash + Eq + Clone> ListFront<K> {
     /// draws there, are asked for at [`Priority::Destination`], before
     /// every other row; a row that will leave sooner than an image takes to
     /// arrive is not requested this pass; a screen ahead is prefetched.
+    /// Where it rests is asked for only if `rests` (a coast of a known
+    /// model): a scroll still driven by a hand, whose rest moves each pass,
+    /// only has the rows it flies past skipped.
     /// `row_at` gives an item's key and URL by its index (a list's row, a
     /// grid's cell, numbered row by row); `kept` says whether the toolkit
     /// has a URL's image at a size already. Does nothing when coasts are
@@ -107,6 +110,7 @@ impl<K: Hash + Eq + Clone> ListFront<K> {
     pub(crate) fn follow_coast<M: CoastModel, S: AsRef<str>>(
         &mut self,
         coast: &CoastPrediction<M>,
+        rests: bool,
         target: TargetSize,
         mut row_at: impl FnMut(usize) -> (K, S),
         kept: impl Fn(&str, TargetSize) -> bool,
@@ -122,7 +126,7 @@ impl<K: Hash + Eq + Clone> ListFront<K> {
             let asked = pipeline.requested_at(&row)?;
             Some(now.saturating_duration_since(asked))
         });
-        for index in plan.destination {
+        for index in plan.destination.filter(|_| rests) {
             let (row, url) = row_at(index);
             self.coasting.destination.insert(row.clone());
             self.want(row, url.as_ref(), target, Priority::Destination, &kept);
@@ -135,43 +139,58 @@ impl<K: Hash + Eq + Clone> ListFront<K> {
                 self.coasting.passing.insert(row);
             }
         }
-        for index in plan.ahead {
+        for index in plan.ahead.into_iter().filter(|_| rests) {
             let (row, url) = row_at(index);
             self.want(row, url.as_ref(), target, Priority::Prefetch, &kept);
         }
-        if let Some(quiet) = self.coasting.policy.ask_again_after
-            && !self.coasting.passing.is_empty()
-        {
-            self.coasting.skipped = self.coasting.passing.iter().cloned().collect();
+        if self.coasting.policy.ask_again_after.is_some() && !self.coasting.passing.is_empty() {
             self.coasting.skipped_at = Some(now);
-            let wake = std::sync::Arc::clone(&self.wake);
-            self.pipeline.wake_after(quiet, move || wake());
+            self.wake_at_rest(now);
         }
     }
 
-    /// Asks for the rows the last pass that skipped any skipped, at
-    /// [`Priority::Visible`], once no pass has skipped a row for
-    /// [`CoastPolicy::ask_again_after`]: the list is at rest, and no pass
-    /// may come to ask for the rows where it stopped. A row no longer
-    /// shown, or given its outcome since, is not asked for; the next pass
-    /// that does not show a row cancels it, as any other.
+    /// The rows in view in the last pass, to be asked for again (at
+    /// [`Priority::Visible`], in a pass of their own, which cancels what a
+    /// coast asked for where the list did not go), once no pass has skipped
+    /// a row for [`CoastPolicy::ask_again_after`]: the list is at rest,
+    /// and no pass may come to ask for the rows where it stopped. Empty
+    /// otherwise; while the list may still be moving, a wake is kept
+    /// pending for the moment it is still.
     #[cfg_attr(not(feature = "iced"), allow(dead_code))]
-    pub(crate) fn ask_for_skipped_rows(&mut self) {
-        let quiet = self.coasting.policy.ask_again_after;
-        let at_rest = self
-            .coasting
-            .skipped_at
-            .zip(quiet)
-            .is_some_and(|(at, quiet)| at.elapsed() >= quiet);
-        if !at_rest {
-            return;
+    pub(crate) fn rows_at_rest(&mut self) -> Vec<(K, std::sync::Arc<str>, TargetSize)> {
+        let now = Instant::now();
+        if self.coasting.wake_due.is_some_and(|due| due <= now) {
+            self.coasting.wake_due = None;
+        }
+        let (Some(quiet), Some(skipped_at)) = (
+            self.coasting.policy.ask_again_after,
+            self.coasting.skipped_at,
+        ) else {
+            return Vec::new();
+        };
+        if now.saturating_duration_since(skipped_at) < quiet {
+            self.wake_at_rest(skipped_at);
+            return Vec::new();
         }
         self.coasting.skipped_at = None;
-        for row in std::mem::take(&mut self.coasting.skipped) {
-            if let Some((url, target)) = self.waiting(&row) {
-                self.pipeline.request(row, &url, target, Priority::Visible);
-            }
+        self.rows_in_view()
+    }
+
+    /// Has the door woken [`CoastPolicy::ask_again_after`] after
+    /// `skipped_at`, unless a wake is pending already (one timer at a
+    /// time: the pass it wakes for keeps the next one pending if need be).
+    fn wake_at_rest(&mut self, skipped_at: Instant) {
+        let Some(quiet) = self.coasting.policy.ask_again_after else {
+            return;
+        };
+        if self.coasting.wake_due.is_some() {
+            return;
         }
+        let due = skipped_at + quiet;
+        self.coasting.wake_due = Some(due);
+        let wake = std::sync::Arc::clone(&self.wake);
+        let delay = due.saturating_duration_since(Instant::now());
+        self.pipeline.wake_after(delay, move || wake());
     }
 
     /// Whether a coast this pass rests somewhere: the rows asked for ahead

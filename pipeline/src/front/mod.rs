@@ -54,6 +54,9 @@ struct Row {
     target: TargetSize,
     /// Asked for in the pass under way.
     asked: bool,
+    /// Asked for as a row in view ([`ListFront::request_shown`]) in its
+    /// last pass, not only as where a coast rests or ahead of it.
+    in_view: bool,
     /// Delivered for this URL and size (and not yet made into the
     /// toolkit's image), or failed.
     outcome: Option<Result<Thumbnail, Error>>,
@@ -127,6 +130,9 @@ impl<K: Hash + Eq + Clone> ListFront<K> {
                     known.outcome = None;
                 }
                 let first_in_pass = !std::mem::replace(&mut known.asked, true);
+                if first_in_pass {
+                    known.in_view = false;
+                }
                 Asked {
                     first_in_pass,
                     changed,
@@ -137,6 +143,7 @@ impl<K: Hash + Eq + Clone> ListFront<K> {
                     url: Arc::from(url),
                     target,
                     asked: true,
+                    in_view: false,
                     outcome: None,
                 };
                 self.rows.insert(row.clone(), known);
@@ -222,6 +229,9 @@ impl<K: Hash + Eq + Clone> ListFront<K> {
     /// flies past it, otherwise at [`Priority::Visible`]. A request already
     /// made is kept alive, never repeated.
     pub(crate) fn request_shown(&mut self, row: &K, url: &str, target: TargetSize) {
+        if let Some(known) = self.rows.get_mut(row) {
+            known.in_view = true;
+        }
         if let Some(priority) = self.coasting.priority_of_shown(row) {
             self.pipeline.request(row.clone(), url, target, priority);
         }
@@ -257,14 +267,15 @@ impl<K: Hash + Eq + Clone> ListFront<K> {
             .retain(|_, known| std::mem::take(&mut known.asked));
     }
 
-    /// The URL and size `row` shows, if it was asked for in this pass or
-    /// the last and has no outcome yet.
+    /// The rows in view in the last pass, each with the URL and size it
+    /// showed.
     #[cfg_attr(not(feature = "iced"), allow(dead_code))]
-    pub(crate) fn waiting(&self, row: &K) -> Option<(Arc<str>, TargetSize)> {
+    pub(crate) fn rows_in_view(&self) -> Vec<(K, Arc<str>, TargetSize)> {
         self.rows
-            .get(row)
-            .filter(|known| known.outcome.is_none())
-            .map(|known| (Arc::clone(&known.url), known.target))
+            .iter()
+            .filter(|(_, known)| known.in_view)
+            .map(|(row, known)| (row.clone(), Arc::clone(&known.url), known.target))
+            .collect()
     }
 
     /// Forgets `url` at every level behind the toolkit's: the rows showing

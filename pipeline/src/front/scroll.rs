@@ -1,12 +1,15 @@
-//! Scrolls read from where a list is, for a toolkit with no kinetic state
-//! of its own to read (iced's `scrollable`, to which a trackpad's momentum
-//! comes as more scroll messages from the system): [`ScrollWatch`] takes
-//! the scroll's speed from the offsets it is told and when, and makes the
-//! [`CoastPrediction`] that `follow_coast` acts on.
+//! Where a list is, for a toolkit that tells only its scroll offset and
+//! has no kinetic state to read (iced's `scrollable`, to which a
+//! trackpad's momentum comes as more scroll messages from the system): the
+//! rows in view ([`rows_in_view`]), and [`ScrollWatch`], which takes the
+//! scroll's speed from the offsets it is told and when, and makes the
+//! [`CoastPrediction`] that `follow_scroll` acts on.
 //!
-//! Plain data kept by the app, one per list, on the UI thread: told each
-//! offset as the list scrolls, asked for the coast before each pass.
+//! Plain data and arithmetic on the UI thread: a watch is kept by the app,
+//! one per list, told each offset as the list scrolls and asked before
+//! each pass.
 
+use std::ops::Range;
 use std::time::{Duration, Instant};
 
 use crate::coast::{CoastPrediction, ExponentialDecay, ListGeometry};
@@ -39,6 +42,10 @@ pub struct ScrollWatch {
     last: Option<(Instant, f32)>,
     /// Points per second, over the last scrolls.
     velocity: f32,
+    /// Where the last scroll would have come to rest, and whether the one
+    /// before it said the same (within half a screen).
+    rest: Option<f32>,
+    steady: bool,
 }
 
 impl Default for ScrollWatch {
@@ -71,6 +78,8 @@ impl ScrollWatch {
             list: None,
             last: None,
             velocity: 0.0,
+            rest: None,
+            steady: false,
         }
     }
 
@@ -81,9 +90,11 @@ impl ScrollWatch {
     }
 
     fn observe_at(&mut self, offset: f32, list: ListGeometry, now: Instant) {
-        self.list = Some(list);
-        let Some((then, before)) = self.last else {
+        let same_list = self.list.replace(list) == Some(list);
+        let Some((then, before)) = self.last.filter(|_| same_list) else {
+            // The first offset, or of a list laid out anew: no speed yet.
             self.last = Some((now, offset));
+            self.velocity = 0.0;
             return;
         };
         let elapsed = now.saturating_duration_since(then);
@@ -91,7 +102,10 @@ impl ScrollWatch {
             return;
         }
         let speed = (offset - before) / elapsed.as_secs_f32();
-        self.velocity = if elapsed >= Self::STILL_AFTER || !speed.is_finite() {
+        // A jump of more than a screen (a scroll bar's, an app's) is no
+        // scroll that goes on.
+        let jumped = (offset - before).abs() > list.viewport;
+        self.velocity = if elapsed >= Self::STILL_AFTER || jumped || !speed.is_finite() {
             // From rest: one scroll says no speed yet.
             0.0
         } else if self.velocity == 0.0 || self.velocity.signum() != speed.signum() {
@@ -100,6 +114,20 @@ impl ScrollWatch {
             (self.velocity + speed) / 2.0
         };
         self.last = Some((now, offset));
+        let coast = CoastPrediction::new(self.model, offset, self.velocity, list);
+        let rest = coast.is_coasting().then(|| coast.rest_offset());
+        self.steady = rest
+            .zip(self.rest)
+            .is_some_and(|(now, before)| (now - before).abs() <= list.viewport / 2.0);
+        self.rest = rest;
+    }
+
+    /// Whether the scroll slows down as the model says: the last two
+    /// scrolls would have come to rest within half a screen of each other
+    /// (a system's momentum). A scroll still driven by a hand speeds up
+    /// and slows down as it likes, and where it will rest is not known.
+    pub fn rests_steadily(&self) -> bool {
+        self.steady
     }
 
     /// The coast under way: where the list will rest if it keeps its
@@ -117,6 +145,27 @@ impl ScrollWatch {
         let coast = CoastPrediction::new(self.model, offset, self.velocity, self.list?);
         coast.is_coasting().then_some(coast)
     }
+}
+
+/// The rows of a list of `count` rows of `row_height` in view when its
+/// scrollable is scrolled `top` down and `height` tall (a `scrollable`'s
+/// `Viewport`: `absolute_offset().y` and `bounds().height`), with one row
+/// more at each end so a row coming into view is already asked for.
+///
+/// ```
+/// use thumbpipe::iced::rows_in_view;
+///
+/// assert_eq!(rows_in_view(0.0, 200.0, 50.0, 1000), 0..5);
+/// assert_eq!(rows_in_view(1000.0, 200.0, 50.0, 1000), 19..25);
+/// assert_eq!(rows_in_view(49_900.0, 200.0, 50.0, 1000), 997..1000);
+/// ```
+pub fn rows_in_view(top: f32, height: f32, row_height: f32, count: usize) -> Range<usize> {
+    if row_height.is_nan() || row_height <= 0.0 || count == 0 {
+        return 0..0;
+    }
+    let first = (top.max(0.0) / row_height).floor() as usize;
+    let end = ((top.max(0.0) + height.max(0.0)) / row_height).ceil() as usize;
+    first.saturating_sub(1).min(count)..end.saturating_add(1).min(count)
 }
 
 #[cfg(test)]
@@ -143,6 +192,8 @@ mod tests {
         }
         let now = start + frame * 9;
         let coast = watch.predict_at(now).unwrap();
+        // A steady speed: where it rests moves 32 points a frame.
+        assert!(watch.rests_steadily());
         // 288 + 2,000 * 0.5.
         assert!(
             (coast.rest_offset() - 1288.0).abs() < 1.0,
@@ -151,6 +202,45 @@ mod tests {
         );
         // Still for longer than STILL_AFTER: at rest, nothing to follow.
         assert!(watch.predict_at(now + ScrollWatch::STILL_AFTER).is_none());
+    }
+
+    #[test]
+    fn a_momentum_coast_rests_steadily_and_a_hand_driven_scroll_does_not() {
+        let start = Instant::now();
+        let frame = Duration::from_millis(16);
+        // Momentum: 3,000 points a second decaying as the model says.
+        let mut watch = ScrollWatch::default();
+        let decay = |t: f32| 3000.0 * 0.5 * (1.0 - (-t / 0.5).exp());
+        for n in 0..12u32 {
+            let t = (frame * n).as_secs_f32();
+            watch.observe_at(decay(t), LIST, start + frame * n);
+        }
+        assert!(watch.rests_steadily());
+        // A hand speeding up: 10, 40, 90... points a frame.
+        let mut hand = ScrollWatch::default();
+        for n in 0..12u32 {
+            hand.observe_at(10.0 * (n * n) as f32, LIST, start + frame * n);
+        }
+        assert!(!hand.rests_steadily());
+    }
+
+    #[test]
+    fn a_jump_or_a_new_layout_says_no_speed() {
+        let mut watch = ScrollWatch::default();
+        let start = Instant::now();
+        let frame = Duration::from_millis(16);
+        watch.observe_at(0.0, LIST, start);
+        watch.observe_at(32.0, LIST, start + frame);
+        assert!(watch.predict_at(start + frame).is_some());
+        // More than a screen in a frame: a jump.
+        watch.observe_at(5000.0, LIST, start + frame * 2);
+        assert!(watch.predict_at(start + frame * 2).is_none());
+        watch.observe_at(5032.0, LIST, start + frame * 3);
+        assert!(watch.predict_at(start + frame * 3).is_some());
+        // The list laid out anew (a resize): its old offsets say nothing.
+        let resized = ListGeometry::new(72.0, 1000, 360.0);
+        watch.observe_at(5064.0, resized, start + frame * 4);
+        assert!(watch.predict_at(start + frame * 4).is_none());
     }
 
     #[test]

@@ -12,9 +12,10 @@
 //!   scrolls, never for a list that fits its window: the first screen is
 //!   the app's to ask for, with the window's height as it opens.
 //! - A [`ScrollWatch`] told the list's offsets reads how fast it scrolls;
-//!   [`Thumbnails::follow_coast`] with its prediction, first in each pass,
-//!   asks first for the rows where a fast scroll will rest and not for
-//!   the rows it flies past (asked for once the list is still).
+//!   [`Thumbnails::follow_scroll`] with it, first in each pass, does not
+//!   ask for the rows a fast scroll flies past (they are asked for once
+//!   the list is still), and, for a momentum coast, asks first for the
+//!   rows where it will rest.
 //! - [`Thumbnails::subscription`] produces [`Ready`] when thumbnails
 //!   arrive, woken by the pipeline (no timer); `update` passes it to
 //!   [`Thumbnails::update`], which makes the rows' handles.
@@ -93,9 +94,8 @@
 //!     /// in view.
 //!     fn show_rows(&mut self) {
 //!         let (urls, target) = (&self.urls, TargetSize::square(64));
-//!         let coast = self.scrolls.predict();
 //!         self.thumbnails
-//!             .follow_coast(coast.as_ref(), target, |row| (row, &urls[row]));
+//!             .follow_scroll(&self.scrolls, target, |row| (row, &urls[row]));
 //!         let rows = rows_in_view(self.top, self.height, ROW_HEIGHT, urls.len());
 //!         self.thumbnails.show_rows(rows.map(|row| (row, &urls[row])), target);
 //!     }
@@ -135,7 +135,6 @@
 mod handles;
 
 use std::hash::Hash;
-use std::ops::Range;
 use std::sync::Arc;
 
 use futures::StreamExt as _;
@@ -154,7 +153,7 @@ use crate::pipeline::{Pipeline, PipelineBuilder};
 use crate::request::{Priority, TargetSize};
 use crate::thumbnail::Thumbnail;
 
-pub use crate::front::scroll::ScrollWatch;
+pub use crate::front::scroll::{ScrollWatch, rows_in_view};
 pub use handles::HandleStats;
 
 /// The message [`Thumbnails::subscription`] produces: thumbnails arrived;
@@ -263,11 +262,19 @@ impl<K: Hash + Eq + Clone> Thumbnails<K> {
 
     /// Makes the handles of the thumbnails that arrived. Never blocks.
     /// Once a list that flew past rows ([`Thumbnails::follow_coast`]) has
-    /// been still for a moment, also asks again for the rows in view: no
-    /// scroll message comes for the rows where it stopped.
+    /// been still for a moment, also makes a pass of the rows in view, as
+    /// [`Thumbnails::show_rows`] would: no scroll message comes for the
+    /// rows where it stopped, and what the coast asked for elsewhere is
+    /// cancelled.
     pub fn update(&mut self, _ready: Ready) {
-        self.list.ask_for_skipped_rows();
-        self.receive();
+        let at_rest = self.list.rows_at_rest();
+        if at_rest.is_empty() {
+            return self.receive();
+        }
+        for (row, url, target) in at_rest {
+            self.request(row, &url, target, Priority::Visible);
+        }
+        self.end_pass();
     }
 
     /// Gives each row what the pipeline delivered for it: the thumbnails
@@ -345,11 +352,40 @@ impl<K: Hash + Eq + Clone> Thumbnails<K> {
         target: TargetSize,
         row_at: impl FnMut(usize) -> (K, S),
     ) {
-        let Some(coast) = coast else { return };
+        if let Some(coast) = coast {
+            self.follow(coast, true, target, row_at);
+        }
+    }
+
+    /// [`Thumbnails::follow_coast`] with what `scrolls` saw: call it first
+    /// in the pass. While the scroll slows down as its model says (a
+    /// system's momentum), the rows where it will rest are asked for
+    /// first; while it is still driven by a hand, and where it will rest
+    /// is not known, only the rows it flies past are skipped. Either way
+    /// the rows in view are asked for once the list has been still for
+    /// [`ScrollWatch::STILL_AFTER`].
+    pub fn follow_scroll<S: AsRef<str>>(
+        &mut self,
+        scrolls: &ScrollWatch,
+        target: TargetSize,
+        row_at: impl FnMut(usize) -> (K, S),
+    ) {
+        if let Some(coast) = scrolls.predict() {
+            self.follow(&coast, scrolls.rests_steadily(), target, row_at);
+        }
+    }
+
+    fn follow<M: CoastModel, S: AsRef<str>>(
+        &mut self,
+        coast: &CoastPrediction<M>,
+        rests: bool,
+        target: TargetSize,
+        row_at: impl FnMut(usize) -> (K, S),
+    ) {
         self.handles.open_pass();
         let handles = &self.handles;
         self.list
-            .follow_coast(coast, target, row_at, |url, target| {
+            .follow_coast(coast, rests, target, row_at, |url, target| {
                 handles.peek(&(Arc::from(url), target)).is_some()
             });
     }
@@ -430,25 +466,4 @@ impl<K> Drop for Thumbnails<K> {
     fn drop(&mut self) {
         self.wakeups.close();
     }
-}
-
-/// The rows of a list of `count` rows of `row_height` in view when its
-/// scrollable is scrolled `top` down and `height` tall (a `scrollable`'s
-/// `Viewport`: `absolute_offset().y` and `bounds().height`), with one row
-/// more at each end so a row coming into view is already asked for.
-///
-/// ```
-/// use thumbpipe::iced::rows_in_view;
-///
-/// assert_eq!(rows_in_view(0.0, 200.0, 50.0, 1000), 0..5);
-/// assert_eq!(rows_in_view(1000.0, 200.0, 50.0, 1000), 19..25);
-/// assert_eq!(rows_in_view(49_900.0, 200.0, 50.0, 1000), 997..1000);
-/// ```
-pub fn rows_in_view(top: f32, height: f32, row_height: f32, count: usize) -> Range<usize> {
-    if row_height.is_nan() || row_height <= 0.0 || count == 0 {
-        return 0..0;
-    }
-    let first = (top.max(0.0) / row_height).floor() as usize;
-    let end = ((top.max(0.0) + height.max(0.0)) / row_height).ceil() as usize;
-    first.saturating_sub(1).min(count)..end.saturating_add(1).min(count)
 }

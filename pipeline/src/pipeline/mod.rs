@@ -106,8 +106,13 @@ impl<K> Pipeline<K> {
         let dropped = self.root.clone();
         self.io.spawn(async move {
             tokio::select! {
-                () = tokio::time::sleep(delay) => wake(),
+                biased;
                 () = dropped.cancelled() => {}
+                () = tokio::time::sleep(delay) => {
+                    if !dropped.is_cancelled() {
+                        wake();
+                    }
+                }
             }
         });
     }
