@@ -129,9 +129,11 @@
 //! their outcomes, the kept images and the wakes, shared with egui) to
 //! iced's handle and subscription:
 //!
-//! - `mod.rs`: [`Thumbnails`], what a row shows, and [`IcedConfig`].
+//! - `mod.rs`: [`Thumbnails`] and what a row shows.
+//! - `config`: [`IcedConfig`].
 //! - `handles`: the handles kept under the byte budget.
 
+mod config;
 mod handles;
 
 use std::hash::Hash;
@@ -144,7 +146,6 @@ use iced_futures::Subscription;
 
 use self::handles::{HandleKey, Handles};
 use crate::coast::{CoastModel, CoastPrediction};
-use crate::config::Config;
 use crate::error::{BuildError, Error};
 use crate::front::wake::Wakeups;
 use crate::front::{CoastPolicy, Held, ListFront};
@@ -153,6 +154,7 @@ use crate::pipeline::{Pipeline, PipelineBuilder};
 use crate::request::{Priority, TargetSize};
 use crate::thumbnail::Thumbnail;
 
+pub use self::config::IcedConfig;
 pub use crate::front::scroll::{ScrollWatch, rows_in_view};
 pub use handles::HandleStats;
 
@@ -160,44 +162,6 @@ pub use handles::HandleStats;
 /// pass it to [`Thumbnails::update`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Ready;
-
-/// Settings of [`Thumbnails`]: the pipeline's, and the handles' budget. A
-/// [`Config`] converts into it with the default budget.
-///
-/// ```
-/// let mut config = thumbpipe::iced::IcedConfig::default();
-/// config.pipeline.fetch.max_per_host = 8;
-/// config.max_handle_bytes = 64 * 1024 * 1024;
-/// let thumbnails = thumbpipe::iced::Thumbnails::<usize>::new(config)?;
-/// # Ok::<(), thumbpipe::BuildError>(())
-/// ```
-#[derive(Clone, Debug)]
-#[non_exhaustive]
-pub struct IcedConfig {
-    /// The pipeline behind the handles.
-    pub pipeline: Config,
-    /// Budget of the handles kept: the sum of their RGBA bytes. Past it,
-    /// the least recently shown are freed (their thumbnails stay in the
-    /// pipeline's cache); the rows in view are never freed, so a screen
-    /// that alone needs more goes over it. Default: 32 MiB (512
-    /// thumbnails of 128x128).
-    pub max_handle_bytes: usize,
-}
-
-impl Default for IcedConfig {
-    fn default() -> Self {
-        Config::default().into()
-    }
-}
-
-impl From<Config> for IcedConfig {
-    fn from(pipeline: Config) -> Self {
-        Self {
-            pipeline,
-            max_handle_bytes: 32 * 1024 * 1024,
-        }
-    }
-}
 
 /// What a row shows.
 #[derive(Clone, Debug)]
