@@ -17,7 +17,7 @@
 //!   the list is still), and, for a momentum coast, asks first for the
 //!   rows where it will rest.
 //! - [`Thumbnails::subscription`] produces [`Ready`] when thumbnails
-//!   arrive, woken by the pipeline (no timer); `update` passes it to
+//!   arrive, woken by the pipeline (no polling); `update` passes it to
 //!   [`Thumbnails::update`], which makes the rows' handles.
 //! - In `view`, [`Thumbnails::get`] says what a row shows: its handle (the
 //!   same one every view, so iced uploads it once), loading, or the error;
