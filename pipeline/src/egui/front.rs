@@ -63,6 +63,13 @@ impl<K: std::hash::Hash + Eq + Clone> Front<K> {
         builder: PipelineBuilder<K>,
     ) -> Result<Self, BuildError> {
         config.validate()?;
+        let pipeline = builder.config(config.pipeline.clone()).build()?;
+        Ok(Self::over(ctx, &config, pipeline))
+    }
+
+    /// A front over `pipeline`, built already, with `config`'s UI-side
+    /// settings (checked by the caller); wakes `ctx` when loads finish.
+    pub(crate) fn over(ctx: &Context, config: &EguiConfig, pipeline: Pipeline<K>) -> Self {
         let textures = TextureCache::new(config.max_texture_bytes, config.upload_bytes_per_pass);
         // egui draws frames while a list scrolls, and one at rest.
         let coast_policy = CoastPolicy {
@@ -71,13 +78,11 @@ impl<K: std::hash::Hash + Eq + Clone> Front<K> {
             ask_again_after: None,
         };
         let repaint = ctx.clone();
-        Ok(Self {
-            list: ListFront::build(builder, config.pipeline, coast_policy, move || {
-                repaint.request_repaint()
-            })?,
+        Self {
+            list: ListFront::over(pipeline, coast_policy, move || repaint.request_repaint()),
             textures,
             pass: None,
-        })
+        }
     }
 
     /// The pipeline underneath.

@@ -108,6 +108,56 @@ impl<K: Hash + Eq + Clone> ThumbnailList<K> {
         })
     }
 
+    /// [`ThumbnailList::new`] over a pipeline built already: one the app
+    /// asked for its first screen before it had a window, so that what
+    /// loaded while the window opened is drawn in the first frame. Ask
+    /// with the rows, URLs and boxes the list will show:
+    /// [`target_size`](super::target_size) of the cell at the pixels per
+    /// point the app expects (a guess that differs costs those early loads,
+    /// nothing else; [`cover_size`](super::cover_size) for a list cropped to
+    /// fill), and hand the pipeline over without calling
+    /// [`Pipeline::end_frame`] in between. Rows the first pass does not show
+    /// are cancelled at its end. `config`'s UI-side settings are used; its
+    /// `pipeline` is not (the pipeline keeps the settings it was built
+    /// with). The pipeline's waker becomes the list's.
+    ///
+    /// ```no_run
+    /// use thumbpipe::egui::{EguiConfig, ThumbnailList, target_size};
+    /// use thumbpipe::{Pipeline, Priority};
+    ///
+    /// # fn main() -> Result<(), thumbpipe::BuildError> {
+    /// let mut config = thumbpipe::Config::default();
+    /// config.fetch.file_roots = vec!["/home/me/Pictures".into()];
+    /// let photos: Vec<String> = (0..500)
+    ///     .map(|n| format!("file:///home/me/Pictures/{n:04}.jpg"))
+    ///     .collect();
+    /// // At start-up, before the window: the first screen's 60 cells of
+    /// // 64 points, at one pixel a point.
+    /// let mut pipeline = Pipeline::<usize>::new(config)?;
+    /// let cell = egui::vec2(64.0, 64.0);
+    /// for (row, url) in photos.iter().enumerate().take(60) {
+    ///     pipeline.request(row, url, target_size(cell, 1.0), Priority::Visible);
+    /// }
+    /// // Once the window is there (eframe's `CreationContext::egui_ctx`):
+    /// # let ctx = egui::Context::default();
+    /// let list = ThumbnailList::with_pipeline(&ctx, pipeline, EguiConfig::default())?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn with_pipeline(
+        ctx: &Context,
+        pipeline: Pipeline<K>,
+        config: impl Into<EguiConfig>,
+    ) -> Result<Self, BuildError> {
+        let config = config.into();
+        config.validate()?;
+        Ok(Self {
+            front: Front::over(ctx, &config, pipeline),
+            ctx: ctx.clone(),
+            crop_to_fill: false,
+        })
+    }
+
     /// Whether each thumbnail is cropped to fill its cell (`true`: the
     /// image's centre in the cell's shape, [`crate::Fit::Cover`], as a
     /// photo grid shows it) or fitted whole inside it (`false`, the

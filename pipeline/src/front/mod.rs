@@ -42,9 +42,8 @@ use std::sync::Arc;
 
 pub(crate) use self::coasting::CoastPolicy;
 use self::coasting::Coasting;
-use crate::config::Config;
-use crate::error::{BuildError, Error};
-use crate::pipeline::{Pipeline, PipelineBuilder};
+use crate::error::Error;
+use crate::pipeline::Pipeline;
 use crate::request::{Priority, TargetSize};
 use crate::thumbnail::Thumbnail;
 
@@ -98,24 +97,30 @@ pub(crate) struct ListFront<K> {
 }
 
 impl<K: Hash + Eq + Clone> ListFront<K> {
-    /// The front of a pipeline built by `builder` with `config`, which
-    /// calls `wake` (from its own threads) when loads finish.
-    pub(crate) fn build(
-        builder: PipelineBuilder<K>,
-        config: Config,
+    /// The front of `pipeline`, built already, which calls `wake` (from
+    /// its own threads) when loads finish. Rows asked of it before are
+    /// given what it loads for them: see [`ListFront::receive`].
+    pub(crate) fn over(
+        pipeline: Pipeline<K>,
         coast_policy: CoastPolicy,
         wake: impl Fn() + Send + Sync + 'static,
-    ) -> Result<Self, BuildError> {
-        let pipeline = builder.config(config).build()?;
+    ) -> Self {
         let wake: Arc<dyn Fn() + Send + Sync> = Arc::new(wake);
         let waker = Arc::clone(&wake);
         pipeline.set_waker(move || waker());
-        Ok(Self {
+        // The rows asked of it so far make a frame of their own, ended
+        // here: each is kept into the first pass, and cancelled at its end
+        // unless that pass asks for it again.
+        let mut pipeline = pipeline;
+        pipeline.end_frame();
+        // What finished before this waker was set woke no one: the next
+        // pass takes it, as the toolkit draws one at start.
+        Self {
             pipeline,
             rows: HashMap::new(),
             coasting: Coasting::new(coast_policy),
             wake,
-        })
+        }
     }
 
     /// Marks `row` as asked for in this pass, showing `url` in a `target`
@@ -202,12 +207,23 @@ impl<K: Hash + Eq + Clone> ListFront<K> {
     /// outcome, if the row still shows that URL at that size. Returns the
     /// thumbnails given, with their rows, for a toolkit that makes its
     /// images as they arrive.
+    ///
+    /// A completion for a row this front has not seen is for a row asked
+    /// of the pipeline before the front was put over it ([`ListFront::over`]):
+    /// the pipeline delivers only rows' current requests, and this front
+    /// cancels the rows it drops. It becomes that row's outcome, as if the
+    /// row had been asked for; the row is dropped at the end of a pass that
+    /// does not ask for it, and its request with it.
     pub(crate) fn receive(&mut self) -> Vec<Arrived<K>> {
         let mut given = Vec::new();
         for done in self.pipeline.drain() {
-            let Some(known) = self.rows.get_mut(&done.row) else {
-                continue;
-            };
+            let known = self.rows.entry(done.row.clone()).or_insert_with(|| Row {
+                url: Arc::clone(&done.url),
+                target: done.target,
+                asked: false,
+                in_view: false,
+                outcome: None,
+            });
             if *known.url != *done.url || known.target != done.target {
                 continue;
             }

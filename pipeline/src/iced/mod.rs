@@ -211,7 +211,11 @@ impl<K: Hash + Eq + Clone> Thumbnails<K> {
         let waker = wakeups.clone();
         let wake = move || waker.wake();
         Ok(Self {
-            list: ListFront::build(builder, config.pipeline, CoastPolicy::FOLLOWED, wake)?,
+            list: ListFront::over(
+                builder.config(config.pipeline).build()?,
+                CoastPolicy::FOLLOWED,
+                wake,
+            ),
             wakeups,
             handles: Handles::new(config.max_handle_bytes),
         })

@@ -559,6 +559,81 @@ fn the_list_helper_runs_on_the_apps_runtime_with_its_fetcher() {
     drop(list);
 }
 
+/// A list put over a pipeline that was asked for its first screen before
+/// there was a window draws, in its first pass, what loaded meanwhile:
+/// the thumbnails and the error alike (a completion that arrived before
+/// the list is its row's, not dropped as a stranger's). A row asked early
+/// and not shown is cancelled at the first pass's end.
+#[test]
+fn a_list_over_a_pipeline_asked_early_draws_what_loaded_in_its_first_pass() {
+    let fetcher = thumbpipe::fetch_fn(|url, _max_bytes| async move {
+        match url.path() {
+            "/slow.png" => std::future::pending().await,
+            path => match path
+                .trim_start_matches('/')
+                .trim_end_matches(".png")
+                .parse()
+            {
+                Ok(id) => Ok(bytes::Bytes::from(
+                    fixture_server::picture::render(id, 96, 96)
+                        .encode_png()
+                        .expect("encodes"),
+                )),
+                Err(_) => Err(thumbpipe::Error::Status {
+                    url: url.to_string(),
+                    status: 404,
+                }),
+            },
+        }
+    });
+    let mut pipeline = thumbpipe::Pipeline::<usize>::builder()
+        .fetcher(fetcher)
+        .build()
+        .expect("builds");
+    let target = thumbpipe::egui::target_size(CELL, 1.0);
+    let urls = [
+        "https://app.test/1.png",
+        "https://app.test/2.png",
+        "https://app.test/missing.png",
+        "https://app.test/slow.png",
+    ];
+    for (row, url) in urls.iter().enumerate() {
+        pipeline.request(row, url, target, thumbpipe::Priority::Visible);
+    }
+    assert!(common::eventually(|| {
+        let stats = pipeline.stats();
+        stats.decodes_completed == 2 && stats.fetches_failed == 1
+    }));
+    let ctx = Context::default();
+    let mut list =
+        ThumbnailList::with_pipeline(&ctx, pipeline, EguiConfig::default()).expect("builds");
+    let mut first = Vec::new();
+    let _ = ctx.run_ui(egui::RawInput::default(), |ui| {
+        for (row, url) in urls.iter().enumerate().take(3) {
+            first.push(list.show(ui, row, url, CELL).1);
+        }
+        list.end_pass();
+    });
+    let ids: Vec<Option<u32>> = first[..2]
+        .iter()
+        .map(|shown| match shown {
+            RowThumbnail::Shown(_, thumbnail) => id_of(thumbnail),
+            other => panic!("not drawn in the first pass: {other:?}"),
+        })
+        .collect();
+    assert_eq!(ids, [Some(1), Some(2)]);
+    assert!(
+        matches!(
+            first[2],
+            RowThumbnail::Failed(thumbpipe::Error::Status { status: 404, .. })
+        ),
+        "{:?}",
+        first[2]
+    );
+    assert_eq!(list.pipeline().pending_rows(), 0, "the slow row, not shown");
+    assert!(common::eventually(|| list.stats().cancelled == 1));
+}
+
 /// An `egui::Image` whose aspect ratio need not be kept fills its box
 /// with a cover crop: a square image in a wide box is its middle band, at
 /// the box's size, not a stretched square.
