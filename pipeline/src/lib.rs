@@ -202,7 +202,7 @@
 //! | scans in a JPEG | 100 (a photo has about ten) | [`Error::Decode`], from the markers, before decoding | - |
 //! | cache | 64 MiB, 4096 entries, 300 s | least recently used entries are evicted; expired ones are never returned | [`cache.max_bytes`](CacheConfig::max_bytes), [`cache.max_entries`](CacheConfig::max_entries), [`cache.ttl`](CacheConfig::ttl) |
 //! | textures (`egui` feature) | 32 MiB | least recently drawn textures are freed; their thumbnails come back from the cache | `egui::EguiConfig::max_texture_bytes` |
-//! | texture uploads per pass (`egui` feature) | 1 MiB | the rest are uploaded in the next passes | `egui::EguiConfig::upload_bytes_per_pass` |
+//! | texture uploads per pass (`egui` feature) | 4 MiB | the rest are uploaded in the next passes | `egui::EguiConfig::upload_bytes_per_pass` |
 //! | requests waiting to be drained | 10,000 | [`Error::TooManyPending`], with no work started: a UI that never drains holds a bounded number of thumbnails | [`max_pending_requests`](Config::max_pending_requests) |
 //! | disk cache (opt-in) | 256 MiB when a directory is set | least recently used entries are removed before a write that would pass it; a response larger than the budget is not written | [`disk.dir`](DiskConfig::dir), [`disk.max_bytes`](DiskConfig::max_bytes) |
 //! | a disk cache read | 250 ms | the load goes to the network, and later loads skip the disk, but for one probe a second, until a disk operation finishes | [`disk.read_timeout`](DiskConfig::read_timeout) |
