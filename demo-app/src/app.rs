@@ -11,6 +11,7 @@ mod bar;
 mod list;
 mod modes;
 mod report;
+mod watch;
 
 pub use modes::{Layout, Mode};
 
@@ -20,14 +21,13 @@ use std::time::{Duration, Instant};
 use std::sync::Arc;
 
 use crate::loaders::{
-    Counts, EguiExtrasLoader, EguiImageLoader, Loader, LocalCounts, NaiveLoader, PipelineLoader,
-    RowState, THUMB_SIDE,
+    EguiExtrasLoader, EguiImageLoader, Loader, LocalCounts, NaiveLoader, PipelineLoader, THUMB_SIDE,
 };
 use fixture_server::RunReport;
 
-use crate::fling::{FlingDriver, FlingMeasures, ListSeen, PassSeen};
+use crate::fling::{FlingDriver, FlingMeasures, ListSeen};
 use crate::measure::Measurements;
-use crate::script::{QUIET_AFTER_TAIL, STILL_FRAMES, STILL_FRAMES_MAX, Script, ScriptKind};
+use crate::script::{Script, ScriptKind};
 use crate::server::ServerLink;
 
 const ROW_HEIGHT: f32 = THUMB_SIDE + 8.0;
@@ -96,6 +96,16 @@ pub struct Demo {
     /// every visible row showed its image.
     first_list: Option<Instant>,
     first_screen: Option<Instant>,
+    /// A pipeline asked for the first screen before the first frame
+    /// ([`Demo::ask_first_screen`]), for the loader to take, and when.
+    early: Option<thumbpipe::Pipeline<usize>>,
+    asked_first: Option<Instant>,
+    /// Frames drawn since the mode started, and the one that first drew
+    /// the list.
+    passes: u64,
+    first_list_pass: Option<u64>,
+    /// Frames after that one until the first screen was whole.
+    first_screen_frames: Option<u64>,
     /// Image requests the server had received at `first_screen`.
     requests_at_first_screen: Option<u64>,
     /// A folder's counts (decodes, shared thumbnails) at `first_screen`.
@@ -185,6 +195,11 @@ impl Demo {
             placeholders_back: 0,
             first_list: None,
             first_screen: None,
+            early: None,
+            asked_first: None,
+            passes: 0,
+            first_list_pass: None,
+            first_screen_frames: None,
             requests_at_first_screen: None,
             local_at_first_screen: None,
             texture_bytes_peak: None,
@@ -237,13 +252,19 @@ impl Demo {
     fn reset(&mut self, ctx: &egui::Context, mode: Mode) {
         self.loader = None; // drop the old loader before measuring anew
         self.mode = mode;
-        self.server.reset_stats();
-        self.measurements = Measurements::start();
+        // A pipeline asked for the first screen before the first frame was
+        // measured from then on.
+        let early = self.early.take().filter(|_| mode == Mode::Pipeline);
+        if early.is_none() {
+            self.server.reset_stats();
+            self.measurements = Measurements::start();
+            self.asked_first = None;
+        }
         self.loader = match mode {
             Mode::Naive => Some(Box::new(NaiveLoader::new())),
             Mode::EguiExtras => Some(Box::new(EguiExtrasLoader::new(ctx))),
             Mode::EguiImage => self.started(EguiImageLoader::new(ctx, self.pipeline_config())),
-            Mode::Pipeline => self.started(PipelineLoader::new(ctx, self.pipeline_config())),
+            Mode::Pipeline => self.started(PipelineLoader::new(ctx, self.pipeline_config(), early)),
         };
         self.mode_started = Instant::now();
         self.frame = 0;
@@ -261,6 +282,9 @@ impl Demo {
         self.settled = None;
         self.first_list = None;
         self.first_screen = None;
+        self.passes = 0;
+        self.first_list_pass = None;
+        self.first_screen_frames = None;
         self.requests_at_first_screen = None;
         self.local_at_first_screen = None;
         self.placeholders_back = 0;
@@ -326,118 +350,11 @@ impl Demo {
             self.local_at_first_screen = counts.local;
         }
         self.advance_script(counts);
+        self.passes += 1;
         self.measurements
             .frame(started.elapsed().as_secs_f64() * 1000.0);
         if self.script.is_some() || counts.in_flight > 0 {
             ctx.request_repaint();
-        }
-    }
-
-    /// Measures the fling under way from this pass.
-    fn watch_fling(&mut self, states: &[RowState], offset: f32) {
-        let (Some(driver), Some(seen)) = (&self.fling, self.list_seen) else {
-            return;
-        };
-        let server = &self.server;
-        self.flings.pass(
-            driver.phase(),
-            PassSeen {
-                now: Instant::now(),
-                offset,
-                velocity: seen.velocity,
-                placeholders: states.iter().filter(|s| **s != RowState::Shown).count(),
-            },
-            || {
-                let stats = server.stats();
-                (stats.requests_started, stats.bytes_sent)
-            },
-        );
-    }
-
-    fn scripted_offset(&mut self, ui: &egui::Ui) -> Option<f32> {
-        let kind = self.script?;
-        let spacing = ui.spacing().item_spacing.y;
-        let pitch = ROW_HEIGHT + spacing;
-        let content = self.rows as f32 * pitch;
-        let viewport = (ui.available_height() - 8.0).max(ROW_HEIGHT);
-        let range = (content - viewport).max(0.0);
-        if self.folder && self.columns_seen.is_none() {
-            // A folder's rows are known once its grid has been laid out.
-            return Some(0.0);
-        }
-        let plan = match self.plan {
-            Some(plan) => plan,
-            None => *self
-                .plan
-                .insert(Script::new(kind, self.rows, pitch, viewport, range)?),
-        };
-        Some(plan.offset(self.frame).unwrap_or(0.0))
-    }
-
-    /// Settling and placeholders, from what the visible rows drew.
-    fn watch_rows(&mut self, now: Instant, offset: Option<f32>, states: &[RowState]) {
-        let all_shown = states.iter().all(|state| *state == RowState::Shown);
-        if !states.is_empty() {
-            let first = *self.first_list.get_or_insert(now);
-            if all_shown && self.first_screen.is_none() {
-                self.first_screen = Some(now.max(first));
-                self.requests_at_first_screen = Some(self.server.stats().requests_started);
-            }
-        }
-        let moved = offset.is_some() && offset != self.last_offset;
-        self.last_offset = offset;
-        if moved {
-            self.last_moved = Some(now);
-            self.settled = all_shown.then_some(now);
-        } else if self.settled.is_none() && all_shown {
-            self.settled = Some(now);
-        }
-        if self
-            .plan
-            .is_some_and(|plan| plan.on_the_way_back(self.frame))
-        {
-            let placeholders = states.iter().filter(|s| **s != RowState::Shown).count();
-            self.placeholders_back += placeholders as u64;
-        }
-    }
-
-    fn advance_script(&mut self, counts: Counts) {
-        let scripted_frames = match (&self.plan, &self.fling) {
-            (Some(plan), _) => Some(plan.frames()),
-            (None, Some(driver)) => driver
-                .finished()
-                .then(|| *self.script_ended_at.get_or_insert(self.frame)),
-            (None, None) => return,
-        };
-        if self.report.is_some() {
-            return;
-        }
-        if self.frame == 0 {
-            self.flick_started = Some(Instant::now());
-        }
-        self.frame += 1;
-        if self.flick_ended.is_none() && scripted_frames.is_some_and(|frames| self.frame >= frames)
-        {
-            self.flick_ended = Some(Instant::now());
-        }
-        let Some(frames) = scripted_frames else {
-            return;
-        };
-        // Busy while the loader has requests it has not finished (queued
-        // ones included) or the server is still answering. With an external
-        // server, in_flight() is a request to it: only after the script,
-        // whose frames are the ones measured.
-        if self.flick_ended.is_some() && (counts.in_flight > 0 || self.server.in_flight() > 0) {
-            self.last_busy = Some(Instant::now());
-        }
-        let still = self.frame.saturating_sub(frames);
-        let quiet = match (self.flick_ended, self.last_busy) {
-            (Some(_), Some(busy)) => busy.elapsed() >= QUIET_AFTER_TAIL,
-            (Some(_), None) => true,
-            _ => false,
-        };
-        if (still >= STILL_FRAMES && quiet) || still >= STILL_FRAMES_MAX {
-            self.report = Some(self.make_report());
         }
     }
 }

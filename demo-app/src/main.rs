@@ -128,6 +128,11 @@ struct Args {
     /// every row that shows (`off`).
     #[arg(long, value_enum, default_value = "on")]
     coast_prediction: OnOff,
+    /// Ask for the first screen's images before the first frame (`on`), as
+    /// an app that knows what it will show can, or leave it to the first
+    /// frame (`off`).
+    #[arg(long, value_enum, default_value = "on")]
+    ask_first_screen: OnOff,
     /// Save a PNG of the window: a third of the way into the flick with
     /// --script flick or browse, half a second into the third fling's coast
     /// with --script fling, otherwise after two seconds. Needs a window.
@@ -260,7 +265,10 @@ fn run(args: Args) -> anyhow::Result<()> {
         folder: args.folder.is_some(),
         shared_thumbnails,
     };
-    let demo = Demo::new(setup, server, urls);
+    let mut demo = Demo::new(setup, server, urls);
+    if args.ask_first_screen == OnOff::On {
+        demo.ask_first_screen(SCREEN);
+    }
     let report = if args.headless {
         run_headless(demo)?
     } else {
@@ -293,6 +301,9 @@ fn fetch_config(args: &Args) -> thumbpipe::FetchConfig {
     fetch
 }
 
+/// The window's size in points, headless or not.
+const SCREEN: egui::Vec2 = egui::vec2(900.0, 1000.0);
+
 /// Drives the UI without a window at a 60 Hz pace until the script ends.
 fn run_headless(mut demo: Demo) -> anyhow::Result<Option<fixture_server::RunReport>> {
     let ctx = egui::Context::default();
@@ -303,10 +314,7 @@ fn run_headless(mut demo: Demo) -> anyhow::Result<Option<fixture_server::RunRepo
     loop {
         let time = scripted_frames as f64 / 60.0;
         let input = egui::RawInput {
-            screen_rect: Some(egui::Rect::from_min_size(
-                egui::Pos2::ZERO,
-                egui::vec2(900.0, 1000.0),
-            )),
+            screen_rect: Some(egui::Rect::from_min_size(egui::Pos2::ZERO, SCREEN)),
             // egui's clock advances a frame a pass, so that its physics
             // (the fling script's coasts) runs alike in every run.
             time: Some(time),
@@ -360,7 +368,7 @@ fn run_window(
     let options = eframe::NativeOptions {
         viewport: egui::ViewportBuilder::default()
             .with_title("thumbpipe demo")
-            .with_inner_size([900.0, 1000.0]),
+            .with_inner_size(SCREEN),
         ..eframe::NativeOptions::default()
     };
     eframe::run_native(

@@ -85,6 +85,15 @@ pub struct RunReport {
     /// visible row showed its image: a launch's wait for its first screen.
     #[serde(default)]
     pub first_screen_ms: Option<f64>,
+    /// Frames after the first that drew the list until every visible row
+    /// showed its image: 0 when the first frame showed them all.
+    #[serde(default)]
+    pub first_screen_frames: Option<u64>,
+    /// From asking for the first screen before the first frame (an app
+    /// that knows what it will show) to the frame in which it was whole;
+    /// `None` when the first frame asked.
+    #[serde(default)]
+    pub first_screen_since_ask_ms: Option<f64>,
     /// Image requests the server received.
     #[serde(default)]
     pub server_requests: u64,

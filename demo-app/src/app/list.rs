@@ -6,44 +6,85 @@
 //!
 //! Drawn on the UI thread every frame, after the top bar.
 
-use super::{Demo, Layout, ROW_HEIGHT};
+use std::time::Instant;
+
+use super::{Demo, Layout, Mode, ROW_HEIGHT};
 use crate::fling::ListSeen;
 use crate::loaders::{RowState, THUMB_SIDE};
+use crate::measure::Measurements;
 
 impl Demo {
     /// Images side by side in a row of `width` points: 1 in a list, as
     /// many cells as fit in a grid.
-    fn columns(&self, ui: &egui::Ui) -> usize {
+    fn columns(&self, width: f32, spacing: &egui::style::Spacing) -> usize {
         match self.layout {
             Layout::List => 1,
             Layout::Grid => {
-                let spacing = ui.spacing().item_spacing.x;
                 // The panel's margins and the scroll bar.
-                let width = ui.available_width() - 16.0 - ui.spacing().scroll.allocated_width();
-                ((width + spacing) / (THUMB_SIDE + spacing))
+                let width = width - 16.0 - spacing.scroll.allocated_width();
+                ((width + spacing.item_spacing.x) / (THUMB_SIDE + spacing.item_spacing.x))
                     .floor()
                     .max(1.0) as usize
             }
         }
     }
 
-    /// Draws the list; returns what each visible image showed, and the
-    /// list's offset.
-    pub(super) fn list(&mut self, ui: &mut egui::Ui, offset: Option<f32>) -> (Vec<RowState>, f32) {
-        let columns = self.columns(ui);
-        if self.columns_seen.replace(columns) != Some(columns) {
-            // A coast predicted for other columns would name cells past
-            // this pass's: no prediction until the grid is seen again.
-            self.coast_watch = thumbpipe::egui::CoastWatch::new();
+    /// Asks for the first screen's images before the first frame, before
+    /// there is a window even, as an app that knows what it will show can:
+    /// in `pipeline` mode, a pipeline is built and asked for the cells of
+    /// a `screen` of that many points (at one pixel a point), as the grid
+    /// will lay them out, and a row more; the mode's list is put over it
+    /// (`ThumbnailList::with_pipeline`) and draws in its first frame what
+    /// loaded meanwhile. Its measures start here.
+    pub fn ask_first_screen(&mut self, screen: egui::Vec2) {
+        if self.mode != Mode::Pipeline || self.loader.is_some() {
+            return;
         }
-        let items = match (&self.urls, self.folder) {
-            // A folder's images, one a cell, in as many rows as they need.
+        self.server.reset_stats();
+        self.measurements = Measurements::start();
+        let mut pipeline = match thumbpipe::Pipeline::new(self.pipeline_config().pipeline) {
+            Ok(pipeline) => pipeline,
+            Err(error) => {
+                self.error = Some(format!("{error:#}"));
+                return;
+            }
+        };
+        let spacing = egui::style::Spacing::default();
+        let columns = self.columns(screen.x, &spacing);
+        let rows = (screen.y / (ROW_HEIGHT + spacing.item_spacing.y)).ceil() as usize + 1;
+        let items = self.items(columns);
+        let (base, urls) = (self.server.base_url(), self.urls.as_deref());
+        let target = thumbpipe::egui::target_size(egui::vec2(THUMB_SIDE, THUMB_SIDE), 1.0);
+        for item in 0..(rows * columns).min(items) {
+            let url = url_of(base, urls, self.image_id(item, items), self.animated);
+            pipeline.request(item, &url, target, thumbpipe::Priority::Visible);
+        }
+        self.early = Some(pipeline);
+        self.asked_first = Some(Instant::now());
+    }
+
+    /// The images a grid of `columns` shows: a folder's, one a cell, in as
+    /// many rows as they need; otherwise every cell of the rows.
+    fn items(&mut self, columns: usize) -> usize {
+        match (&self.urls, self.folder) {
             (Some(urls), true) => {
                 self.rows = urls.len().div_ceil(columns).max(1);
                 urls.len()
             }
             _ => self.rows * columns,
-        };
+        }
+    }
+
+    /// Draws the list; returns what each visible image showed, and the
+    /// list's offset.
+    pub(super) fn list(&mut self, ui: &mut egui::Ui, offset: Option<f32>) -> (Vec<RowState>, f32) {
+        let columns = self.columns(ui.available_width(), ui.spacing());
+        if self.columns_seen.replace(columns) != Some(columns) {
+            // A coast predicted for other columns would name cells past
+            // this pass's: no prediction until the grid is seen again.
+            self.coast_watch = thumbpipe::egui::CoastWatch::new();
+        }
+        let items = self.items(columns);
         let ids: Vec<u32> = (0..items).map(|item| self.image_id(item, items)).collect();
         let base = self.server.base_url().to_owned();
         let urls = self.urls.clone();

@@ -78,6 +78,11 @@ impl Demo {
                 .first_list
                 .zip(self.first_screen)
                 .map(|(first, shown)| (shown - first).as_secs_f64() * 1000.0),
+            first_screen_frames: self.first_screen_frames,
+            first_screen_since_ask_ms: self
+                .asked_first
+                .zip(self.first_screen)
+                .map(|(asked, shown)| (shown - asked).as_secs_f64() * 1000.0),
             server_requests: server.requests_started,
             server_requests_at_first_screen: self.requests_at_first_screen,
             server_not_modified: server.not_modified,

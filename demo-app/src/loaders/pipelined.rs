@@ -1,5 +1,7 @@
 //! `pipeline` mode: thumbpipe's row-keyed list helper, with the row index
-//! as the row key, one screen of rows prefetched ahead of the scroll, and a
+//! as the row key, over a pipeline asked for the first screen before the
+//! first frame if there is one, one screen of rows prefetched ahead of the
+//! scroll, and a
 //! coast's resting rows loaded first (`ThumbnailList::follow_coast`).
 //! Everything it draws comes from `thumbpipe::egui::ThumbnailList`; this
 //! file only reads back what was drawn, for the measurements.
@@ -21,10 +23,20 @@ pub struct PipelineLoader {
 
 impl PipelineLoader {
     /// A list loading with `config` (with `coast_prediction` off, a
-    /// coasting list loads every row that shows, as at rest).
-    pub fn new(ctx: &egui::Context, config: thumbpipe::egui::EguiConfig) -> anyhow::Result<Self> {
+    /// coasting list loads every row that shows, as at rest), over the
+    /// `early` pipeline if the first screen was asked of one before the
+    /// first frame.
+    pub fn new(
+        ctx: &egui::Context,
+        config: thumbpipe::egui::EguiConfig,
+        early: Option<thumbpipe::Pipeline<usize>>,
+    ) -> anyhow::Result<Self> {
+        let list = match early {
+            Some(pipeline) => ThumbnailList::with_pipeline(ctx, pipeline, config)?,
+            None => ThumbnailList::new(ctx, config)?,
+        };
         Ok(Self {
-            list: ThumbnailList::new(ctx, config)?,
+            list,
             prefetch: PrefetchWindow::default(),
             shown: HashMap::new(),
         })
