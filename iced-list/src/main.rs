@@ -2,14 +2,20 @@
 //! grid of cropped cells, through `thumbpipe::iced` (URL: an argument, or
 //! a local fixture server at 250 ms a response).
 //!
-//! `cargo run --release -p iced-list [-- --grid] [--rows N] [URL]`. Only the
-//! rows in view are laid out. thumbpipe is told which rows those are when
+//! `cargo run --release -p iced-list [-- --grid] [--rows N] [URL]`, or
+//! `-- --folder DIR` for the files in DIR (`file://`, read under DIR, with
+//! the desktop's shared thumbnails); `--first-screen` prints, once, how
+//! long after start-up and in which view every cell in view first showed
+//! its image. Only the rows in view are laid out. thumbpipe is told which rows those are when
 //! the app starts (iced sends no scroll message for a list that fits its
 //! window), when the list scrolls and when the window is resized; rows
 //! that left are cancelled, and thumbnails arrive through the
 //! subscription.
 
 use iced::widget::{Space, button, column, container, image, row, scrollable, text};
+use std::cell::Cell;
+use std::time::Instant;
+
 use iced::{Element, Length, Size, Subscription, Task};
 use thumbpipe::iced::{Ready, RowThumbnail, ScrollWatch, Thumbnails};
 use thumbpipe::{ListGeometry, TargetSize};
@@ -33,6 +39,8 @@ enum Message {
 
 struct List {
     base: String,
+    /// A folder's `file://` URLs, one a row, instead of `base`'s images.
+    files: Option<Vec<String>>,
     /// How many rows (cells) the list has.
     rows: usize,
     thumbnails: Thumbnails<usize>,
@@ -43,6 +51,9 @@ struct List {
     height: f32,
     /// Kept alive while the window is open.
     _server: Option<fixture_server::FixtureServer>,
+    /// With `--first-screen`: when the app started, and the views drawn
+    /// until every cell in view showed its image (then `None`: said).
+    first_screen: Option<(Instant, Cell<Option<u32>>)>,
 }
 
 impl List {
@@ -54,10 +65,16 @@ impl List {
             .position(|arg| arg == "--rows")
             .and_then(|at| args.get(at + 1)?.parse().ok())
             .unwrap_or(ROWS);
-        let mut words = args.iter().enumerate().filter(|(at, arg)| {
+        let words = args.iter().enumerate().filter(|(at, arg)| {
             *arg != "--grid" && *arg != "--rows" && (*at == 0 || args[at - 1] != "--rows")
         });
+        let started = Instant::now();
+        let flag = |name: &str| args.iter().position(|arg| arg == name);
+        let folder = flag("--folder").and_then(|at| args.get(at + 1)).cloned();
+        let mut words = words
+            .filter(|(at, arg)| !arg.starts_with("--") && (*at == 0 || args[at - 1] != "--folder"));
         let (base, server) = match words.next().map(|(_, arg)| arg.clone()) {
+            _ if folder.is_some() => (String::new(), None),
             Some(url) => (url, None),
             None => {
                 let config = fixture_server::Config {
@@ -69,7 +86,14 @@ impl List {
                 (server.base_url(), Some(server))
             }
         };
-        (Self::showing(base, rows, grid, server), Task::none())
+        let mut config = thumbpipe::Config::default();
+        let files = folder.map(|dir| {
+            config.fetch.file_roots = vec![dir.clone().into()];
+            files_in(&dir)
+        });
+        let mut list = Self::showing(base, rows, grid, server, config, files);
+        list.first_screen = flag("--first-screen").map(|_| (started, Cell::new(Some(0))));
+        (list, Task::none())
     }
 
     /// The list of `rows` of `base`'s images, its first screen asked for:
@@ -80,17 +104,21 @@ impl List {
         rows: usize,
         grid: bool,
         server: Option<fixture_server::FixtureServer>,
+        config: thumbpipe::Config,
+        files: Option<Vec<String>>,
     ) -> Self {
-        let thumbnails = Thumbnails::new(thumbpipe::Config::default()).expect("a pipeline");
+        let thumbnails = Thumbnails::new(config).expect("a pipeline");
         let mut list = Self {
             base,
-            rows,
+            rows: files.as_ref().map_or(rows, Vec::len),
+            files,
             thumbnails,
             scrolls: ScrollWatch::default(),
             grid,
             top: 0.0,
             height: FIRST_HEIGHT,
             _server: server,
+            first_screen: None,
         };
         list.show_rows();
         list
@@ -106,11 +134,29 @@ impl List {
             self.rows.div_ceil(per_line),
         );
         let cells = (lines.start * per_line)..(lines.end * per_line).min(self.rows);
-        let url = |cell: usize| (cell, format!("{}/img/{cell}.jpg", self.base));
+        let (files, base) = (&self.files, &self.base);
+        let url = |cell: usize| (cell, url_of(files.as_deref(), base, cell));
         // A fast scroll: the rows where it will rest first, none of those
         // it flies past.
         self.thumbnails.follow_scroll(&self.scrolls, target, url);
         self.thumbnails.show_rows(cells.map(url), target);
+    }
+
+    /// With `--first-screen`, counts a view of `cells` and says, the
+    /// first time every one of them shows its image, when and in which
+    /// view (0: the first).
+    fn watch_first_screen(&self, mut cells: std::ops::Range<usize>) {
+        let Some((started, views)) = &self.first_screen else {
+            return;
+        };
+        let Some(view) = views.get() else { return };
+        if cells.all(|cell| matches!(self.thumbnails.get(&cell), RowThumbnail::Shown(_))) {
+            let ms = started.elapsed().as_secs_f64() * 1000.0;
+            eprintln!("iced-list: first screen whole {ms:.1} ms after start-up, in view {view}");
+            views.set(None);
+        } else {
+            views.set(Some(view + 1));
+        }
     }
 
     /// A line's height, cells per line, and the thumbnails' box.
@@ -155,6 +201,7 @@ impl List {
         let (line, per_line, _) = self.shape();
         let count = self.rows.div_ceil(per_line);
         let lines = thumbpipe::iced::rows_in_view(self.top, self.height, line, count);
+        self.watch_first_screen(lines.start * per_line..(lines.end * per_line).min(self.rows));
         let mut list = column![Space::new().height(lines.start as f32 * line)];
         for index in lines.clone() {
             list = list.push(if self.grid {
@@ -201,6 +248,33 @@ impl List {
     }
 }
 
+/// The URL of row (cell) `cell`'s image: a folder's file, or `base`'s
+/// numbered image.
+fn url_of(files: Option<&[String]>, base: &str, cell: usize) -> String {
+    match files {
+        Some(files) => files[cell].clone(),
+        None => format!("{base}/img/{cell}.jpg"),
+    }
+}
+
+/// The regular files in `dir`, sorted, as `file://` URLs; none if it
+/// cannot be read.
+fn files_in(dir: &str) -> Vec<String> {
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|entry| entry.file_type().is_ok_and(|kind| kind.is_file()))
+        .filter_map(|entry| std::fs::canonicalize(entry.path()).ok())
+        .collect();
+    files.sort();
+    files
+        .iter()
+        .filter_map(|path| url::Url::from_file_path(path).ok())
+        .map(String::from)
+        .collect()
+}
+
 fn main() -> iced::Result {
     iced::application(List::new, List::update, List::view)
         .subscription(List::subscription)
@@ -244,7 +318,14 @@ mod tests {
             ..Default::default()
         };
         let server = fixture_server::FixtureServer::start_dedicated(config).unwrap();
-        let mut list = List::showing(server.base_url(), ROWS, false, Some(server));
+        let mut list = List::showing(
+            server.base_url(),
+            ROWS,
+            false,
+            Some(server),
+            thumbpipe::Config::default(),
+            None,
+        );
         // Before any arrival is passed to `update`: placeholders.
         assert!(iced_test::simulator(list.view()).find("…").is_ok());
         assert!(until_shown(&mut list), "{:?}", list.thumbnails.stats());
@@ -267,6 +348,31 @@ mod tests {
         assert!(ui.find("row 0").is_err(), "the grid has no row labels");
     }
 
+    /// `--folder`: the folder's files, one a row, every one shown, each
+    /// decoded once (read as `file://` under the folder).
+    #[test]
+    fn a_folders_files_show_one_a_row() {
+        let dir = std::env::temp_dir().join(format!("iced-list-folder-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        for id in 1..=3 {
+            let png = fixture_server::picture::render(id, 96, 96)
+                .encode_png()
+                .unwrap();
+            std::fs::write(dir.join(format!("{id}.png")), png).unwrap();
+        }
+        let files = files_in(dir.to_str().unwrap());
+        assert_eq!(files.len(), 3);
+        let mut config = thumbpipe::Config::default();
+        config.fetch.file_roots = vec![dir.clone()];
+        config.shared_thumbnails.read = thumbpipe::ThumbnailStore::Off;
+        config.shared_thumbnails.write = thumbpipe::ThumbnailStore::Off;
+        let mut list = List::showing(String::new(), ROWS, false, None, config, Some(files));
+        assert_eq!(list.rows, 3, "a row a file, not --rows");
+        assert!(until_shown(&mut list), "{:?}", list.thumbnails.stats());
+        assert_eq!(list.thumbnails.stats().decodes_completed, 3);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
     /// A list shorter than its window: iced never sends it a scroll
     /// message, and every row still shows its image, asked for when the
     /// app started.
@@ -277,7 +383,14 @@ mod tests {
             ..Default::default()
         };
         let server = fixture_server::FixtureServer::start_dedicated(config).unwrap();
-        let mut list = List::showing(server.base_url(), 5, false, Some(server));
+        let mut list = List::showing(
+            server.base_url(),
+            5,
+            false,
+            Some(server),
+            thumbpipe::Config::default(),
+            None,
+        );
         assert!(until_shown(&mut list), "{:?}", list.thumbnails.stats());
         for row in 0..5 {
             assert!(
