@@ -209,13 +209,9 @@ impl<K: Hash + Eq + Clone> Thumbnails<K> {
         crate::error::at_least_one(&[("max_handle_bytes", config.max_handle_bytes as u64)])?;
         let wakeups = Wakeups::new();
         let waker = wakeups.clone();
-        let wake = move || waker.wake();
+        let pipeline = builder.config(config.pipeline).build()?;
         Ok(Self {
-            list: ListFront::over(
-                builder.config(config.pipeline).build()?,
-                CoastPolicy::FOLLOWED,
-                wake,
-            ),
+            list: ListFront::over(pipeline, CoastPolicy::FOLLOWED, move || waker.wake()),
             wakeups,
             handles: Handles::new(config.max_handle_bytes),
         })
@@ -269,21 +265,19 @@ impl<K: Hash + Eq + Clone> Thumbnails<K> {
         self.handles.open_pass();
         self.list.ask(&row, url, target);
         // The row's handle, kept (and marked shown in this pass), or made
-        // now from what is held for it: never one drawn uncounted.
-        let key: HandleKey = match self.list.shown(&row) {
-            Some((url, target)) => (Arc::clone(url), target),
-            None => (Arc::from(url), target),
-        };
+        // now from what is held for it: never one drawn uncounted. Keyed
+        // by the row's own copy of its URL, which `ask` just made.
+        let url_kept = self.list.shown(&row).map(|(url, _)| Arc::clone(url));
+        let key: HandleKey = (url_kept.unwrap_or_else(|| Arc::from(url)), target);
         if self.handles.show(&key).is_none()
             && let Held::Pixels(thumbnail) = self.list.held(&row, url, target)
         {
             self.make_handle(&row, key, &thumbnail);
         }
-        match priority {
-            Priority::Visible => self.list.request_shown(&row, url, target),
-            priority => {
-                self.list.pipeline.request(row, url, target, priority);
-            }
+        if priority == Priority::Visible {
+            self.list.request_shown(&row, url, target);
+        } else {
+            self.list.pipeline.request(row, url, target, priority);
         }
     }
 

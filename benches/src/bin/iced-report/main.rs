@@ -8,9 +8,11 @@
 //! cargo run --release -p thumbpipe-benches --bin iced-report -- --runs 1 --rows 2000
 //! ```
 //!
-//! Three modes: the gallery pattern, `thumbpipe::iced` asked for every row
-//! in view, and `thumbpipe::iced` as its docs show it, a `ScrollWatch`'s
-//! coast followed first in each pass (rows it flies past not asked for).
+//! Four modes: the gallery pattern, `thumbpipe::iced` asked for every row
+//! in view, `thumbpipe::iced` as its docs show it, a `ScrollWatch`'s
+//! coast followed first in each pass (rows it flies past not asked for),
+//! and `thumbpipe::egui`'s list helper given the same script
+//! (`loaders.rs`).
 //! Starts `fixture-server` (600x600 JPEGs at `--latency-ms`), then runs
 //! itself once per mode and run, each a fresh process: a 60 Hz loop over
 //! a list of `--rows` rows of 72 px, 12 in view, that flicks to the bottom
@@ -28,21 +30,23 @@
 //! (and how many of them were dropped before their body was sent). No renderer runs, so RSS counts the
 //! loaders' pixels and buffers, not textures.
 
+mod loaders;
+
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::process::Command;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::AtomicUsize;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
 use clap::Parser;
-use iced_core::image::Handle;
 use serde::{Deserialize, Serialize};
-use thumbpipe::iced::{Ready, RowThumbnail, ScrollWatch, Thumbnails};
-use thumbpipe::{ListGeometry, TargetSize};
+use thumbpipe::iced::{ScrollWatch, Thumbnails};
 use thumbpipe_benches::{ServerProcess, machine, median_and_range};
+
+use self::loaders::{EguiList, Gallery, Loader, Piped, id_of};
 
 #[derive(Debug, Parser)]
 #[command(about = "thumbpipe::iced against iced's gallery pattern, scrolled by script")]
@@ -77,6 +81,8 @@ enum Mode {
     Thumbpipe,
     /// The same without the watch: every row in view asked for.
     ThumbpipeUnwatched,
+    /// `thumbpipe::egui`'s list helper, for the same script in egui.
+    Egui,
 }
 
 /// One run's figures.
@@ -122,6 +128,7 @@ fn main() -> anyhow::Result<()> {
             ("gallery", "gallery"),
             ("unwatched", "thumbpipe-unwatched"),
             ("thumbpipe", "thumbpipe"),
+            ("egui", "egui"),
         ] {
             eprintln!("run {} of {}: {name}", index + 1, args.runs);
             let output = Command::new(&exe)
@@ -174,7 +181,7 @@ fn table(args: &Args, runs: &HashMap<&str, Vec<Run>>) -> String {
     );
     let _ = writeln!(
         out,
-        "| | gallery pattern | thumbpipe::iced, no scroll watch | thumbpipe::iced |\n|---|---|---|---|"
+        "| | gallery pattern | thumbpipe::iced, no scroll watch | thumbpipe::iced | thumbpipe::egui's list |\n|---|---|---|---|---|"
     );
     let rows: [(&str, Figure); 10] = [
         ("threads over baseline (peak)", |r| {
@@ -196,10 +203,11 @@ fn table(args: &Args, runs: &HashMap<&str, Vec<Run>>) -> String {
     for (label, figure) in rows {
         let _ = writeln!(
             out,
-            "| {label} | {} | {} | {} |",
+            "| {label} | {} | {} | {} | {} |",
             spread(runs.get("gallery").unwrap_or(&none), figure),
             spread(runs.get("unwatched").unwrap_or(&none), figure),
-            spread(runs.get("thumbpipe").unwrap_or(&none), figure)
+            spread(runs.get("thumbpipe").unwrap_or(&none), figure),
+            spread(runs.get("egui").unwrap_or(&none), figure)
         );
     }
     out
@@ -208,141 +216,8 @@ fn table(args: &Args, runs: &HashMap<&str, Vec<Run>>) -> String {
 /// One figure of a run, as the table shows it (whole numbers).
 type Figure = fn(&Run) -> f64;
 
-/// What each loader is asked each frame, and tells.
-trait Loader {
-    /// The rows in view, the list scrolled to `top`; `url_of` names any
-    /// row's image.
-    fn show(&mut self, top: f32, rows: &[(usize, String)], url_of: &dyn Fn(usize) -> String);
-    fn shown(&self, row: usize, url: &str) -> Option<Handle>;
-    fn busy(&self) -> bool;
-    fn handles(&self) -> usize;
-    fn loads(&self) -> usize;
-}
-
-/// The gallery pattern: each row's image fetched when it first shows,
-/// decoded whole on the blocking pool, kept by URL; nothing cancelled.
-struct Gallery {
-    runtime: tokio::runtime::Handle,
-    client: reqwest::Client,
-    asked: HashSet<String>,
-    images: HashMap<String, Handle>,
-    sender: std::sync::mpsc::Sender<(String, Handle)>,
-    receiver: std::sync::mpsc::Receiver<(String, Handle)>,
-    unfinished: Arc<AtomicUsize>,
-}
-
-impl Loader for Gallery {
-    fn show(&mut self, _top: f32, rows: &[(usize, String)], _url_of: &dyn Fn(usize) -> String) {
-        while let Ok((url, handle)) = self.receiver.try_recv() {
-            self.images.insert(url, handle);
-        }
-        for (_, url) in rows {
-            if !self.asked.insert(url.clone()) {
-                continue;
-            }
-            let (client, url, sender) = (self.client.clone(), url.clone(), self.sender.clone());
-            let unfinished = Arc::clone(&self.unfinished);
-            unfinished.fetch_add(1, Ordering::SeqCst);
-            self.runtime.spawn(async move {
-                if let Ok(response) = client.get(&url).send().await
-                    && let Ok(bytes) = response.bytes().await
-                {
-                    let decoded = tokio::task::spawn_blocking(move || {
-                        image::load_from_memory(&bytes).map(|image| image.to_rgba8())
-                    })
-                    .await;
-                    if let Ok(Ok(rgba)) = decoded {
-                        let (width, height) = rgba.dimensions();
-                        let _ =
-                            sender.send((url, Handle::from_rgba(width, height, rgba.into_raw())));
-                    }
-                }
-                unfinished.fetch_sub(1, Ordering::SeqCst);
-            });
-        }
-    }
-
-    fn shown(&self, _row: usize, url: &str) -> Option<Handle> {
-        self.images.get(url).cloned()
-    }
-
-    fn busy(&self) -> bool {
-        self.unfinished.load(Ordering::SeqCst) > 0
-    }
-
-    fn handles(&self) -> usize {
-        self.images.len()
-    }
-
-    fn loads(&self) -> usize {
-        self.images.len()
-    }
-}
-
-/// `thumbpipe::iced` as an app keeps it: its thumbnails, and a watch on
-/// the list's scrolls (or none).
-struct Piped {
-    thumbnails: Thumbnails<usize>,
-    scrolls: Option<ScrollWatch>,
-    rows: usize,
-    last_top: Option<f32>,
-}
-
-impl Loader for Piped {
-    fn show(&mut self, top: f32, rows: &[(usize, String)], url_of: &dyn Fn(usize) -> String) {
-        let target = TargetSize::square(64);
-        // As the app's `update` does on each `Ready`, and on each scroll:
-        // `on_scroll` comes only when the list moves.
-        self.thumbnails.update(Ready);
-        if let Some(scrolls) = &mut self.scrolls {
-            if self.last_top != Some(top) {
-                let list = ListGeometry::new(ROW_HEIGHT, self.rows, VISIBLE as f32 * ROW_HEIGHT);
-                scrolls.observe(top, list);
-            }
-            self.thumbnails
-                .follow_scroll(scrolls, target, |row| (row, url_of(row)));
-        }
-        self.last_top = Some(top);
-        self.thumbnails
-            .show_rows(rows.iter().map(|(row, url)| (*row, url)), target);
-    }
-
-    fn shown(&self, row: usize, _url: &str) -> Option<Handle> {
-        match self.thumbnails.get(&row) {
-            RowThumbnail::Shown(handle) => Some(handle),
-            _ => None,
-        }
-    }
-
-    fn busy(&self) -> bool {
-        let stats = self.thumbnails.stats();
-        stats.in_flight + stats.queued + stats.decoding > 0
-    }
-
-    fn handles(&self) -> usize {
-        self.thumbnails.handle_stats().handles
-    }
-
-    fn loads(&self) -> usize {
-        self.thumbnails.stats().decodes_completed as usize
-    }
-}
-
 fn threads() -> usize {
     std::fs::read_dir("/proc/self/task").map_or(0, |tasks| tasks.count())
-}
-
-/// The picture id a handle's pixels carry.
-fn id_of(handle: &Handle) -> Option<u32> {
-    match handle {
-        Handle::Rgba {
-            width,
-            height,
-            pixels,
-            ..
-        } => fixture_server::decode_id(pixels, *width, *height),
-        _ => None,
-    }
 }
 
 /// The list's top row at `elapsed` into the flick: down with an ease in
@@ -379,6 +254,7 @@ fn run(mode: Mode, server: &str, args: &Args) -> anyhow::Result<Run> {
             rows: args.rows,
             last_top: None,
         }),
+        Mode::Egui => Box::new(EguiList::new()?),
     };
     let stats = |path: &str| format!("{server}/stats{path}");
     fixture_server::blocking_client::post(&stats("/reset"))
