@@ -85,8 +85,9 @@ pub struct RunReport {
     /// visible row showed its image: a launch's wait for its first screen.
     #[serde(default)]
     pub first_screen_ms: Option<f64>,
-    /// Frames after the first that drew the list until every visible row
-    /// showed its image: 0 when the first frame showed them all.
+    /// UI passes after the first that drew the list until every visible
+    /// row showed its image: 0 when the first showed them all. A pass is a
+    /// frame, or one egui discarded and ran again within a frame.
     #[serde(default)]
     pub first_screen_frames: Option<u64>,
     /// From asking for the first screen before the first frame (an app

@@ -107,7 +107,11 @@ impl List {
         config: thumbpipe::Config,
         files: Option<Vec<String>>,
     ) -> Self {
-        let thumbnails = Thumbnails::new(config).expect("a pipeline");
+        let thumbnails = Thumbnails::new(config).unwrap_or_else(|error| {
+            // A --folder that is not a directory, say.
+            eprintln!("iced-list: {error}");
+            std::process::exit(2)
+        });
         let mut list = Self {
             base,
             rows: files.as_ref().map_or(rows, Vec::len),
@@ -143,14 +147,16 @@ impl List {
     }
 
     /// With `--first-screen`, counts a view of `cells` and says, the
-    /// first time every one of them shows its image, when and in which
-    /// view (0: the first).
+    /// first time every one of them shows its image (or its error), when
+    /// and in which view (0: the first).
     fn watch_first_screen(&self, mut cells: std::ops::Range<usize>) {
         let Some((started, views)) = &self.first_screen else {
             return;
         };
         let Some(view) = views.get() else { return };
-        if cells.all(|cell| matches!(self.thumbnails.get(&cell), RowThumbnail::Shown(_))) {
+        // A cell that failed (a file that is no image) has shown all it will.
+        let settled = |cell| !matches!(self.thumbnails.get(&cell), RowThumbnail::Loading);
+        if cells.all(settled) {
             let ms = started.elapsed().as_secs_f64() * 1000.0;
             eprintln!("iced-list: first screen whole {ms:.1} ms after start-up, in view {view}");
             views.set(None);

@@ -116,7 +116,9 @@ impl<K: Hash + Eq + Clone> ThumbnailList<K> {
     /// point the app expects (a guess that differs costs those early loads,
     /// nothing else; [`cover_size`](super::cover_size) for a list cropped to
     /// fill), and hand the pipeline over without calling
-    /// [`Pipeline::end_frame`] in between. Rows the first pass does not show
+    /// [`Pipeline::end_frame`] in between. A row whose completion the app
+    /// drained itself is asked for afresh (from the memory cache, if the
+    /// thumbnail is still there). Rows the first pass does not show
     /// are cancelled at its end. `config`'s UI-side settings are used; its
     /// `pipeline` is not (the pipeline keeps the settings it was built
     /// with). The pipeline's waker becomes the list's.

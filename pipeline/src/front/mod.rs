@@ -37,6 +37,7 @@ pub(crate) mod scroll;
 pub(crate) mod wake;
 
 use std::collections::HashMap;
+use std::collections::hash_map::Entry;
 use std::hash::Hash;
 use std::sync::Arc;
 
@@ -91,6 +92,9 @@ pub(crate) struct ListFront<K> {
     pub(crate) pipeline: Pipeline<K>,
     /// The rows asked for in this pass or the last.
     rows: HashMap<K, Row>,
+    /// Until the first pass ends: completions for rows asked of the
+    /// pipeline before this front was put over it are taken as theirs.
+    adopting: bool,
     coasting: Coasting<K>,
     /// The door's wake, which the pipeline calls when loads finish.
     wake: Arc<dyn Fn() + Send + Sync>,
@@ -108,16 +112,14 @@ impl<K: Hash + Eq + Clone> ListFront<K> {
         let wake: Arc<dyn Fn() + Send + Sync> = Arc::new(wake);
         let waker = Arc::clone(&wake);
         pipeline.set_waker(move || waker());
-        // The rows asked of it so far make a frame of their own, ended
-        // here: each is kept into the first pass, and cancelled at its end
-        // unless that pass asks for it again.
         let mut pipeline = pipeline;
-        pipeline.end_frame();
-        // What finished before this waker was set woke no one: the next
-        // pass takes it, as the toolkit draws one at start.
+        pipeline.hand_over();
+        // What finished before this waker was set woke no one.
+        wake();
         Self {
             pipeline,
             rows: HashMap::new(),
+            adopting: true,
             coasting: Coasting::new(coast_policy),
             wake,
         }
@@ -208,22 +210,27 @@ impl<K: Hash + Eq + Clone> ListFront<K> {
     /// thumbnails given, with their rows, for a toolkit that makes its
     /// images as they arrive.
     ///
-    /// A completion for a row this front has not seen is for a row asked
-    /// of the pipeline before the front was put over it ([`ListFront::over`]):
-    /// the pipeline delivers only rows' current requests, and this front
-    /// cancels the rows it drops. It becomes that row's outcome, as if the
-    /// row had been asked for; the row is dropped at the end of a pass that
-    /// does not ask for it, and its request with it.
+    /// Until the first pass ends, a completion for a row this front has not
+    /// seen is for a row asked of the pipeline before the front was put
+    /// over it ([`ListFront::over`]): it becomes that row's outcome, as if
+    /// the row had been asked for, and the row is dropped at the end of the
+    /// first pass unless asked for in it (its request with it). After that,
+    /// such a completion is dropped.
     pub(crate) fn receive(&mut self) -> Vec<Arrived<K>> {
         let mut given = Vec::new();
         for done in self.pipeline.drain() {
-            let known = self.rows.entry(done.row.clone()).or_insert_with(|| Row {
+            let adopted = || Row {
                 url: Arc::clone(&done.url),
                 target: done.target,
                 asked: false,
                 in_view: false,
                 outcome: None,
-            });
+            };
+            let known = match self.rows.entry(done.row.clone()) {
+                Entry::Occupied(known) => known.into_mut(),
+                Entry::Vacant(vacant) if self.adopting => vacant.insert(adopted()),
+                Entry::Vacant(_) => continue,
+            };
             if *known.url != *done.url || known.target != done.target {
                 continue;
             }
@@ -278,6 +285,7 @@ impl<K: Hash + Eq + Clone> ListFront<K> {
     /// Ends a pass: the pipeline cancels the rows not asked for in it, and
     /// what was kept for them is dropped (in the cache, it stays there).
     pub(crate) fn end_pass(&mut self) {
+        self.adopting = false;
         self.pipeline.end_frame();
         self.rows
             .retain(|_, known| std::mem::take(&mut known.asked));

@@ -167,6 +167,17 @@ impl<K: Hash + Eq + Clone> Pipeline<K> {
         self.cancel(gone);
     }
 
+    /// Ends the frame of the requests made so far, for a UI-side front put
+    /// over this pipeline: the rows still loading are kept into its first
+    /// pass (and cancelled at that pass's end unless asked for again), and
+    /// the rows whose completion was drained already are forgotten, so
+    /// that the front asks for them afresh instead of waiting for what was
+    /// taken.
+    pub(crate) fn hand_over(&mut self) {
+        self.end_frame();
+        self.rows.forget_settled();
+    }
+
     /// Cancels `row`'s request, if any. Never blocks.
     pub fn cancel_row(&mut self, row: &K) {
         if let Some(id) = self.rows.forget_row(row) {

@@ -206,6 +206,11 @@ impl<K: Hash + Eq + Clone> RowTable<K> {
         Some(row.id)
     }
 
+    /// Forgets the rows whose request has completed and been drained.
+    pub(crate) fn forget_settled(&mut self) {
+        self.forget_where(|row| !row.pending);
+    }
+
     fn forget_where(&mut self, mut which: impl FnMut(&mut Row) -> bool) -> Vec<RequestId> {
         let mut gone = Vec::new();
         self.rows.retain(|_, row| {

@@ -604,6 +604,9 @@ fn a_list_over_a_pipeline_asked_early_draws_what_loaded_in_its_first_pass() {
         let stats = pipeline.stats();
         stats.decodes_completed == 2 && stats.fetches_failed == 1
     }));
+    // Each delivery is sent in the same step of the load actor that
+    // counted it; give that step time to end.
+    std::thread::sleep(Duration::from_millis(100));
     let ctx = Context::default();
     let mut list =
         ThumbnailList::with_pipeline(&ctx, pipeline, EguiConfig::default()).expect("builds");
@@ -632,6 +635,48 @@ fn a_list_over_a_pipeline_asked_early_draws_what_loaded_in_its_first_pass() {
     );
     assert_eq!(list.pipeline().pending_rows(), 0, "the slow row, not shown");
     assert!(common::eventually(|| list.stats().cancelled == 1));
+}
+
+/// A row whose completion the app drained itself before putting the list
+/// over its pipeline is asked for afresh in the first pass, not waited
+/// for: a failure shows as one again instead of a spinner for good.
+#[test]
+fn a_row_the_app_drained_before_the_list_is_asked_for_afresh() {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let mut pipeline = thumbpipe::Pipeline::<usize>::builder()
+        .fetcher(counting_fetcher(Arc::clone(&calls)))
+        .build()
+        .expect("builds");
+    let target = thumbpipe::egui::target_size(CELL, 1.0);
+    let url = "https://app.test/missing.png";
+    pipeline.request(0, url, target, thumbpipe::Priority::Visible);
+    let mut taken = Vec::new();
+    assert!(common::eventually(|| {
+        taken.extend(pipeline.drain());
+        !taken.is_empty()
+    }));
+    assert!(taken[0].result.is_err());
+    let ctx = Context::default();
+    let mut list =
+        ThumbnailList::with_pipeline(&ctx, pipeline, EguiConfig::default()).expect("builds");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let failed = loop {
+        let mut state = None;
+        let _ = ctx.run_ui(egui::RawInput::default(), |ui| {
+            state = Some(list.show(ui, 0, url, CELL).1);
+            list.end_pass();
+        });
+        match state {
+            Some(RowThumbnail::Failed(error)) => break Some(error),
+            _ if Instant::now() > deadline => break None,
+            _ => std::thread::sleep(Duration::from_millis(5)),
+        }
+    };
+    assert!(
+        matches!(failed, Some(thumbpipe::Error::Status { status: 404, .. })),
+        "{failed:?}"
+    );
+    assert_eq!(calls.load(Ordering::SeqCst), 2, "fetched again");
 }
 
 /// An `egui::Image` whose aspect ratio need not be kept fills its box
