@@ -173,6 +173,7 @@ impl<K: Hash + Eq + Clone> Pipeline<K> {
     /// the rows whose completion was drained already are forgotten, so
     /// that the front asks for them afresh instead of waiting for what was
     /// taken.
+    #[cfg(any(feature = "egui", feature = "iced"))]
     pub(crate) fn hand_over(&mut self) {
         self.end_frame();
         self.rows.forget_settled();

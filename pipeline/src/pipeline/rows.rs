@@ -207,6 +207,7 @@ impl<K: Hash + Eq + Clone> RowTable<K> {
     }
 
     /// Forgets the rows whose request has completed and been drained.
+    #[cfg(any(feature = "egui", feature = "iced"))]
     pub(crate) fn forget_settled(&mut self) {
         self.forget_where(|row| !row.pending);
     }
