@@ -100,6 +100,8 @@ pub struct Demo {
     /// ([`Demo::ask_first_screen`]), for the loader to take, and when.
     early: Option<thumbpipe::Pipeline<usize>>,
     asked_first: Option<Instant>,
+    /// The threads and memory (MB) building that pipeline brought.
+    early_cost: Option<(usize, f64)>,
     /// Frames drawn since the mode started, and the one that first drew
     /// the list.
     passes: u64,
@@ -197,6 +199,7 @@ impl Demo {
             first_screen: None,
             early: None,
             asked_first: None,
+            early_cost: None,
             passes: 0,
             first_list_pass: None,
             first_screen_frames: None,
@@ -255,10 +258,13 @@ impl Demo {
         // A pipeline asked for the first screen before the first frame was
         // measured from then on.
         let early = self.early.take().filter(|_| mode == Mode::Pipeline);
-        if early.is_none() {
-            self.server.reset_stats();
-            self.measurements = Measurements::start();
-            self.asked_first = None;
+        match (&early, self.early_cost.take()) {
+            (Some(_), Some((threads, rss_mb))) => self.measurements.rebase(threads, rss_mb),
+            _ => {
+                self.server.reset_stats();
+                self.measurements = Measurements::start();
+                self.asked_first = None;
+            }
         }
         self.loader = match mode {
             Mode::Naive => Some(Box::new(NaiveLoader::new())),

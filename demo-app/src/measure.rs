@@ -76,6 +76,21 @@ impl Measurements {
         }
     }
 
+    /// Takes the thread and memory baselines again now, less the `threads`
+    /// and `rss_mb` that a part of the run started earlier brought (a
+    /// pipeline built before the window opened, whose threads are the
+    /// run's, unlike the window's); what the process read counts on from
+    /// [`Measurements::start`].
+    pub fn rebase(&mut self, threads: usize, rss_mb: f64) {
+        let now = Self::start();
+        self.baseline_threads = now.baseline_threads.saturating_sub(threads);
+        self.threads_now = now.threads_now;
+        self.peak_threads = now.peak_threads;
+        self.rss_start_mb = (now.rss_start_mb - rss_mb).max(0.0);
+        self.rss_now_mb = now.rss_now_mb;
+        self.rss_peak_mb = now.rss_peak_mb;
+    }
+
     /// Records one frame's UI-thread time and, every few frames, samples
     /// threads and memory.
     pub fn frame(&mut self, ms: f64) {

@@ -35,7 +35,9 @@ impl Demo {
     /// a `screen` of that many points (at one pixel a point), as the grid
     /// will lay them out, and a row more; the mode's list is put over it
     /// (`ThumbnailList::with_pipeline`) and draws in its first frame what
-    /// loaded meanwhile. Its measures start here.
+    /// loaded meanwhile. What it reads is measured from here; its threads
+    /// and memory from the first frame (the window's are not the run's),
+    /// less what building the pipeline here brought.
     pub fn ask_first_screen(&mut self, screen: egui::Vec2) {
         if self.mode != Mode::Pipeline || self.loader.is_some() {
             return;
@@ -59,6 +61,13 @@ impl Demo {
             let url = url_of(base, urls, self.image_id(item, items), self.animated);
             pipeline.request(item, &url, target, thumbpipe::Priority::Visible);
         }
+        let built = Measurements::start();
+        self.early_cost = Some((
+            built
+                .baseline_threads
+                .saturating_sub(self.measurements.baseline_threads),
+            (built.rss_start_mb - self.measurements.rss_start_mb).max(0.0),
+        ));
         self.early = Some(pipeline);
         self.asked_first = Some(Instant::now());
     }
