@@ -98,10 +98,8 @@ pub struct Demo {
     first_screen: Option<Instant>,
     /// A pipeline asked for the first screen before the first frame
     /// ([`Demo::ask_first_screen`]), for the loader to take, and when.
-    early: Option<thumbpipe::Pipeline<usize>>,
+    early: Option<EarlyAsk>,
     asked_first: Option<Instant>,
-    /// The threads and memory (MB) building that pipeline brought.
-    early_cost: Option<(usize, f64)>,
     /// Frames drawn since the mode started, and the one that first drew
     /// the list.
     passes: u64,
@@ -115,6 +113,14 @@ pub struct Demo {
     texture_bytes_peak: Option<u64>,
     report: Option<RunReport>,
     error: Option<String>,
+}
+
+/// A pipeline built and asked for the first screen before the window, and
+/// the threads and memory (MB) building it brought.
+struct EarlyAsk {
+    pipeline: thumbpipe::Pipeline<usize>,
+    threads: usize,
+    rss_mb: f64,
 }
 
 /// What the command line chose for a run.
@@ -199,7 +205,6 @@ impl Demo {
             first_screen: None,
             early: None,
             asked_first: None,
-            early_cost: None,
             passes: 0,
             first_list_pass: None,
             first_screen_frames: None,
@@ -258,14 +263,15 @@ impl Demo {
         // A pipeline asked for the first screen before the first frame was
         // measured from then on.
         let early = self.early.take().filter(|_| mode == Mode::Pipeline);
-        match (&early, self.early_cost.take()) {
-            (Some(_), Some((threads, rss_mb))) => self.measurements.rebase(threads, rss_mb),
-            _ => {
+        match &early {
+            Some(early) => self.measurements.rebase(early.threads, early.rss_mb),
+            None => {
                 self.server.reset_stats();
                 self.measurements = Measurements::start();
                 self.asked_first = None;
             }
         }
+        let early = early.map(|early| early.pipeline);
         self.loader = match mode {
             Mode::Naive => Some(Box::new(NaiveLoader::new())),
             Mode::EguiExtras => Some(Box::new(EguiExtrasLoader::new(ctx))),

@@ -58,21 +58,22 @@ struct List {
 
 impl List {
     fn new() -> (Self, Task<Message>) {
-        let args: Vec<String> = std::env::args().skip(1).collect();
-        let grid = args.iter().any(|arg| arg == "--grid");
-        let rows = args
-            .iter()
-            .position(|arg| arg == "--rows")
-            .and_then(|at| args.get(at + 1)?.parse().ok())
-            .unwrap_or(ROWS);
-        let words = args.iter().enumerate().filter(|(at, arg)| {
-            *arg != "--grid" && *arg != "--rows" && (*at == 0 || args[at - 1] != "--rows")
-        });
         let started = Instant::now();
+        let args: Vec<String> = std::env::args().skip(1).collect();
         let flag = |name: &str| args.iter().position(|arg| arg == name);
-        let folder = flag("--folder").and_then(|at| args.get(at + 1)).cloned();
-        let mut words = words
-            .filter(|(at, arg)| !arg.starts_with("--") && (*at == 0 || args[at - 1] != "--folder"));
+        // The word after a flag that takes one.
+        let value_of = |name: &str| flag(name).and_then(|at| args.get(at + 1));
+        let grid = flag("--grid").is_some();
+        let rows = value_of("--rows")
+            .and_then(|rows| rows.parse().ok())
+            .unwrap_or(ROWS);
+        let folder = value_of("--folder").cloned();
+        // The URL: the word that is neither a flag nor a flag's value.
+        let taking_value = |at: usize| at > 0 && ["--rows", "--folder"].contains(&&*args[at - 1]);
+        let mut words = args
+            .iter()
+            .enumerate()
+            .filter(|(at, arg)| !arg.starts_with("--") && !taking_value(*at));
         let (base, server) = match words.next().map(|(_, arg)| arg.clone()) {
             _ if folder.is_some() => (String::new(), None),
             Some(url) => (url, None),

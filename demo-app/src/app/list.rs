@@ -8,7 +8,7 @@
 
 use std::time::Instant;
 
-use super::{Demo, Layout, Mode, ROW_HEIGHT};
+use super::{Demo, EarlyAsk, Layout, Mode, ROW_HEIGHT};
 use crate::fling::ListSeen;
 use crate::loaders::{RowState, THUMB_SIDE};
 use crate::measure::Measurements;
@@ -62,13 +62,13 @@ impl Demo {
             pipeline.request(item, &url, target, thumbpipe::Priority::Visible);
         }
         let built = Measurements::start();
-        self.early_cost = Some((
-            built
+        self.early = Some(EarlyAsk {
+            pipeline,
+            threads: built
                 .baseline_threads
                 .saturating_sub(self.measurements.baseline_threads),
-            (built.rss_start_mb - self.measurements.rss_start_mb).max(0.0),
-        ));
-        self.early = Some(pipeline);
+            rss_mb: (built.rss_start_mb - self.measurements.rss_start_mb).max(0.0),
+        });
         self.asked_first = Some(Instant::now());
     }
 

@@ -37,7 +37,6 @@ pub(crate) mod scroll;
 pub(crate) mod wake;
 
 use std::collections::HashMap;
-use std::collections::hash_map::Entry;
 use std::hash::Hash;
 use std::sync::Arc;
 
@@ -105,17 +104,19 @@ impl<K: Hash + Eq + Clone> ListFront<K> {
     /// its own threads) when loads finish. Rows asked of it before are
     /// given what it loads for them: see [`ListFront::receive`].
     pub(crate) fn over(
-        pipeline: Pipeline<K>,
+        mut pipeline: Pipeline<K>,
         coast_policy: CoastPolicy,
         wake: impl Fn() + Send + Sync + 'static,
     ) -> Self {
         let wake: Arc<dyn Fn() + Send + Sync> = Arc::new(wake);
         let waker = Arc::clone(&wake);
         pipeline.set_waker(move || waker());
-        let mut pipeline = pipeline;
         pipeline.hand_over();
-        // What finished before this waker was set woke no one.
-        wake();
+        // What finished before this waker was set woke no one; a pipeline
+        // asked for nothing yet has nothing to wake for.
+        if pipeline.pending_rows() > 0 {
+            wake();
+        }
         Self {
             pipeline,
             rows: HashMap::new(),
@@ -219,17 +220,18 @@ impl<K: Hash + Eq + Clone> ListFront<K> {
     pub(crate) fn receive(&mut self) -> Vec<Arrived<K>> {
         let mut given = Vec::new();
         for done in self.pipeline.drain() {
-            let adopted = || Row {
-                url: Arc::clone(&done.url),
-                target: done.target,
-                asked: false,
-                in_view: false,
-                outcome: None,
-            };
-            let known = match self.rows.entry(done.row.clone()) {
-                Entry::Occupied(known) => known.into_mut(),
-                Entry::Vacant(vacant) if self.adopting => vacant.insert(adopted()),
-                Entry::Vacant(_) => continue,
+            if self.adopting && !self.rows.contains_key(&done.row) {
+                let adopted = Row {
+                    url: Arc::clone(&done.url),
+                    target: done.target,
+                    asked: false,
+                    in_view: false,
+                    outcome: None,
+                };
+                self.rows.insert(done.row.clone(), adopted);
+            }
+            let Some(known) = self.rows.get_mut(&done.row) else {
+                continue;
             };
             if *known.url != *done.url || known.target != done.target {
                 continue;

@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use iced_core::image::Handle;
 use thumbpipe::iced::{Ready, RowThumbnail, ScrollWatch, Thumbnails};
-use thumbpipe::{ListGeometry, TargetSize, Thumbnail};
+use thumbpipe::{ListGeometry, TargetSize};
 
 use super::{ROW_HEIGHT, VISIBLE};
 
@@ -21,7 +21,9 @@ pub(super) trait Loader {
     /// The rows in view, the list scrolled to `top`; `url_of` names any
     /// row's image.
     fn show(&mut self, top: f32, rows: &[(usize, String)], url_of: &dyn Fn(usize) -> String);
-    fn shown(&self, row: usize, url: &str) -> Option<Handle>;
+    /// The picture id of the image `row` (showing `url`) shows, if it
+    /// shows one.
+    fn shown(&self, row: usize, url: &str) -> Option<u32>;
     fn busy(&self) -> bool;
     fn handles(&self) -> usize;
     fn loads(&self) -> usize;
@@ -70,8 +72,8 @@ impl Loader for Gallery {
         }
     }
 
-    fn shown(&self, _row: usize, url: &str) -> Option<Handle> {
-        self.images.get(url).cloned()
+    fn shown(&self, _row: usize, url: &str) -> Option<u32> {
+        id_of(self.images.get(url)?)
     }
 
     fn busy(&self) -> bool {
@@ -115,16 +117,15 @@ impl Loader for Piped {
             .show_rows(rows.iter().map(|(row, url)| (*row, url)), target);
     }
 
-    fn shown(&self, row: usize, _url: &str) -> Option<Handle> {
+    fn shown(&self, row: usize, _url: &str) -> Option<u32> {
         match self.thumbnails.get(&row) {
-            RowThumbnail::Shown(handle) => Some(handle),
+            RowThumbnail::Shown(handle) => id_of(&handle),
             _ => None,
         }
     }
 
     fn busy(&self) -> bool {
-        let stats = self.thumbnails.stats();
-        stats.in_flight + stats.queued + stats.decoding > 0
+        loading(&self.thumbnails.stats())
     }
 
     fn handles(&self) -> usize {
@@ -145,8 +146,8 @@ impl Loader for Piped {
 pub(super) struct EguiList {
     ctx: egui::Context,
     list: thumbpipe::egui::ThumbnailList<usize>,
-    /// What each row in view drew in the last frame.
-    drawn: HashMap<usize, Handle>,
+    /// The picture id each row in view drew in the last frame.
+    drawn: HashMap<usize, u32>,
     frames: u32,
 }
 
@@ -178,20 +179,22 @@ impl Loader for EguiList {
                 if let thumbpipe::egui::RowThumbnail::Shown(_, thumbnail) =
                     list.show(ui, *row, url, cell).1
                 {
-                    drawn.insert(*row, handle_of(&thumbnail));
+                    let (width, height) = (thumbnail.width, thumbnail.height);
+                    if let Some(id) = fixture_server::decode_id(&thumbnail.pixels, width, height) {
+                        drawn.insert(*row, id);
+                    }
                 }
             }
             list.end_pass();
         });
     }
 
-    fn shown(&self, row: usize, _url: &str) -> Option<Handle> {
-        self.drawn.get(&row).cloned()
+    fn shown(&self, row: usize, _url: &str) -> Option<u32> {
+        self.drawn.get(&row).copied()
     }
 
     fn busy(&self) -> bool {
-        let stats = self.list.stats();
-        stats.in_flight + stats.queued + stats.decoding > 0
+        loading(&self.list.stats())
     }
 
     fn handles(&self) -> usize {
@@ -203,14 +206,13 @@ impl Loader for EguiList {
     }
 }
 
-/// A handle on `thumbnail`'s pixels (not copied), for the id check.
-fn handle_of(thumbnail: &Thumbnail) -> Handle {
-    let pixels = bytes::Bytes::from_owner(Arc::clone(&thumbnail.pixels));
-    Handle::from_rgba(thumbnail.width, thumbnail.height, pixels)
+/// Whether a thumbpipe loader with these counts has loads under way.
+fn loading(stats: &thumbpipe::Stats) -> bool {
+    stats.in_flight + stats.queued + stats.decoding > 0
 }
 
 /// The picture id a handle's pixels carry.
-pub(super) fn id_of(handle: &Handle) -> Option<u32> {
+fn id_of(handle: &Handle) -> Option<u32> {
     match handle {
         Handle::Rgba {
             width,

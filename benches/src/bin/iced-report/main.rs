@@ -46,7 +46,7 @@ use serde::{Deserialize, Serialize};
 use thumbpipe::iced::{ScrollWatch, Thumbnails};
 use thumbpipe_benches::{ServerProcess, machine, median_and_range};
 
-use self::loaders::{EguiList, Gallery, Loader, Piped, id_of};
+use self::loaders::{EguiList, Gallery, Loader, Piped};
 
 #[derive(Debug, Parser)]
 #[command(about = "thumbpipe::iced against iced's gallery pattern, scrolled by script")]
@@ -291,8 +291,7 @@ fn run(mode: Mode, server: &str, args: &Args) -> anyhow::Result<Run> {
         loader.show(top as f32 * ROW_HEIGHT, &rows, &url_of);
         // The view: what each row in it shows.
         for (row, url) in &rows {
-            if let Some(handle) = loader.shown(*row, url)
-                && let Some(shown) = id_of(&handle)
+            if let Some(shown) = loader.shown(*row, url)
                 && shown != id(*row)
             {
                 wrong.insert((*row, shown));
