@@ -155,20 +155,8 @@ impl<K> PipelineBuilder<K> {
     pub fn build(self) -> Result<Pipeline<K>, BuildError> {
         let config = self.config;
         config.validate()?;
-        if let Some((scheme, _)) = self.sources.iter().find(|(s, _)| !is_scheme(s)) {
-            return Err(BuildError::Config(format!(
-                "PipelineBuilder::source: '{scheme}' is not a URL scheme (a letter, then \
-                 letters, digits, '+', '-' or '.')"
-            )));
-        }
-        let (runtime, handle) = match self.runtime {
-            Some(handle) => (None, handle),
-            None => {
-                let runtime = io_runtime(config.io_threads)?;
-                let handle = runtime.handle().clone();
-                (Some(runtime), handle)
-            }
-        };
+        check_schemes(&self.sources)?;
+        let (runtime, handle) = runtime_for_io(self.runtime, config.io_threads)?;
         // One set of local files serves the `file` source and the shared
         // thumbnails of the same files.
         let local_files = (!config.fetch.file_roots.is_empty())
@@ -179,16 +167,7 @@ impl<K> PipelineBuilder<K> {
             Some(fetcher) => fetcher,
             None => default_fetcher(&config, &handle)?,
         };
-        let mut sources = vec![
-            ("http".to_owned(), Arc::clone(&network)),
-            ("https".to_owned(), network),
-        ];
-        if let Some(files) = &local_files {
-            let files: Arc<dyn Fetch> = Arc::new(FileSource::new(Arc::clone(files)));
-            sources.push(("file".to_owned(), files));
-        }
-        sources.extend(self.sources);
-        let sources = Sources::new(sources);
+        let sources = route_schemes(network, local_files.as_ref(), self.sources);
         let schemes = sources.schemes();
         let fetcher: Arc<dyn Fetch> = Arc::new(sources);
         let metrics = Arc::new(Metrics::default());
@@ -268,6 +247,55 @@ impl<K> PipelineBuilder<K> {
             io: handle,
         })
     }
+}
+
+/// The runtime the I/O side runs on: the app's `given` one, or one of its
+/// own with `threads` workers (returned, to be kept alive with the
+/// pipeline).
+fn runtime_for_io(
+    given: Option<Handle>,
+    threads: usize,
+) -> std::io::Result<(Option<Runtime>, Handle)> {
+    match given {
+        Some(handle) => Ok((None, handle)),
+        None => {
+            let runtime = io_runtime(threads)?;
+            let handle = runtime.handle().clone();
+            Ok((Some(runtime), handle))
+        }
+    }
+}
+
+/// An error naming the first of the app's `sources` whose scheme is not a
+/// URL scheme.
+fn check_schemes(sources: &[(String, Arc<dyn Fetch>)]) -> Result<(), BuildError> {
+    match sources.iter().find(|(scheme, _)| !is_scheme(scheme)) {
+        Some((scheme, _)) => Err(BuildError::Config(format!(
+            "PipelineBuilder::source: '{scheme}' is not a URL scheme (a letter, then \
+             letters, digits, '+', '-' or '.')"
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// The scheme router: `http` and `https` to `network`, `file` to the
+/// local files when there are roots, then the app's own sources (one of
+/// which may take a scheme above over).
+fn route_schemes(
+    network: Arc<dyn Fetch>,
+    local_files: Option<&Arc<LocalFiles>>,
+    own: Vec<(String, Arc<dyn Fetch>)>,
+) -> Sources {
+    let mut sources = vec![
+        ("http".to_owned(), Arc::clone(&network)),
+        ("https".to_owned(), network),
+    ];
+    if let Some(files) = local_files {
+        let files: Arc<dyn Fetch> = Arc::new(FileSource::new(Arc::clone(files)));
+        sources.push(("file".to_owned(), files));
+    }
+    sources.extend(own);
+    Sources::new(sources)
 }
 
 /// The decode threads, running the app's decoder or the default one
