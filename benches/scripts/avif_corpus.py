@@ -61,6 +61,23 @@ def make(corpus, out):
     save(frames[0], "plasma-animated.avif", save_all=True, append_images=frames[1:], duration=100)
 
 
+def write_reference(stem, rgba):
+    """Writes `rgba` fitted inside SIDE x SIDE (Lanczos, never scaled up)
+    as STEM.png."""
+    size = fit_inside(rgba.width, rgba.height, SIDE)
+    if size != rgba.size:
+        rgba = rgba.resize(size, Image.Resampling.LANCZOS)
+    rgba.save(stem + ".png")
+
+
+def write_refused(stem, error):
+    """Writes why the reference decoder refused a file, as STEM.refused
+    (STEM is DIR/pillow/NAME: DIR is left out of the message)."""
+    reason = str(error).replace(os.path.dirname(os.path.dirname(stem)) + os.sep, "")
+    with open(stem + ".refused", "w") as refused:
+        refused.write(f"{type(error).__name__}: {reason}\n")
+
+
 def references(out):
     os.makedirs(os.path.join(out, "pillow"), exist_ok=True)
     for name in sorted(n for n in os.listdir(out) if n.endswith(".avif")):
@@ -76,13 +93,9 @@ def references(out):
                     cropped.info = image.info
                     image = cropped
                 rgba = ImageOps.exif_transpose(image).convert("RGBA")
-            size = fit_inside(rgba.width, rgba.height, SIDE)
-            if size != rgba.size:
-                rgba = rgba.resize(size, Image.Resampling.LANCZOS)
-            rgba.save(stem + ".png")
+            write_reference(stem, rgba)
         except Exception as error:  # a refusal is a reference too
-            with open(stem + ".refused", "w") as refused:
-                refused.write(f"{type(error).__name__}: {error}\n")
+            write_refused(stem, error)
 
 
 def main():

@@ -66,6 +66,19 @@ pub(crate) enum Decoder {
     Image(Raster),
 }
 
+/// What an own decoder's failures are: [`Error::Decode`] for `url`, its
+/// reason led by the format's `name`.
+#[cfg_attr(not(any(feature = "avif", feature = "jxl")), allow(dead_code))]
+pub(crate) fn decode_error<'a>(
+    url: &'a Arc<str>,
+    name: &'static str,
+) -> impl Fn(String) -> Error + Copy + 'a {
+    move |reason| Error::Decode {
+        url: url.to_string(),
+        reason: format!("{name}: {reason}"),
+    }
+}
+
 /// A format's own decoder: the thumbnail of `target` from the bytes, for
 /// the URL, under the limits.
 pub(crate) type OwnDecode =
@@ -141,6 +154,12 @@ impl Raster {
 /// brands name AVIF (`avif`, or `avis` for a sequence): `image` knows an
 /// AVIF only by its major brand, and phones write `mif1` there.
 pub(crate) fn is_avif(bytes: &[u8]) -> bool {
+    has_brand(bytes, &[b"avif", b"avis"])
+}
+
+/// Whether `bytes` start with a file type box whose major or compatible
+/// brands (within its first 256 bytes) include one of `brands`.
+fn has_brand(bytes: &[u8], brands: &[&[u8; 4]]) -> bool {
     let Some(size) = bytes.get(..4) else {
         return false;
     };
@@ -148,14 +167,14 @@ pub(crate) fn is_avif(bytes: &[u8]) -> bool {
     if bytes.get(4..8) != Some(b"ftyp") || size < 16 {
         return false;
     }
-    let brands = bytes
+    let named = bytes
         .get(8..size.min(bytes.len()).min(256))
         .unwrap_or_default();
     // The major brand, the minor version, then the compatible brands.
-    brands
+    named
         .chunks_exact(4)
         .enumerate()
-        .any(|(i, brand)| i != 1 && (brand == b"avif" || brand == b"avis"))
+        .any(|(i, brand)| i != 1 && brands.iter().any(|wanted| brand == *wanted))
 }
 
 /// Whether `bytes` are a TIFF, or a BigTIFF (64-bit offsets, `II+\0` or

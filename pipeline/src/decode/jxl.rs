@@ -21,7 +21,7 @@ use jxl_oxide_common::Bundle as _;
 
 use super::DecodeLimits;
 use super::fitting::Fitting;
-use super::format::{Decoder, Format, Signature};
+use super::format::{self, Decoder, Format, Signature};
 use super::header::{self, within_max_dimension};
 use super::resize::{self, Layout, Pixels};
 use super::upright::fit;
@@ -51,10 +51,7 @@ fn thumbnail(
     asked: TargetSize,
     limits: DecodeLimits,
 ) -> Result<Thumbnail, Error> {
-    let decode_error = |reason: String| Error::Decode {
-        url: url.to_string(),
-        reason: format!("JPEG XL: {reason}"),
-    };
+    let decode_error = format::decode_error(url, "JPEG XL");
     let plan = plan(bytes, &limits).map_err(decode_error)?;
     // Upright, as jxl-oxide renders it.
     let (width, height) = plan.size;

@@ -74,6 +74,20 @@ pub(super) fn working_bytes(decoded: (u32, u32), thumbnail: (u32, u32)) -> u64 {
         + (decoded_width + decoded_height + thumb_width + thumb_height) * 64
 }
 
+/// Undoes premultiplication: each colour divided by its alpha.
+#[cfg(feature = "avif")]
+pub(super) fn unpremultiply(rgba: &mut [u8]) {
+    for pixel in rgba.chunks_exact_mut(4) {
+        let alpha = u32::from(pixel[3]);
+        if alpha == 0 || alpha == 255 {
+            continue;
+        }
+        for channel in &mut pixel[..3] {
+            *channel = ((u32::from(*channel) * 255 + alpha / 2) / alpha).min(255) as u8;
+        }
+    }
+}
+
 /// A decoded image.
 #[derive(Debug)]
 pub(super) struct Pixels {

@@ -163,3 +163,54 @@ impl Drop for Scratch {
         let _ = std::fs::remove_dir_all(&self.0);
     }
 }
+
+/// Asserts that the thumbnail `name` is the size of its reference, within a
+/// pixel a side, and agrees with it to `least_db` or more ([`psnr`]).
+pub fn assert_agrees(
+    name: &str,
+    ours: &thumbpipe::Thumbnail,
+    theirs: &image::RgbaImage,
+    least_db: f64,
+) {
+    assert!(
+        ours.width.abs_diff(theirs.width()) <= 1 && ours.height.abs_diff(theirs.height()) <= 1,
+        "{name}: {}x{} against {}x{}",
+        ours.width,
+        ours.height,
+        theirs.width(),
+        theirs.height()
+    );
+    let db = psnr(ours, theirs);
+    assert!(db >= least_db, "{name}: {db:.1} dB");
+}
+
+/// PSNR of the RGB channels of a thumbnail against a reference, each image
+/// composited on mid grey by its alpha, over the pixels both cover.
+pub fn psnr(ours: &thumbpipe::Thumbnail, theirs: &image::RgbaImage) -> f64 {
+    let on_grey = |pixel: &[u8]| -> [f64; 3] {
+        let alpha = f64::from(pixel[3]) / 255.0;
+        [0, 1, 2].map(|c| f64::from(pixel[c]) * alpha + 128.0 * (1.0 - alpha))
+    };
+    let (width, height) = (
+        ours.width.min(theirs.width()),
+        ours.height.min(theirs.height()),
+    );
+    let (mut sum, mut count) = (0.0, 0.0);
+    for y in 0..height {
+        for x in 0..width {
+            let at = ((y * ours.width + x) * 4) as usize;
+            let a = on_grey(&ours.pixels[at..at + 4]);
+            let b = on_grey(&theirs.get_pixel(x, y).0);
+            for c in 0..3 {
+                sum += (a[c] - b[c]).powi(2);
+                count += 1.0;
+            }
+        }
+    }
+    let mse = sum / count;
+    if mse == 0.0 {
+        f64::INFINITY
+    } else {
+        10.0 * (255.0 * 255.0 / mse).log10()
+    }
+}

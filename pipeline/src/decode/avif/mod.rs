@@ -56,10 +56,7 @@ fn thumbnail(
     asked: TargetSize,
     limits: DecodeLimits,
 ) -> Result<Thumbnail, Error> {
-    let decode_error = |reason: String| Error::Decode {
-        url: url.to_string(),
-        reason: format!("AVIF: {reason}"),
-    };
+    let decode_error = format::decode_error(url, "AVIF");
     let still = container::read(bytes).map_err(decode_error)?;
     let (width, height) = (still.width, still.height);
     within_max_dimension(url, width, height, &limits)?;
@@ -206,7 +203,7 @@ fn pixels(
             );
         })?;
         if still.premultiplied {
-            yuv::unpremultiply(&mut rgba);
+            resize::unpremultiply(&mut rgba);
         }
     }
     Ok(rgba)

@@ -79,19 +79,6 @@ pub(super) fn alpha_into(
     }
 }
 
-/// Undoes premultiplication: each colour divided by its alpha.
-pub(super) fn unpremultiply(rgba: &mut [u8]) {
-    for pixel in rgba.chunks_exact_mut(4) {
-        let alpha = u32::from(pixel[3]);
-        if alpha == 0 || alpha == 255 {
-            continue;
-        }
-        for channel in &mut pixel[..3] {
-            *channel = ((u32::from(*channel) * 255 + alpha / 2) / alpha).min(255) as u8;
-        }
-    }
-}
-
 /// A sample type of a plane: 8 bits, or 10 and 12 in 16.
 trait Sample: Copy {
     fn value(self) -> f32;
