@@ -68,7 +68,10 @@ pub(crate) enum Decoder {
 
 /// What an own decoder's failures are: [`Error::Decode`] for `url`, its
 /// reason led by the format's `name`.
-#[cfg_attr(not(any(feature = "avif", feature = "jxl")), allow(dead_code))]
+#[cfg_attr(
+    not(any(feature = "avif", feature = "jxl", feature = "heic")),
+    allow(dead_code)
+)]
 pub(crate) fn decode_error<'a>(
     url: &'a Arc<str>,
     name: &'static str,
@@ -155,6 +158,19 @@ impl Raster {
 /// AVIF only by its major brand, and phones write `mif1` there.
 pub(crate) fn is_avif(bytes: &[u8]) -> bool {
     has_brand(bytes, &[b"avif", b"avis"])
+}
+
+/// Whether `bytes` start with a file type box whose brands name HEVC-coded
+/// HEIF (ISO/IEC 23008-12's `heic` and `heix` for stills, `heim` and
+/// `heis` for layered ones, `hevc`, `hevx`, `hevm`, `hevs` for sequences):
+/// a phone's HEIC, or a camera's HIF.
+pub(crate) fn is_heic(bytes: &[u8]) -> bool {
+    has_brand(
+        bytes,
+        &[
+            b"heic", b"heix", b"heim", b"heis", b"hevc", b"hevx", b"hevm", b"hevs",
+        ],
+    )
 }
 
 /// Whether `bytes` start with a file type box whose major or compatible

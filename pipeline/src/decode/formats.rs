@@ -17,7 +17,7 @@
 //! table.
 
 use super::FORMATS;
-use super::format::{Format, is_avif, is_tiff};
+use super::format::{Format, is_avif, is_heic, is_tiff};
 
 /// The image formats [`ImageDecoder`](crate::ImageDecoder) decodes in this
 /// build: JPEG, PNG, WebP and GIF always, and each other format whose cargo
@@ -74,6 +74,8 @@ pub(crate) fn accept_header() -> String {
 pub(crate) fn not_decoded(bytes: &[u8]) -> String {
     let off = if is_avif(bytes) {
         Some("AVIF".to_owned())
+    } else if is_heic(bytes) {
+        Some("HEIC".to_owned())
     } else if is_tiff(bytes) {
         Some("Tiff".to_owned())
     } else {
@@ -199,18 +201,21 @@ mod tests {
         }
     }
 
+    /// A file type box: its major brand, a minor version of 0, and its
+    /// compatible brands.
+    fn ftyp(major: &[u8; 4], compatible: &[&[u8; 4]]) -> Vec<u8> {
+        let mut bytes = ((16 + 4 * compatible.len()) as u32).to_be_bytes().to_vec();
+        bytes.extend_from_slice(b"ftyp");
+        bytes.extend_from_slice(major);
+        bytes.extend_from_slice(&[0; 4]);
+        compatible
+            .iter()
+            .for_each(|brand| bytes.extend_from_slice(*brand));
+        bytes
+    }
+
     #[test]
     fn avif_is_told_by_any_of_its_brands() {
-        let ftyp = |major: &[u8; 4], compatible: &[&[u8; 4]]| {
-            let mut bytes = ((16 + 4 * compatible.len()) as u32).to_be_bytes().to_vec();
-            bytes.extend_from_slice(b"ftyp");
-            bytes.extend_from_slice(major);
-            bytes.extend_from_slice(&[0; 4]);
-            compatible
-                .iter()
-                .for_each(|brand| bytes.extend_from_slice(*brand));
-            bytes
-        };
         assert!(is_avif(&ftyp(b"avif", &[b"mif1"])));
         assert!(is_avif(&ftyp(b"mif1", &[b"miaf", b"avif"])));
         assert!(is_avif(&ftyp(b"avis", &[])));
@@ -219,5 +224,23 @@ mod tests {
         let mut minor = ftyp(b"heic", &[]);
         minor[12..16].copy_from_slice(b"avif");
         assert!(!is_avif(&minor));
+    }
+
+    #[test]
+    fn heic_is_told_by_its_hevc_brands_and_named_when_off() {
+        let phone = ftyp(b"heic", &[b"mif1", b"heic"]);
+        let camera = ftyp(b"mif1", &[b"heix", b"miaf"]);
+        for heic in [&phone, &camera] {
+            assert!(is_heic(heic));
+            assert!(!is_avif(heic));
+            let told = detect(heic).map(|format| format.name);
+            assert_eq!(told, cfg!(feature = "heic").then_some("HEIC"));
+            if !cfg!(feature = "heic") {
+                assert!(not_decoded(heic).starts_with("the image is HEIC, which this build"));
+            }
+        }
+        // A HEIF of no HEVC brand (AVIF's, or the bare structural one) is not HEIC.
+        assert!(!is_heic(&ftyp(b"mif1", &[b"avif", b"miaf"])));
+        assert!(!is_heic(&ftyp(b"mif1", &[])));
     }
 }

@@ -65,6 +65,7 @@ format_table! {
     // chooses by its own order, most of them AVIF whenever it is named.
     #[cfg(feature = "avif")] avif,
     #[cfg(feature = "jxl")] jxl,
+    #[cfg(feature = "heic")] heic,
     #[cfg(feature = "bmp")] bmp,
     #[cfg(feature = "ico")] ico,
     // Before TIFF's row: most camera RAWs are TIFF-structured.

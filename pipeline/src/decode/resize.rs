@@ -75,7 +75,7 @@ pub(super) fn working_bytes(decoded: (u32, u32), thumbnail: (u32, u32)) -> u64 {
 }
 
 /// Undoes premultiplication: each colour divided by its alpha.
-#[cfg(feature = "avif")]
+#[cfg(any(feature = "avif", feature = "heic"))]
 pub(super) fn unpremultiply(rgba: &mut [u8]) {
     for pixel in rgba.chunks_exact_mut(4) {
         let alpha = u32::from(pixel[3]);
