@@ -17,6 +17,16 @@ from PIL import Image, ImageOps
 
 from avif_clap import libavif_crop
 
+try:
+    # HEIC and HEIF, through the libheif pillow-heif bundles, when it is
+    # installed (`pip install pillow-heif`): turned and cropped as the file
+    # says, which it applies before Pillow sees the EXIF orientation.
+    import pillow_heif
+
+    pillow_heif.register_heif_opener()
+except ImportError:
+    pass
+
 Image.MAX_IMAGE_PIXELS = 16384 * 16384
 
 
@@ -54,7 +64,10 @@ def main():
             path = os.path.join(corpus, name)
             try:
                 with Image.open(path) as image:
-                    image.seek(0)
+                    # The first frame; a HEIF opens at its primary image,
+                    # which viewers show, and need not be its first.
+                    if image.format != "HEIF":
+                        image.seek(0)
                     crop = libavif_crop(path) if image.format == "AVIF" else None
                     if crop is not None:
                         x, y, width, height = crop
