@@ -7,8 +7,12 @@ use anyhow::{Context as _, bail};
 /// The `file://` URLs of the images under `dir` (by extension, in every
 /// subdirectory, links not followed), sorted by path.
 pub fn folder_urls(dir: &std::path::Path) -> anyhow::Result<Vec<String>> {
+    // What a photo folder holds, whether or not this build decodes it: a
+    // format whose feature is off shows its cell's error, which names it.
     const IMAGES: &[&str] = &[
-        "jpg", "jpeg", "png", "webp", "gif", "bmp", "ico", "tif", "tiff", "svg",
+        "jpg", "jpeg", "png", "webp", "gif", "bmp", "ico", "tif", "tiff", "svg", "avif", "jxl",
+        "qoi", "heic", "heif", "hif", "cr2", "cr3", "nef", "nrw", "arw", "dng", "orf", "rw2",
+        "raf", "pef", "srw",
     ];
     let dir = dir
         .canonicalize()

@@ -32,6 +32,8 @@ pub enum RowState {
 /// Request counts of a loader.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Counts {
+    /// Requests not finished: queued, fetching, or (thumbpipe's) waiting
+    /// for or in a decode.
     pub in_flight: u64,
     pub completed: u64,
     pub cancelled: u64,
@@ -68,7 +70,7 @@ impl Counts {
     pub fn from_stats(stats: &thumbpipe::Stats, texture_bytes: usize) -> Self {
         let cancelled = stats.fetches_cancelled_queued + stats.fetches_cancelled_in_flight;
         Counts {
-            in_flight: stats.in_flight + stats.queued,
+            in_flight: stats.in_flight + stats.queued + stats.decoding,
             completed: stats.fetches_completed,
             cancelled,
             failed: stats.fetches_failed,
