@@ -22,7 +22,12 @@ fn heic_is_tested_with_its_feature() {}
 
 #[cfg(feature = "heic")]
 mod heic {
-    use thumbpipe::{Config, DecodeConfig, Error, TargetSize, Thumbnail, thumbnail_from_bytes};
+    use std::time::{Duration, Instant};
+
+    use thumbpipe::{
+        Config, DecodeConfig, Error, Pipeline, Priority, TargetSize, Thumbnail,
+        thumbnail_from_bytes,
+    };
 
     use crate::common::assert_agrees;
 
@@ -147,6 +152,49 @@ mod heic {
         assert_eq!((thumbnail.width, thumbnail.height), (64, 48));
         let [r, g, b, _] = pixel(&thumbnail, 32, 24);
         assert!(!(r < 40 && g > 160 && b < 40), "the thumbnail was decoded");
+    }
+
+    /// A folder's HEIC files through a pipeline (`file://`, under its
+    /// root), each the thumbnail `thumbnail_from_bytes` gives.
+    #[test]
+    fn a_folders_heic_files_load_through_a_pipeline() {
+        let root = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/it/corpus/heic");
+        let names = [
+            "photo-thumb.heic",
+            "green-thumbnail.heic",
+            "blue_grid_alpha.heic",
+            "zPug_3.heic",
+        ];
+        let mut config = Config::default();
+        config.fetch.file_roots = vec![root.into()];
+        config.shared_thumbnails.read = thumbpipe::ThumbnailStore::Off;
+        config.shared_thumbnails.write = thumbpipe::ThumbnailStore::Off;
+        let mut pipeline = Pipeline::<usize>::new(config.clone()).unwrap();
+        for (row, name) in names.iter().enumerate() {
+            let url = url::Url::from_file_path(format!("{root}/{name}")).unwrap();
+            pipeline.request(row, url.as_str(), TargetSize::square(64), Priority::Visible);
+        }
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let mut done = Vec::new();
+        while done.len() < names.len() && Instant::now() < deadline {
+            done.extend(pipeline.drain());
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert_eq!(done.len(), names.len());
+        for completion in done {
+            let name = names[completion.row];
+            let loaded = completion
+                .result
+                .unwrap_or_else(|error| panic!("{name}: {error}"));
+            let bytes = std::fs::read(format!("{root}/{name}")).unwrap();
+            let direct = decoded(&bytes, 64, &config.decode).unwrap();
+            assert_eq!(
+                (loaded.width, loaded.height),
+                (direct.width, direct.height),
+                "{name}"
+            );
+            assert_eq!(loaded.pixels, direct.pixels, "{name}");
+        }
     }
 
     #[test]
