@@ -41,6 +41,13 @@ mod heic {
         thumbnail_from_bytes("test.heic", bytes, TargetSize::square(side), config)
     }
 
+    /// The default decode config with `set` applied.
+    fn limited(set: fn(&mut DecodeConfig)) -> DecodeConfig {
+        let mut config = Config::default().decode;
+        set(&mut config);
+        config
+    }
+
     fn pixel(thumbnail: &Thumbnail, x: u32, y: u32) -> [u8; 4] {
         let at = ((y * thumbnail.width + x) * 4) as usize;
         thumbnail.pixels[at..at + 4].try_into().unwrap()
@@ -208,11 +215,6 @@ mod heic {
     #[test]
     fn a_heic_past_the_limits_is_refused_naming_the_setting() {
         let bytes = heic!("photo-thumb.heic");
-        let limited = |set: fn(&mut DecodeConfig)| {
-            let mut config = Config::default().decode;
-            set(&mut config);
-            config
-        };
         let tight = limited(|config| config.max_alloc_bytes = 4 << 20);
         for (config, setting) in [
             (
@@ -228,6 +230,36 @@ mod heic {
         }
         // Within the memory limit when only the small thumbnail is decoded.
         assert!(decoded(bytes, 64, &tight).is_ok());
+    }
+
+    /// `small-ispe-large-stream.heic` says its image is 64x64 (`ispe`) and
+    /// its HEVC stream declares 2048x2048, which is what libheif decodes
+    /// and allocates for: the stream's size is held to the limits.
+    #[test]
+    fn a_stream_larger_than_its_image_says_is_held_to_the_limits() {
+        let bytes = heic!("small-ispe-large-stream.heic");
+        for (config, setting) in [
+            (
+                limited(|config| config.max_dimension = 1000),
+                "decode.max_dimension",
+            ),
+            (
+                limited(|config| config.max_alloc_bytes = 4 << 20),
+                "decode.max_alloc_bytes",
+            ),
+        ] {
+            match decoded(bytes, 64, &config) {
+                Err(Error::TooLarge {
+                    setting: named,
+                    what,
+                    ..
+                }) => {
+                    assert_eq!(named, setting);
+                    assert!(what.contains("2048"), "{what}");
+                }
+                other => panic!("{setting}: {other:?}"),
+            }
+        }
     }
 
     /// Every truncation, and bytes flipped through the file, give a

@@ -74,6 +74,9 @@ format_table! {
     #[cfg(feature = "qoi")] qoi,
     #[cfg(feature = "svg")] svg,
 }
+// ISO BMFF's boxes and item tables, which AVIF and HEIC files are made of.
+#[cfg(any(feature = "avif", feature = "heic"))]
+mod bmff;
 // SVG's own parts: what a drawing costs, and what its references reach.
 #[cfg(feature = "svg")]
 mod svg_cost;

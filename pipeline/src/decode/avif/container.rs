@@ -11,12 +11,13 @@
 //! joined only as it is decoded. Every read is checked: a box that claims
 //! more than it holds is an error, never a panic.
 
-use super::boxes::{Boxes, FourCc, full_box};
+
 use super::sequence;
 use super::still::{Coded, Data, Grid, Still, Transforms};
-use super::tables::{
-    Associations, Location, MAX_ENTRIES, Property, crop_of, read_grid, read_iinf, read_iloc,
-    read_ipma, read_iref, read_pitm, read_property,
+use super::tables::{Property, crop_of, read_grid, read_property};
+use crate::decode::bmff::{
+    Associations, Boxes, FourCc, Location, MAX_ENTRIES, full_box, read_iinf, read_iloc, read_ipma,
+    read_iref, read_pitm,
 };
 use crate::decode::format;
 

@@ -14,7 +14,6 @@
 //! Runs on the decode thread that calls it, start to end (rav1d starts no
 //! thread); keeps nothing.
 
-mod boxes;
 mod container;
 mod dav1d;
 mod sequence;

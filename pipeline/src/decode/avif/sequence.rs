@@ -7,7 +7,7 @@
 //! Runs inside a decode, on the decode thread; borrows the file's bytes and
 //! keeps nothing.
 
-use super::boxes::{Boxes, Reader, full_box};
+use crate::decode::bmff::{Boxes, Reader, full_box};
 use super::still::{Coded, Data, Still, Transforms};
 
 /// The first frame of the first track in `moov` whose samples are AV1.

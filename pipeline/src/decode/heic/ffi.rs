@@ -71,6 +71,10 @@ unsafe extern "C" {
         context: *mut HeifContext,
         handle: *mut *mut HeifImageHandle,
     ) -> HeifError;
+    pub(super) fn heif_context_get_primary_image_ID(
+        context: *mut HeifContext,
+        id: *mut u32,
+    ) -> HeifError;
     pub(super) fn heif_image_handle_release(handle: *const HeifImageHandle);
     pub(super) fn heif_image_handle_get_width(handle: *const HeifImageHandle) -> c_int;
     pub(super) fn heif_image_handle_get_height(handle: *const HeifImageHandle) -> c_int;

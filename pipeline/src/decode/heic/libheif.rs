@@ -128,13 +128,20 @@ impl<'a> File<'a> {
 
     /// The image a viewer shows: the file's primary image.
     pub(super) fn primary(&self) -> Result<Image<'_>, Failure> {
-        let mut handle = ptr::null_mut();
-        // SAFETY: the context is live; `handle` is written on success.
-        let got = unsafe { heif_context_get_primary_image_handle(self.context.as_ptr(), &mut handle) };
+        let mut id = 0;
+        // SAFETY: the context is live; `id` is written on success.
+        let got = unsafe { heif_context_get_primary_image_ID(self.context.as_ptr(), &mut id) };
         if let Some(error) = failed(got) {
             return Err(error);
         }
-        Image::own(handle)
+        let mut handle = ptr::null_mut();
+        // SAFETY: the context is live; `handle` is written on success.
+        let got =
+            unsafe { heif_context_get_primary_image_handle(self.context.as_ptr(), &mut handle) };
+        if let Some(error) = failed(got) {
+            return Err(error);
+        }
+        Image::own(handle, id)
     }
 }
 
@@ -151,14 +158,17 @@ impl Drop for File<'_> {
 /// thumbnails.
 pub(super) struct Image<'f> {
     handle: NonNull<HeifImageHandle>,
+    /// Its item's id in the file.
+    pub(super) id: u32,
     file: PhantomData<&'f File<'f>>,
 }
 
 impl Image<'_> {
-    fn own(handle: *mut HeifImageHandle) -> Result<Self, Failure> {
+    fn own(handle: *mut HeifImageHandle, id: u32) -> Result<Self, Failure> {
         let handle = NonNull::new(handle).ok_or("libheif gave no image")?;
         Ok(Image {
             handle,
+            id,
             file: PhantomData,
         })
     }
@@ -224,7 +234,7 @@ impl Image<'_> {
                 let mut handle = ptr::null_mut();
                 // SAFETY: the handle is live; `handle` is written on success.
                 let got = unsafe { heif_image_handle_get_thumbnail(self.ptr(), id, &mut handle) };
-                failed(got).is_none().then(|| Image::own(handle).ok()).flatten()
+                failed(got).is_none().then(|| Image::own(handle, id).ok()).flatten()
             })
             .collect()
     }
@@ -321,10 +331,12 @@ impl Decoded {
         let (width, height) = (side(width), side(height));
         // A camera's thumbnail can be coded larger than it is shown (its
         // HEVC picture padded below and to the right, with no crop in the
-        // file): the shown part is its top left, unless the image was
-        // turned. Smaller is damage.
+        // file; Canon's 320x214 is coded 320x320): the shown part is its
+        // top left, unless the image was turned. Smaller, or twice as large,
+        // is damage.
+        let padding = |decoded: u32, shown: u32| decoded >= shown && decoded < 2 * shown;
         let fits = (width, height) == expected
-            || (padded && width >= expected.0 && height >= expected.1);
+            || (padded && padding(width, expected.0) && padding(height, expected.1));
         if !fits || expected.0 == 0 || expected.1 == 0 {
             return Err(format!(
                 "libheif decoded {width}x{height} where the file says {}x{}",

@@ -5,19 +5,18 @@
 //! is 240 to 512 px), which skips the photo's decode; it is whatever picture
 //! the file's maker put there.
 //!
-//! What is bounded, before anything is decoded: the primary image's and
-//! the chosen thumbnail's declared size (`ispe`) by `decode.max_dimension`
-//! (and by libheif, as it reads the file), and what decoding them at that
-//! size holds by `decode.max_alloc_bytes` (reckoned: libheif allocates
-//! outside Rust). What is not: libheif 1.15 does not compare the HEVC
-//! stream's own picture size, or a grid's canvas, with `ispe`, so a file
-//! whose stream declares a larger picture than its item makes libde265
-//! allocate for that picture. libheif and libde265 are C: a file that
-//! crashes them crashes the process, which no Rust code can catch. That is
-//! why this format is off by default (cargo feature `heic`), and for files
-//! from sources an app trusts as it trusts its libheif. Runs on a decode
-//! thread; libde265 starts and joins a thread of its own for each picture
-//! it decodes (each tile of a grid). Keeps nothing.
+//! What is bounded, before anything is decoded: the size the chosen image
+//! declares (`ispe`) and the pictures its HEVC streams declare (their
+//! parameter sets, read here first, by `bmff/hevc.rs`: libheif 1.15
+//! decodes what those say, whatever `ispe` says) by `decode.max_dimension`,
+//! and what decoding them holds by `decode.max_alloc_bytes` (reckoned:
+//! libheif allocates outside Rust). What is not: the time a grid of many
+//! tiles takes (up to 65,536 of them, each a decode). libheif and libde265
+//! are C: a file that crashes them crashes the process, which no Rust code
+//! can catch. That is why this format is off by default (cargo feature
+//! `heic`). Runs on a decode thread; libde265 starts and joins a thread of
+//! its own for each picture it decodes (each tile of a grid). Keeps
+//! nothing.
 
 mod ffi;
 mod libheif;
@@ -32,6 +31,7 @@ use super::format::{self, Decoder, Format, Signature, is_heic};
 use super::header::{self, within_max_dimension};
 use super::resize::{self, Layout, Pixels};
 use super::upright::fit;
+use super::bmff::{Picture, Streams};
 use crate::error::Error;
 use crate::request::TargetSize;
 use crate::thumbnail::Thumbnail;
@@ -66,6 +66,8 @@ fn thumbnail(
             decode_error(failure.message)
         }
     };
+    // What the streams declare, read before libheif reads the file.
+    let streams = Streams::read(bytes).map_err(decode_error)?;
     let file = libheif::File::read(bytes, limits.max_dimension).map_err(failed)?;
     let photo = file.primary().map_err(failed)?;
     // As shown: turned and cropped as the file says.
@@ -80,13 +82,15 @@ fn thumbnail(
     // The file's thumbnail if it covers the target and decodes; else the
     // photo.
     let from_thumbnail = covering.and_then(|thumbnail| {
-        within_reckoning(url, thumbnail, fitting.size, bytes.len(), &limits).ok()?;
+        let declared = streams.largest_for(thumbnail.id);
+        within_reckoning(url, thumbnail, declared, fitting.size, bytes.len(), &limits).ok()?;
         Some((thumbnail.decode_rgba().ok()?, thumbnail.premultiplied()))
     });
     let ((decoded_width, decoded_height, mut data), premultiplied) = match from_thumbnail {
         Some(decoded) => decoded,
         None => {
-            within_reckoning(url, &photo, fitting.size, bytes.len(), &limits)?;
+            let declared = streams.largest_for(photo.id);
+            within_reckoning(url, &photo, declared, fitting.size, bytes.len(), &limits)?;
             (photo.decode_rgba().map_err(failed)?, photo.premultiplied())
         }
     };
@@ -137,23 +141,40 @@ fn same_shape(a: (u32, u32), b: (u32, u32)) -> bool {
     ab.abs_diff(ba) * 50 <= ab.max(ba)
 }
 
-/// Refuses `image` if its decode would hold more than the limit: its
-/// coded planes twice (libde265's picture and libheif's copy of it; chroma
-/// reckoned at full resolution, which no phone writes), libheif's RGBA
-/// (and for a deeper image the 16-bit RGBA it is converted through) and
-/// the copy of it taken here, the resize to `thumbnail`, and the file.
+/// Refuses `image` if a picture its streams declare (`declared`, the
+/// largest) is wider or taller than the limit, or if its decode would hold
+/// more than the limit: its coded planes twice (libde265's picture and
+/// libheif's copy of it; at the larger of its declared and its streams'
+/// sizes, chroma reckoned at full resolution, which no phone writes),
+/// libheif's RGBA (and for a deeper image the 16-bit RGBA it is converted
+/// through) and the copy of it taken here, the resize to `thumbnail`, and
+/// the file.
 fn within_reckoning(
     url: &Arc<str>,
     image: &libheif::Image<'_>,
+    declared: Option<Picture>,
     thumbnail: (u32, u32),
     file_bytes: usize,
     limits: &DecodeLimits,
 ) -> Result<(), Error> {
+    if let Some(picture) = declared
+        && (picture.width > limits.max_dimension || picture.height > limits.max_dimension)
+    {
+        return Err(Error::TooLarge {
+            url: url.to_string(),
+            what: format!(
+                "its HEVC stream declares a {}x{} picture, over the {} limit",
+                picture.width, picture.height, limits.max_dimension
+            ),
+            setting: "decode.max_dimension",
+        });
+    }
     let (width, height) = image.size();
     let (coded_width, coded_height) = image.coded_size();
-    let coded = u64::from(coded_width.max(width)) * u64::from(coded_height.max(height));
+    let coded = (u64::from(coded_width.max(width)) * u64::from(coded_height.max(height)))
+        .max(declared.map_or(0, |picture| picture.area()));
     let deep = image.bits() > 8;
-    let sample = if deep { 2 } else { 1 };
+    let sample = if deep { 2 } else { 1 }.max(declared.map_or(1, |picture| picture.sample_bytes));
     let planes = if image.has_alpha() { 4 } else { 3 };
     let shown = u64::from(width) * u64::from(height);
     let rgba = if deep { 4 + 8 + 4 } else { 4 + 4 };
@@ -166,8 +187,12 @@ fn within_reckoning(
         return Err(Error::TooLarge {
             url: url.to_string(),
             what: format!(
-                "image is {width}x{height} ({coded_width}x{coded_height} coded): its decode \
+                "image is {width}x{height} ({coded_width}x{coded_height} coded{}): its decode \
                  takes about {needed} bytes, over the {}-byte decode limit",
+                declared.map_or(String::new(), |picture| format!(
+                    ", its HEVC stream {}x{}",
+                    picture.width, picture.height
+                )),
                 limits.max_alloc
             ),
             setting: "decode.max_alloc_bytes",

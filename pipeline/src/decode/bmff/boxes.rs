@@ -5,16 +5,16 @@
 //! Plain functions and iterators over borrowed bytes; they keep nothing.
 
 /// A box's type.
-pub(super) type FourCc = [u8; 4];
+pub(crate) type FourCc = [u8; 4];
 
 /// The boxes in `bytes`, one after the other: each its type and body.
-pub(super) struct Boxes<'a> {
+pub(crate) struct Boxes<'a> {
     bytes: &'a [u8],
     failed: bool,
 }
 
 impl<'a> Boxes<'a> {
-    pub(super) fn new(bytes: &'a [u8]) -> Self {
+    pub(crate) fn new(bytes: &'a [u8]) -> Self {
         Self {
             bytes,
             failed: false,
@@ -56,46 +56,46 @@ impl<'a> Iterator for Boxes<'a> {
 }
 
 /// A full box's version and flags, and the rest of its body.
-pub(super) fn full_box(body: &[u8]) -> Result<((u8, u32), &[u8]), String> {
+pub(crate) fn full_box(body: &[u8]) -> Result<((u8, u32), &[u8]), String> {
     let mut reader = Reader::new(body);
     let word = reader.u32().ok_or("a box is too short for its version")?;
     Ok((((word >> 24) as u8, word & 0xff_ffff), reader.rest()))
 }
 
 /// Big-endian reads from a slice, each `None` past its end.
-pub(super) struct Reader<'a> {
+pub(crate) struct Reader<'a> {
     bytes: &'a [u8],
 }
 
 impl<'a> Reader<'a> {
-    pub(super) fn new(bytes: &'a [u8]) -> Self {
+    pub(crate) fn new(bytes: &'a [u8]) -> Self {
         Self { bytes }
     }
 
-    pub(super) fn take(&mut self, count: usize) -> Option<&'a [u8]> {
+    pub(crate) fn take(&mut self, count: usize) -> Option<&'a [u8]> {
         let (taken, rest) = self.bytes.split_at_checked(count)?;
         self.bytes = rest;
         Some(taken)
     }
 
-    pub(super) fn u8(&mut self) -> Option<u8> {
+    pub(crate) fn u8(&mut self) -> Option<u8> {
         Some(self.take(1)?[0])
     }
 
-    pub(super) fn u16(&mut self) -> Option<u16> {
+    pub(crate) fn u16(&mut self) -> Option<u16> {
         Some(u16::from_be_bytes(self.take(2)?.try_into().ok()?))
     }
 
-    pub(super) fn u32(&mut self) -> Option<u32> {
+    pub(crate) fn u32(&mut self) -> Option<u32> {
         Some(u32::from_be_bytes(self.take(4)?.try_into().ok()?))
     }
 
-    pub(super) fn u64(&mut self) -> Option<u64> {
+    pub(crate) fn u64(&mut self) -> Option<u64> {
         Some(u64::from_be_bytes(self.take(8)?.try_into().ok()?))
     }
 
     /// An unsigned number of `size` bytes (0, 4 or 8; 0 reads as 0).
-    pub(super) fn sized(&mut self, size: u8) -> Option<u64> {
+    pub(crate) fn sized(&mut self, size: u8) -> Option<u64> {
         match size {
             0 => Some(0),
             4 => self.u32().map(u64::from),
@@ -104,11 +104,11 @@ impl<'a> Reader<'a> {
         }
     }
 
-    pub(super) fn four_cc(&mut self) -> Option<FourCc> {
+    pub(crate) fn four_cc(&mut self) -> Option<FourCc> {
         self.take(4)?.try_into().ok()
     }
 
-    pub(super) fn rest(&mut self) -> &'a [u8] {
+    pub(crate) fn rest(&mut self) -> &'a [u8] {
         std::mem::take(&mut self.bytes)
     }
 }

@@ -1,0 +1,492 @@
+//! HEVC: the pictures a HEIC file's HEVC streams declare, read before
+//! libheif sees the file (`heic/`). libheif 1.15 decodes the picture an item's
+//! sequence parameter set (SPS) declares, whatever the item's `ispe` says,
+//! and libde265 allocates for it: a file whose `ispe` says 64x64 and whose
+//! SPS says 16000x16000 would pass a check of `ispe` alone. Every SPS of
+//! an `hvc1` item is read: those of its `hvcC` properties and those in its
+//! data (libheif feeds both to the decoder); and an image is reckoned by
+//! the largest picture of the items its decode takes (its grid's tiles,
+//! its alpha).
+//!
+//! Plain functions over the file's bytes, on the decode thread; they keep
+//! nothing. Every read is checked: a box, table or parameter set that
+//! claims more than it holds is an error, never a panic.
+
+use super::boxes::{Boxes, FourCc, Reader, full_box};
+use super::items::{Location, MAX_ENTRIES, read_iinf, read_iloc, read_ipma, read_iref};
+
+/// A picture an SPS declares.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Picture {
+    pub(crate) width: u32,
+    pub(crate) height: u32,
+    /// Bytes a sample takes: 1 for 8 bits, 2 for more.
+    pub(crate) sample_bytes: u64,
+}
+
+impl Picture {
+    /// Pixels.
+    pub(crate) fn area(&self) -> u64 {
+        u64::from(self.width) * u64::from(self.height)
+    }
+
+    /// The larger of two, by area.
+    fn larger(self, other: Option<Picture>) -> Picture {
+        match other {
+            Some(other) if other.area() >= self.area() => other,
+            _ => self,
+        }
+    }
+}
+
+/// The NAL unit type of a sequence parameter set.
+const SPS: u8 = 33;
+
+/// An `hvcC` property: its stream's NAL length size, and its parameter
+/// sets.
+type Config<'a> = (usize, Vec<&'a [u8]>);
+
+/// What a file's HEVC streams declare.
+#[derive(Debug, Default)]
+pub(crate) struct Streams {
+    /// Each HEVC item's largest declared picture.
+    pictures: Vec<(u32, Picture)>,
+    /// The file's item references: kind, from, to.
+    references: Vec<(FourCc, u32, Vec<u32>)>,
+}
+
+impl Streams {
+    /// Reads every HEVC item's parameter sets.
+    pub(crate) fn read(bytes: &[u8]) -> Result<Self, String> {
+        let mut streams = Streams::default();
+        let Some((_, meta)) = Boxes::new(bytes)
+            .filter_map(Result::ok)
+            .find(|(kind, _)| kind == b"meta")
+        else {
+            return Ok(streams);
+        };
+        let (_, meta) = full_box(meta)?;
+        let (mut iinf, mut iloc, mut idat, mut ipma) = (None, None, None, None);
+        // Each property of `ipco`, in order: an `hvcC`'s length size and
+        // parameter sets, or nothing.
+        let mut properties: Vec<Option<Config<'_>>> = Vec::new();
+        for found in Boxes::new(meta) {
+            let (kind, body) = found?;
+            match &kind {
+                b"iinf" => iinf = Some(body),
+                b"iloc" => iloc = Some(body),
+                b"idat" => idat = Some(body),
+                b"iref" => {
+                    streams.references = read_iref(body).ok_or("its references are cut short")?
+                }
+                b"iprp" => {
+                    for found in Boxes::new(body) {
+                        let (kind, body) = found?;
+                        match &kind {
+                            b"ipco" => {
+                                for found in Boxes::new(body) {
+                                    let (kind, body) = found?;
+                                    if properties.len() >= MAX_ENTRIES {
+                                        return Err("it has too many properties".into());
+                                    }
+                                    properties.push(if &kind == b"hvcC" {
+                                        Some(read_hvcc(body)?)
+                                    } else {
+                                        None
+                                    });
+                                }
+                            }
+                            b"ipma" => ipma = Some(body),
+                            _ => {}
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        let (Some(iinf), Some(iloc)) = (iinf, iloc) else {
+            return Ok(streams);
+        };
+        let items = read_iinf(iinf).ok_or("its item table is cut short")?;
+        let locations = read_iloc(iloc).ok_or("its item locations are cut short")?;
+        let associations = match ipma {
+            Some(ipma) => read_ipma(ipma).ok_or("its property associations are cut short")?,
+            None => Vec::new(),
+        };
+        let mut scanned = 0;
+        for (item, _) in items.iter().filter(|(_, kind)| kind == b"hvc1") {
+            let mut largest: Option<Picture> = None;
+            // Its `hvcC`s (an index of 0 is no property).
+            let configs: Vec<&Config<'_>> = associations
+                .iter()
+                .filter(|(associated, _)| associated == item)
+                .flat_map(|(_, indexes)| indexes.iter())
+                .filter_map(|&(index, _)| properties.get(index.checked_sub(1)?)?.as_ref())
+                .collect();
+            for (_, sets) in &configs {
+                for set in sets {
+                    largest = Some(read_sps(set)?.larger(largest));
+                }
+            }
+            let data = item_data(bytes, idat, &locations, *item)?;
+            scanned += data.len();
+            // Items pointing at the same bytes again and again would make
+            // this read the file thousands of times over.
+            if scanned > 2 * bytes.len() {
+                return Err("its items' data adds up to more than the file holds".into());
+            }
+            let mut length_sizes: Vec<usize> = configs.iter().map(|(size, _)| *size).collect();
+            if length_sizes.is_empty() {
+                length_sizes.push(4);
+            }
+            for length_size in length_sizes {
+                for set in parameter_sets(&data, length_size) {
+                    largest = Some(read_sps(set)?.larger(largest));
+                }
+            }
+            if let Some(picture) = largest {
+                streams.pictures.push((*item, picture));
+            }
+        }
+        Ok(streams)
+    }
+
+    /// The largest picture libheif may decode to show `item`: its own, its
+    /// tiles' and overlays' (`dimg` from it, and from them), and those of
+    /// the images that say they are its alpha or depth (`auxl` to it).
+    pub(crate) fn largest_for(&self, item: u32) -> Option<Picture> {
+        let mut taken = vec![item];
+        let mut at = 0;
+        while at < taken.len() && taken.len() <= MAX_ENTRIES {
+            let next = taken[at];
+            at += 1;
+            for (kind, from, to) in &self.references {
+                let found: Vec<u32> = match kind {
+                    b"dimg" if *from == next => to.clone(),
+                    b"auxl" if to.contains(&next) => vec![*from],
+                    _ => continue,
+                };
+                for item in found {
+                    if !taken.contains(&item) {
+                        taken.push(item);
+                    }
+                }
+            }
+        }
+        self.pictures
+            .iter()
+            .filter(|(item, _)| taken.contains(item))
+            .map(|(_, picture)| *picture)
+            .max_by_key(Picture::area)
+    }
+}
+
+/// Item `item`'s data, its extents joined: in the file, or in `idat`. An
+/// extent past the end is libheif's to refuse; it is left out.
+fn item_data(
+    bytes: &[u8],
+    idat: Option<&[u8]>,
+    locations: &[Location],
+    item: u32,
+) -> Result<Vec<u8>, String> {
+    let mut data = Vec::new();
+    for location in locations.iter().filter(|location| location.item == item) {
+        let source = if location.in_idat {
+            idat.unwrap_or_default()
+        } else {
+            bytes
+        };
+        for &(offset, length) in &location.extents {
+            let start = usize::try_from(offset).unwrap_or(usize::MAX);
+            let end = start.saturating_add(usize::try_from(length).unwrap_or(usize::MAX));
+            if let Some(extent) = source.get(start..end) {
+                if data.len() + extent.len() > bytes.len() {
+                    return Err("an item's data is larger than the file".into());
+                }
+                data.extend_from_slice(extent);
+            }
+        }
+    }
+    Ok(data)
+}
+
+/// An `hvcC` property: the length of its stream's NAL length fields (1, 2
+/// or 4 bytes) and its SPS NAL units.
+fn read_hvcc(body: &[u8]) -> Result<Config<'_>, String> {
+    let cut_short = || "an hvcC property is cut short".to_owned();
+    let mut reader = Reader::new(body);
+    // Version, profile, compatibility and constraint flags, level, and the
+    // fields up to the one that holds the length size.
+    reader.take(21).ok_or_else(cut_short)?;
+    let length_size = usize::from(reader.u8().ok_or_else(cut_short)? & 0b11) + 1;
+    let arrays = reader.u8().ok_or_else(cut_short)?;
+    let mut sets = Vec::new();
+    for _ in 0..arrays {
+        let kind = reader.u8().ok_or_else(cut_short)? & 0x3f;
+        let count = reader.u16().ok_or_else(cut_short)?;
+        for _ in 0..count {
+            let length = reader.u16().ok_or_else(cut_short)?;
+            let unit = reader.take(usize::from(length)).ok_or_else(cut_short)?;
+            if kind == SPS {
+                sets.push(unit);
+            }
+        }
+    }
+    Ok((length_size, sets))
+}
+
+/// The SPS NAL units of a stream whose units are each led by a big-endian
+/// length of `length_size` bytes; it ends where a length runs past it.
+fn parameter_sets(data: &[u8], length_size: usize) -> Vec<&[u8]> {
+    let mut sets = Vec::new();
+    let mut rest = data;
+    while let Some((field, after)) = rest.split_at_checked(length_size) {
+        let length = field
+            .iter()
+            .fold(0usize, |length, &byte| (length << 8) | usize::from(byte));
+        let Some((unit, next)) = after.split_at_checked(length) else {
+            break;
+        };
+        if unit
+            .first()
+            .is_some_and(|header| (header >> 1) & 0x3f == SPS)
+        {
+            sets.push(unit);
+        }
+        rest = next;
+    }
+    sets
+}
+
+/// What an SPS NAL unit (its two-byte header included) declares: the
+/// picture's size and sample depth (H.265 7.3.2.2).
+fn read_sps(unit: &[u8]) -> Result<Picture, String> {
+    let damaged = || "an HEVC sequence parameter set is damaged".to_owned();
+    let rbsp = unescaped(unit.get(2..).ok_or_else(damaged)?);
+    let mut bits = Bits::new(&rbsp);
+    bits.skip(4).ok_or_else(damaged)?; // sps_video_parameter_set_id
+    let sub_layers = bits.read(3).ok_or_else(damaged)?; // max_sub_layers_minus1
+    bits.skip(1).ok_or_else(damaged)?; // temporal_id_nesting_flag
+    // profile_tier_level: the general profile and level, each sub-layer's
+    // flags, padded to 8 when there are any, then what they say is there.
+    bits.skip(96).ok_or_else(damaged)?;
+    let mut present = Vec::new();
+    for _ in 0..sub_layers {
+        present.push((
+            bits.read(1).ok_or_else(damaged)?,
+            bits.read(1).ok_or_else(damaged)?,
+        ));
+    }
+    if sub_layers > 0 {
+        bits.skip(2 * (8 - sub_layers)).ok_or_else(damaged)?;
+    }
+    for (profile, level) in present {
+        bits.skip(88 * profile + 8 * level).ok_or_else(damaged)?;
+    }
+    bits.exp_golomb().ok_or_else(damaged)?; // sps_seq_parameter_set_id
+    if bits.exp_golomb().ok_or_else(damaged)? == 3 {
+        bits.skip(1).ok_or_else(damaged)?; // separate_colour_plane_flag
+    }
+    let width = bits.exp_golomb().ok_or_else(damaged)?;
+    let height = bits.exp_golomb().ok_or_else(damaged)?;
+    if bits.read(1).ok_or_else(damaged)? == 1 {
+        for _ in 0..4 {
+            bits.exp_golomb().ok_or_else(damaged)?; // conformance window
+        }
+    }
+    let luma = bits.exp_golomb().ok_or_else(damaged)?;
+    let chroma = bits.exp_golomb().ok_or_else(damaged)?;
+    Ok(Picture {
+        width,
+        height,
+        sample_bytes: if luma.max(chroma) > 0 { 2 } else { 1 },
+    })
+}
+
+/// A NAL unit's payload without its emulation prevention bytes (the 3 of
+/// each `00 00 03`).
+fn unescaped(payload: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(payload.len());
+    let mut zeros = 0;
+    for &byte in payload {
+        if zeros >= 2 && byte == 3 {
+            zeros = 0;
+            continue;
+        }
+        zeros = if byte == 0 { zeros + 1 } else { 0 };
+        out.push(byte);
+    }
+    out
+}
+
+/// Bits read from the most significant of each byte on.
+struct Bits<'a> {
+    bytes: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Bits<'a> {
+    fn new(bytes: &'a [u8]) -> Self {
+        Self { bytes, at: 0 }
+    }
+
+    fn skip(&mut self, count: u32) -> Option<()> {
+        let at = self.at.checked_add(count as usize)?;
+        (at <= self.bytes.len() * 8).then(|| self.at = at)
+    }
+
+    /// `count` bits (at most 32), as a number.
+    fn read(&mut self, count: u32) -> Option<u32> {
+        let mut value = 0u32;
+        for _ in 0..count.min(32) {
+            let byte = self.bytes.get(self.at / 8)?;
+            value = (value << 1) | u32::from((byte >> (7 - self.at % 8)) & 1);
+            self.at += 1;
+        }
+        Some(value)
+    }
+
+    /// An unsigned Exp-Golomb number (`ue(v)`); `None` past 32 bits.
+    fn exp_golomb(&mut self) -> Option<u32> {
+        let mut zeros = 0;
+        while self.read(1)? == 0 {
+            zeros += 1;
+            if zeros > 31 {
+                return None;
+            }
+        }
+        let rest = self.read(zeros)?;
+        let value = (1u64 << zeros) - 1 + u64::from(rest);
+        u32::try_from(value).ok()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Writes bits, most significant first.
+    #[derive(Default)]
+    struct Writer {
+        bytes: Vec<u8>,
+        at: usize,
+    }
+
+    impl Writer {
+        fn bits(&mut self, value: u32, count: u32) {
+            for i in (0..count).rev() {
+                if self.at.is_multiple_of(8) {
+                    self.bytes.push(0);
+                }
+                let bit = ((value >> i) & 1) as u8;
+                *self.bytes.last_mut().unwrap() |= bit << (7 - self.at % 8);
+                self.at += 1;
+            }
+        }
+
+        fn exp_golomb(&mut self, value: u32) {
+            let coded = u64::from(value) + 1;
+            let length = 64 - coded.leading_zeros();
+            self.bits(0, length - 1);
+            self.bits(coded as u32, length);
+        }
+    }
+
+    /// An SPS NAL unit declaring `width` x `height` at `bits`, with one
+    /// sub-layer above the base whose profile and level are present.
+    fn sps(width: u32, height: u32, bits: u32) -> Vec<u8> {
+        let mut writer = Writer::default();
+        writer.bits(0, 4);
+        writer.bits(1, 3);
+        writer.bits(1, 1);
+        writer.bits(0, 32);
+        writer.bits(0, 32);
+        writer.bits(0, 32);
+        writer.bits(0b11, 2);
+        writer.bits(0, 2 * 7);
+        writer.bits(0, 32);
+        writer.bits(0, 32);
+        writer.bits(0, 24);
+        writer.bits(0, 8);
+        writer.exp_golomb(0);
+        writer.exp_golomb(1);
+        writer.exp_golomb(width);
+        writer.exp_golomb(height);
+        writer.bits(0, 1);
+        writer.exp_golomb(bits - 8);
+        writer.exp_golomb(bits - 8);
+        writer.bits(1, 1);
+        let mut unit = vec![SPS << 1, 1];
+        // Escaped as a stream would be: no `00 00 0x` with x <= 3 inside.
+        let mut zeros = 0;
+        for byte in writer.bytes {
+            if zeros >= 2 && byte <= 3 {
+                unit.push(3);
+                zeros = 0;
+            }
+            zeros = if byte == 0 { zeros + 1 } else { 0 };
+            unit.push(byte);
+        }
+        unit
+    }
+
+    #[test]
+    fn an_sps_says_its_pictures_size_and_depth() {
+        for (width, height, bits) in [(1024, 768, 8), (16_000, 16_000, 10), (64, 48, 12)] {
+            let picture = read_sps(&sps(width, height, bits)).unwrap();
+            assert_eq!((picture.width, picture.height), (width, height));
+            assert_eq!(picture.sample_bytes, if bits > 8 { 2 } else { 1 });
+        }
+    }
+
+    #[test]
+    fn parameter_sets_in_an_items_data_are_found_at_each_length_size() {
+        let set = sps(4000, 3000, 8);
+        let slice = [2u8 << 1, 1, 0xaa, 0xbb];
+        for length_size in [1, 2, 4] {
+            let mut data = Vec::new();
+            for unit in [&slice[..], &set, &slice] {
+                let length = (unit.len() as u32).to_be_bytes();
+                data.extend_from_slice(&length[4 - length_size..]);
+                data.extend_from_slice(unit);
+            }
+            assert_eq!(parameter_sets(&data, length_size), vec![&set[..]]);
+        }
+        // A length past the end ends the stream.
+        assert!(parameter_sets(&[0, 0, 0, 200, 66, 1], 4).is_empty());
+    }
+
+    #[test]
+    fn damaged_parameter_sets_are_errors_never_panics() {
+        let set = sps(1024, 768, 8);
+        for end in 0..set.len() - 1 {
+            let _ = read_sps(&set[..end]);
+        }
+        assert!(read_sps(&set[..3]).is_err());
+        // A run of zero bits longer than any number.
+        assert!(
+            read_sps(&[
+                SPS << 1,
+                1,
+                0x01,
+                0,
+                0,
+                0,
+                0,
+                0,
+                0,
+                0,
+                0,
+                0,
+                0,
+                0,
+                0,
+                0,
+                0,
+                0,
+                0
+            ])
+            .is_err()
+        );
+    }
+}
