@@ -262,6 +262,21 @@ mod heic {
         }
     }
 
+    /// A file libheif and the check of its streams could read two ways (a
+    /// second `meta` box: libheif reads the last) is refused.
+    #[test]
+    fn a_file_with_two_meta_boxes_is_refused() {
+        let bytes = heic!("photo-thumb.heic");
+        let at = bytes.windows(4).position(|w| w == b"meta").unwrap() - 4;
+        let size = u32::from_be_bytes(bytes[at..at + 4].try_into().unwrap()) as usize;
+        let mut doubled = bytes.to_vec();
+        doubled.extend_from_slice(&bytes[at..at + size]);
+        match decoded(&doubled, 64, &Config::default().decode) {
+            Err(Error::Decode { reason, .. }) => assert!(reason.contains("two 'meta'"), "{reason}"),
+            other => panic!("{other:?}"),
+        }
+    }
+
     /// Every truncation, and bytes flipped through the file, give a
     /// thumbnail or a decode error: no panic, no hang.
     #[test]

@@ -1,12 +1,16 @@
 //! HEVC: the pictures a HEIC file's HEVC streams declare, read before
-//! libheif sees the file (`heic/`). libheif 1.15 decodes the picture an item's
-//! sequence parameter set (SPS) declares, whatever the item's `ispe` says,
-//! and libde265 allocates for it: a file whose `ispe` says 64x64 and whose
-//! SPS says 16000x16000 would pass a check of `ispe` alone. Every SPS of
-//! an `hvc1` item is read: those of its `hvcC` properties and those in its
-//! data (libheif feeds both to the decoder); and an image is reckoned by
-//! the largest picture of the items its decode takes (its grid's tiles,
-//! its alpha).
+//! libheif sees the file (`heic/`). libheif 1.15 decodes the picture an
+//! item's sequence parameter set (SPS) declares, whatever the item's `ispe`
+//! says, and libde265 allocates for it: a file whose `ispe` says 64x64 and
+//! whose SPS says 16000x16000 would pass a check of `ispe` alone. Every SPS
+//! of an `hvc1` item is read, as libheif hands them to the decoder: every
+//! unit of its `hvcC` properties, whatever array lists it, and every unit
+//! of its data, split by 4-byte lengths (libheif's) and by its `hvcC`'s.
+//! An image is reckoned by the largest picture of the items its decode
+//! takes (its grid's tiles, its alpha). A file that could be read two ways
+//! (two `meta`, `iinf`, `iloc`, `idat`, `iref`, `iprp`, `ipco` or `ipma`
+//! boxes, an extent past its end) or that holds AV1 items, which libheif
+//! would decode unseen, is an error.
 //!
 //! Plain functions over the file's bytes, on the decode thread; they keep
 //! nothing. Every read is checked: a box, table or parameter set that
@@ -42,9 +46,17 @@ impl Picture {
 /// The NAL unit type of a sequence parameter set.
 const SPS: u8 = 33;
 
-/// An `hvcC` property: its stream's NAL length size, and its parameter
-/// sets.
-type Config<'a> = (usize, Vec<&'a [u8]>);
+/// The NAL length size libheif 1.15 splits every item's data by, whatever
+/// its `hvcC` says.
+const LIBHEIF_LENGTH_SIZE: usize = 4;
+
+/// An `hvcC` property: the NAL length size it declares, and the largest
+/// picture its parameter sets declare.
+#[derive(Clone, Copy)]
+struct HvcC {
+    length_size: usize,
+    largest: Option<Picture>,
+}
 
 /// What a file's HEVC streams declare.
 #[derive(Debug, Default)]
@@ -55,93 +67,112 @@ pub(crate) struct Streams {
     references: Vec<(FourCc, u32, Vec<u32>)>,
 }
 
+/// `slot`, set to `body` if it is the first box of its kind: a second is
+/// an error, since libheif and this reader might each take another one.
+fn once<'a>(slot: &mut Option<&'a [u8]>, body: &'a [u8], kind: &FourCc) -> Result<(), String> {
+    if slot.replace(body).is_some() {
+        return Err(format!(
+            "it has two '{}' boxes",
+            String::from_utf8_lossy(kind)
+        ));
+    }
+    Ok(())
+}
+
 impl Streams {
     /// Reads every HEVC item's parameter sets.
     pub(crate) fn read(bytes: &[u8]) -> Result<Self, String> {
         let mut streams = Streams::default();
-        let Some((_, meta)) = Boxes::new(bytes)
-            .filter_map(Result::ok)
-            .find(|(kind, _)| kind == b"meta")
-        else {
+        let mut meta = None;
+        // Top-level boxes up to the first that is not whole: what follows
+        // is no box to libheif either (bytes appended to a file, say).
+        for (kind, body) in Boxes::new(bytes).map_while(Result::ok) {
+            if &kind == b"meta" {
+                once(&mut meta, body, &kind)?;
+            }
+        }
+        let Some(meta) = meta else {
             return Ok(streams);
         };
         let (_, meta) = full_box(meta)?;
-        let (mut iinf, mut iloc, mut idat, mut ipma) = (None, None, None, None);
-        // Each property of `ipco`, in order: an `hvcC`'s length size and
-        // parameter sets, or nothing.
-        let mut properties: Vec<Option<Config<'_>>> = Vec::new();
+        let (mut iinf, mut iloc, mut idat, mut iref, mut iprp) = (None, None, None, None, None);
         for found in Boxes::new(meta) {
             let (kind, body) = found?;
+            let slot = match &kind {
+                b"iinf" => &mut iinf,
+                b"iloc" => &mut iloc,
+                b"idat" => &mut idat,
+                b"iref" => &mut iref,
+                b"iprp" => &mut iprp,
+                _ => continue,
+            };
+            once(slot, body, &kind)?;
+        }
+        if let Some(iref) = iref {
+            streams.references = read_iref(iref).ok_or("its references are damaged")?;
+        }
+        let (mut ipco, mut ipma) = (None, None);
+        for found in Boxes::new(iprp.unwrap_or_default()) {
+            let (kind, body) = found?;
             match &kind {
-                b"iinf" => iinf = Some(body),
-                b"iloc" => iloc = Some(body),
-                b"idat" => idat = Some(body),
-                b"iref" => {
-                    streams.references = read_iref(body).ok_or("its references are cut short")?
-                }
-                b"iprp" => {
-                    for found in Boxes::new(body) {
-                        let (kind, body) = found?;
-                        match &kind {
-                            b"ipco" => {
-                                for found in Boxes::new(body) {
-                                    let (kind, body) = found?;
-                                    if properties.len() >= MAX_ENTRIES {
-                                        return Err("it has too many properties".into());
-                                    }
-                                    properties.push(if &kind == b"hvcC" {
-                                        Some(read_hvcc(body)?)
-                                    } else {
-                                        None
-                                    });
-                                }
-                            }
-                            b"ipma" => ipma = Some(body),
-                            _ => {}
-                        }
-                    }
-                }
+                b"ipco" => once(&mut ipco, body, &kind)?,
+                b"ipma" => once(&mut ipma, body, &kind)?,
                 _ => {}
             }
+        }
+        // Each property of `ipco`, in order: an `hvcC`, or another.
+        let mut properties: Vec<Option<HvcC>> = Vec::new();
+        for found in Boxes::new(ipco.unwrap_or_default()) {
+            let (kind, body) = found?;
+            if properties.len() >= MAX_ENTRIES {
+                return Err("it has too many properties".into());
+            }
+            properties.push((&kind == b"hvcC").then(|| read_hvcc(body)).transpose()?);
         }
         let (Some(iinf), Some(iloc)) = (iinf, iloc) else {
             return Ok(streams);
         };
-        let items = read_iinf(iinf).ok_or("its item table is cut short")?;
-        let locations = read_iloc(iloc).ok_or("its item locations are cut short")?;
+        let items = read_iinf(iinf).ok_or("its item table is damaged")?;
+        // libheif decodes AV1 items too, which nothing here reads.
+        if items.iter().any(|(_, kind)| kind == b"av01") {
+            return Err("it holds AV1 items, which a HEIC is not read with".into());
+        }
+        let locations = read_iloc(iloc).ok_or("its item locations are damaged")?;
         let associations = match ipma {
-            Some(ipma) => read_ipma(ipma).ok_or("its property associations are cut short")?,
+            Some(ipma) => read_ipma(ipma).ok_or("its property associations are damaged")?,
             None => Vec::new(),
         };
-        let mut scanned = 0;
+        let mut scanned = 0usize;
         for (item, _) in items.iter().filter(|(_, kind)| kind == b"hvc1") {
-            let mut largest: Option<Picture> = None;
-            // Its `hvcC`s (an index of 0 is no property).
-            let configs: Vec<&Config<'_>> = associations
+            // Its `hvcC`s (the associations' indexes start at 0).
+            let configs: Vec<HvcC> = associations
                 .iter()
                 .filter(|(associated, _)| associated == item)
                 .flat_map(|(_, indexes)| indexes.iter())
-                .filter_map(|&(index, _)| properties.get(index.checked_sub(1)?)?.as_ref())
+                .filter_map(|&(index, _)| *properties.get(index)?)
                 .collect();
-            for (_, sets) in &configs {
-                for set in sets {
-                    largest = Some(read_sps(set)?.larger(largest));
-                }
-            }
+            let mut largest = configs
+                .iter()
+                .filter_map(|config| config.largest)
+                .max_by_key(Picture::area);
             let data = item_data(bytes, idat, &locations, *item)?;
-            scanned += data.len();
+            scanned = scanned.saturating_add(data.len());
             // Items pointing at the same bytes again and again would make
             // this read the file thousands of times over.
             if scanned > 2 * bytes.len() {
                 return Err("its items' data adds up to more than the file holds".into());
             }
-            let mut length_sizes: Vec<usize> = configs.iter().map(|(size, _)| *size).collect();
-            if length_sizes.is_empty() {
-                length_sizes.push(4);
+            let mut length_sizes = vec![LIBHEIF_LENGTH_SIZE];
+            for config in &configs {
+                if !length_sizes.contains(&config.length_size) {
+                    length_sizes.push(config.length_size);
+                }
             }
             for length_size in length_sizes {
-                for set in parameter_sets(&data, length_size) {
-                    largest = Some(read_sps(set)?.larger(largest));
+                for unit in nal_units(&data, length_size) {
+                    if is_sps(unit) {
+                        largest = Some(read_sps(unit)?.larger(largest));
+                    }
                 }
             }
             if let Some(picture) = largest {
@@ -182,7 +213,7 @@ impl Streams {
 }
 
 /// Item `item`'s data, its extents joined: in the file, or in `idat`. An
-/// extent past the end is libheif's to refuse; it is left out.
+/// extent past the end is an error (libheif reads some of them).
 fn item_data(
     bytes: &[u8],
     idat: Option<&[u8]>,
@@ -199,20 +230,23 @@ fn item_data(
         for &(offset, length) in &location.extents {
             let start = usize::try_from(offset).unwrap_or(usize::MAX);
             let end = start.saturating_add(usize::try_from(length).unwrap_or(usize::MAX));
-            if let Some(extent) = source.get(start..end) {
-                if data.len() + extent.len() > bytes.len() {
-                    return Err("an item's data is larger than the file".into());
-                }
-                data.extend_from_slice(extent);
+            let extent = source
+                .get(start..end)
+                .ok_or("an item's data lies past the end of where it is kept")?;
+            if data.len() + extent.len() > bytes.len() {
+                return Err("an item's data is larger than the file".into());
             }
+            data.extend_from_slice(extent);
         }
     }
     Ok(data)
 }
 
-/// An `hvcC` property: the length of its stream's NAL length fields (1, 2
-/// or 4 bytes) and its SPS NAL units.
-fn read_hvcc(body: &[u8]) -> Result<Config<'_>, String> {
+/// An `hvcC` property: its NAL length size, and the largest picture of
+/// the parameter sets in it. libheif hands the decoder every unit of every
+/// array, and the decoder goes by each unit's own header, so every unit is
+/// looked at, whatever array it is in.
+fn read_hvcc(body: &[u8]) -> Result<HvcC, String> {
     let cut_short = || "an hvcC property is cut short".to_owned();
     let mut reader = Reader::new(body);
     // Version, profile, compatibility and constraint flags, level, and the
@@ -220,25 +254,34 @@ fn read_hvcc(body: &[u8]) -> Result<Config<'_>, String> {
     reader.take(21).ok_or_else(cut_short)?;
     let length_size = usize::from(reader.u8().ok_or_else(cut_short)? & 0b11) + 1;
     let arrays = reader.u8().ok_or_else(cut_short)?;
-    let mut sets = Vec::new();
+    let mut largest = None;
     for _ in 0..arrays {
-        let kind = reader.u8().ok_or_else(cut_short)? & 0x3f;
+        let _kind = reader.u8().ok_or_else(cut_short)?;
         let count = reader.u16().ok_or_else(cut_short)?;
         for _ in 0..count {
             let length = reader.u16().ok_or_else(cut_short)?;
             let unit = reader.take(usize::from(length)).ok_or_else(cut_short)?;
-            if kind == SPS {
-                sets.push(unit);
+            if is_sps(unit) {
+                largest = Some(read_sps(unit)?.larger(largest));
             }
         }
     }
-    Ok((length_size, sets))
+    Ok(HvcC {
+        length_size,
+        largest,
+    })
 }
 
-/// The SPS NAL units of a stream whose units are each led by a big-endian
+/// Whether a NAL unit is a sequence parameter set, by its header.
+fn is_sps(unit: &[u8]) -> bool {
+    unit.first()
+        .is_some_and(|header| (header >> 1) & 0x3f == SPS)
+}
+
+/// The NAL units of a stream whose units are each led by a big-endian
 /// length of `length_size` bytes; it ends where a length runs past it.
-fn parameter_sets(data: &[u8], length_size: usize) -> Vec<&[u8]> {
-    let mut sets = Vec::new();
+fn nal_units(data: &[u8], length_size: usize) -> Vec<&[u8]> {
+    let mut units = Vec::new();
     let mut rest = data;
     while let Some((field, after)) = rest.split_at_checked(length_size) {
         let length = field
@@ -247,23 +290,21 @@ fn parameter_sets(data: &[u8], length_size: usize) -> Vec<&[u8]> {
         let Some((unit, next)) = after.split_at_checked(length) else {
             break;
         };
-        if unit
-            .first()
-            .is_some_and(|header| (header >> 1) & 0x3f == SPS)
-        {
-            sets.push(unit);
-        }
+        units.push(unit);
         rest = next;
     }
-    sets
+    units
 }
 
 /// What an SPS NAL unit (its two-byte header included) declares: the
 /// picture's size and sample depth (H.265 7.3.2.2).
 fn read_sps(unit: &[u8]) -> Result<Picture, String> {
     let damaged = || "an HEVC sequence parameter set is damaged".to_owned();
-    let rbsp = unescaped(unit.get(2..).ok_or_else(damaged)?);
-    let mut bits = Bits::new(&rbsp);
+    // Unescaped from its header on, as the decoder does; the size is in
+    // its first hundred bytes or so.
+    let unit = &unit[..unit.len().min(SPS_BYTES_READ)];
+    let rbsp = unescaped(unit);
+    let mut bits = Bits::new(rbsp.get(2..).ok_or_else(damaged)?);
     bits.skip(4).ok_or_else(damaged)?; // sps_video_parameter_set_id
     let sub_layers = bits.read(3).ok_or_else(damaged)?; // max_sub_layers_minus1
     bits.skip(1).ok_or_else(damaged)?; // temporal_id_nesting_flag
@@ -303,8 +344,12 @@ fn read_sps(unit: &[u8]) -> Result<Picture, String> {
     })
 }
 
-/// A NAL unit's payload without its emulation prevention bytes (the 3 of
-/// each `00 00 03`).
+/// The most of an SPS unit read: its size comes after at most about 60
+/// bytes (a header, eight sub-layers' profiles and levels).
+const SPS_BYTES_READ: usize = 1024;
+
+/// A NAL unit without its emulation prevention bytes (the 3 of each
+/// `00 00 03`).
 fn unescaped(payload: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(payload.len());
     let mut zeros = 0;
@@ -450,10 +495,13 @@ mod tests {
                 data.extend_from_slice(&length[4 - length_size..]);
                 data.extend_from_slice(unit);
             }
-            assert_eq!(parameter_sets(&data, length_size), vec![&set[..]]);
+            let units = nal_units(&data, length_size);
+            assert_eq!(units.len(), 3);
+            let sets: Vec<&[u8]> = units.into_iter().filter(|unit| is_sps(unit)).collect();
+            assert_eq!(sets, vec![&set[..]]);
         }
         // A length past the end ends the stream.
-        assert!(parameter_sets(&[0, 0, 0, 200, 66, 1], 4).is_empty());
+        assert!(nal_units(&[0, 0, 0, 200, 66, 1], 4).is_empty());
     }
 
     #[test]

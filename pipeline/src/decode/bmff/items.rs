@@ -42,16 +42,22 @@ pub(crate) fn read_iinf(body: &[u8]) -> Option<Vec<(u32, FourCc)>> {
     let mut items = Vec::new();
     for found in Boxes::new(reader.rest()) {
         let (kind, body) = found.ok()?;
-        if &kind != b"infe" || items.len() >= MAX_ENTRIES {
+        if &kind != b"infe" {
             continue;
+        }
+        // Past the cap the table is refused, not cut: an item left out
+        // would be one no check sees.
+        if items.len() >= MAX_ENTRIES {
+            return None;
         }
         let ((version, _), rest) = full_box(body).ok()?;
         let mut reader = Reader::new(rest);
-        // Versions 0 and 1 predate item types: no image is one.
+        // Versions 0 and 1 predate item types: no image is one. Later
+        // versions are read as 3, as libheif reads them.
         let id = match version {
+            0 | 1 => continue,
             2 => u32::from(reader.u16()?),
-            3 => reader.u32()?,
-            _ => continue,
+            _ => reader.u32()?,
         };
         let _protection = reader.u16()?;
         items.push((id, reader.four_cc()?));
@@ -140,6 +146,11 @@ pub(crate) fn read_iref(body: &[u8]) -> Option<Vec<(FourCc, u32, Vec<u32>)>> {
         let to = (0..count)
             .map(|_| id(&mut reader))
             .collect::<Option<Vec<u32>>>()?;
+        // libheif reads the references one after the other, whatever each
+        // box's size: bytes left in a box would be references only it sees.
+        if !reader.rest().is_empty() {
+            return None;
+        }
         references.push((kind, from, to));
     }
     Some(references)
