@@ -262,6 +262,28 @@ mod heic {
         }
     }
 
+    /// `grid-canvas-larger.heic` is `blue_grid_alpha.heic` (a 320x240 grid)
+    /// with its grid's data saying 4000x4000, which libheif allocates:
+    /// reckoned by that canvas, not by the 320x240 its `ispe` says.
+    #[test]
+    fn a_grid_canvas_larger_than_its_image_says_is_held_to_the_limits() {
+        let bytes = heic!("grid-canvas-larger.heic");
+        match decoded(
+            bytes,
+            64,
+            &limited(|config| config.max_alloc_bytes = 8 << 20),
+        ) {
+            Err(Error::TooLarge { setting, what, .. }) => {
+                assert_eq!(setting, "decode.max_alloc_bytes");
+                assert!(what.contains("4000x4000"), "{what}");
+            }
+            other => panic!("{other:?}"),
+        }
+        // The file as it was is within that limit.
+        let config = limited(|config| config.max_alloc_bytes = 8 << 20);
+        assert!(decoded(heic!("blue_grid_alpha.heic"), 64, &config).is_ok());
+    }
+
     /// A file libheif and the check of its streams could read two ways (a
     /// second `meta` box: libheif reads the last) is refused.
     #[test]

@@ -6,8 +6,9 @@
 //! of an `hvc1` item is read, as libheif hands them to the decoder: every
 //! unit of its `hvcC` properties, whatever array lists it, and every unit
 //! of its data, split by 4-byte lengths (libheif's) and by its `hvcC`'s.
-//! An image is reckoned by the largest picture of the items its decode
-//! takes (its grid's tiles, its alpha). A file that could be read two ways
+//! A grid's or overlay's canvas, which libheif allocates at the size its
+//! data says, is read too. An image is reckoned by the largest picture of
+//! the items its decode takes (itself, its grid's tiles, its alpha). A file that could be read two ways
 //! (two `meta`, `iinf`, `iloc`, `idat`, `iref`, `iprp`, `ipco` or `ipma`
 //! boxes, an extent past its end) or that holds AV1 items, which libheif
 //! would decode unseen, is an error.
@@ -142,6 +143,16 @@ impl Streams {
             Some(ipma) => read_ipma(ipma).ok_or("its property associations are damaged")?,
             None => Vec::new(),
         };
+        // A grid's or overlay's canvas: the size its own data says, which
+        // libheif allocates whatever the item's `ispe` says.
+        for (item, kind) in items
+            .iter()
+            .filter(|(_, kind)| kind == b"grid" || kind == b"iovl")
+        {
+            let data = item_data(bytes, idat, &locations, *item)?;
+            let canvas = read_canvas(&data, kind == b"iovl").ok_or("a grid's data is cut short")?;
+            streams.pictures.push((*item, canvas));
+        }
         let mut scanned = 0usize;
         for (item, _) in items.iter().filter(|(_, kind)| kind == b"hvc1") {
             // Its `hvcC`s (the associations' indexes start at 0).
@@ -269,6 +280,30 @@ fn read_hvcc(body: &[u8]) -> Result<HvcC, String> {
     Ok(HvcC {
         length_size,
         largest,
+    })
+}
+
+/// The canvas a `grid` (ISO/IEC 23008-12 6.6.2.3) or `iovl` (6.6.2.2)
+/// item's data declares: version, flags (bit 0: 32-bit sizes), then the
+/// grid's rows and columns, or the overlay's four 16-bit fill values,
+/// then the output width and height.
+fn read_canvas(data: &[u8], overlay: bool) -> Option<Picture> {
+    let mut reader = Reader::new(data);
+    let _version = reader.u8()?;
+    let wide = reader.u8()? & 1 == 1;
+    reader.take(if overlay { 8 } else { 2 })?;
+    let mut side = || {
+        if wide {
+            reader.u32()
+        } else {
+            reader.u16().map(u32::from)
+        }
+    };
+    let (width, height) = (side()?, side()?);
+    Some(Picture {
+        width,
+        height,
+        sample_bytes: 1,
     })
 }
 
