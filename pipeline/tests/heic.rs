@@ -284,6 +284,20 @@ mod heic {
         assert!(decoded(heic!("blue_grid_alpha.heic"), 64, &config).is_ok());
     }
 
+    /// `grid-of-itself.heic` is `blue_grid_alpha.heic` with its grid's
+    /// last tile the grid: refused before libheif reads it (libheif before
+    /// 1.16 recursed until its stack ran out; Debian's patched 1.15 says
+    /// "Image reference cycle").
+    #[test]
+    fn a_grid_that_is_its_own_tile_is_refused() {
+        match decoded(heic!("grid-of-itself.heic"), 64, &Config::default().decode) {
+            Err(Error::Decode { reason, .. }) => {
+                assert!(reason.contains("from itself"), "{reason}")
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
     /// A file libheif and the check of its streams could read two ways (a
     /// second `meta` box: libheif reads the last) is refused.
     #[test]

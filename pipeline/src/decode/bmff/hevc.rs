@@ -10,8 +10,9 @@
 //! data says, is read too. An image is reckoned by the largest picture of
 //! the items its decode takes (itself, its grid's tiles, its alpha). A file that could be read two ways
 //! (two `meta`, `iinf`, `iloc`, `idat`, `iref`, `iprp`, `ipco` or `ipma`
-//! boxes, an extent past its end) or that holds AV1 items, which libheif
-//! would decode unseen, is an error.
+//! boxes, an extent past its end), that holds AV1 items, which libheif
+//! would decode unseen, or whose image is derived from itself (which
+//! libheif before 1.16 recursed on until its stack ran out) is an error.
 //!
 //! Plain functions over the file's bytes, on the decode thread; they keep
 //! nothing. Every read is checked: a box, table or parameter set that
@@ -111,6 +112,11 @@ impl Streams {
         }
         if let Some(iref) = iref {
             streams.references = read_iref(iref).ok_or("its references are damaged")?;
+            // libheif before 1.16 follows derivations without looking for
+            // a loop, recursing until its stack runs out.
+            if derives_from_itself(&streams.references) {
+                return Err("an image is derived, through its references, from itself".into());
+            }
         }
         let (mut ipco, mut ipma) = (None, None);
         for found in Boxes::new(iprp.unwrap_or_default()) {
@@ -221,6 +227,47 @@ impl Streams {
             .map(|(_, picture)| *picture)
             .max_by_key(Picture::area)
     }
+}
+
+/// Whether any image is derived (`dimg`, through any number of steps) from
+/// itself: one depth-first walk over the references, each item left once
+/// it is done.
+fn derives_from_itself(references: &[(FourCc, u32, Vec<u32>)]) -> bool {
+    use std::collections::HashMap;
+    let mut derived: HashMap<u32, Vec<u32>> = HashMap::new();
+    for (kind, from, to) in references {
+        if kind == b"dimg" {
+            derived.entry(*from).or_default().extend(to);
+        }
+    }
+    // Items on the walk's path (`true`) or done with (`false`).
+    let mut state: HashMap<u32, bool> = HashMap::new();
+    for &start in derived.keys() {
+        if state.contains_key(&start) {
+            continue;
+        }
+        // Each item on the path, and how many of its derived items are seen.
+        let mut path = vec![(start, 0)];
+        state.insert(start, true);
+        while let Some((item, next)) = path.last_mut() {
+            let children = derived.get(item).map_or(&[][..], Vec::as_slice);
+            let Some(&child) = children.get(*next) else {
+                state.insert(*item, false);
+                path.pop();
+                continue;
+            };
+            *next += 1;
+            match state.get(&child) {
+                Some(true) => return true,
+                Some(false) => {}
+                None => {
+                    state.insert(child, true);
+                    path.push((child, 0));
+                }
+            }
+        }
+    }
+    false
 }
 
 /// Item `item`'s data, its extents joined: in the file, or in `idat`. An
@@ -537,6 +584,20 @@ mod tests {
         }
         // A length past the end ends the stream.
         assert!(nal_units(&[0, 0, 0, 200, 66, 1], 4).is_empty());
+    }
+
+    #[test]
+    fn an_image_derived_from_itself_is_found_however_far_round() {
+        let dimg = |from: u32, to: &[u32]| (*b"dimg", from, to.to_vec());
+        // A grid of two tiles; an overlay of the grid and a tile.
+        let fine = [dimg(1, &[2, 3]), dimg(4, &[1, 3]), (*b"thmb", 5, vec![1])];
+        assert!(!derives_from_itself(&fine));
+        assert!(derives_from_itself(&[dimg(1, &[1])]));
+        assert!(derives_from_itself(&[
+            dimg(1, &[2]),
+            dimg(2, &[3]),
+            dimg(3, &[1])
+        ]));
     }
 
     #[test]
