@@ -1,25 +1,14 @@
-//! HEVC: the pictures a HEIC file's HEVC streams declare, read before
-//! libheif sees the file (`heic/`). libheif 1.15 decodes the picture an
-//! item's sequence parameter set (SPS) declares, whatever the item's `ispe`
-//! says, and libde265 allocates for it: a file whose `ispe` says 64x64 and
-//! whose SPS says 16000x16000 would pass a check of `ispe` alone. Every SPS
-//! of an `hvc1` item is read, as libheif hands them to the decoder: every
-//! unit of its `hvcC` properties, whatever array lists it, and every unit
-//! of its data, split by 4-byte lengths (libheif's) and by its `hvcC`'s.
-//! A grid's or overlay's canvas, which libheif allocates at the size its
-//! data says, is read too. An image is reckoned by the largest picture of
-//! the items its decode takes (itself, its grid's tiles, its alpha). A file that could be read two ways
-//! (two `meta`, `iinf`, `iloc`, `idat`, `iref`, `iprp`, `ipco` or `ipma`
-//! boxes, an extent past its end), that holds AV1 items, which libheif
-//! would decode unseen, or whose image is derived from itself (which
-//! libheif before 1.16 recursed on until its stack ran out) is an error.
+//! HEVC: what an HEVC stream's sequence parameter sets (SPS) declare, the
+//! picture its decoder allocates for, read from an `hvcC` property and
+//! from an item's data as libheif hands both to libde265: every unit of the
+//! `hvcC`, whatever array lists it, and every unit of the data, judged by
+//! its own header, unescaped from its header on. `streams.rs` reads which
+//! items of a HEIC these are.
 //!
-//! Plain functions over the file's bytes, on the decode thread; they keep
-//! nothing. Every read is checked: a box, table or parameter set that
-//! claims more than it holds is an error, never a panic.
+//! Plain functions over borrowed bytes; they keep nothing. A parameter set
+//! that claims more than it holds is an error, never a panic.
 
-use super::boxes::{Boxes, FourCc, Reader, full_box};
-use super::items::{Location, MAX_ENTRIES, read_iinf, read_iloc, read_ipma, read_iref};
+use super::boxes::Reader;
 
 /// A picture an SPS declares.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -37,7 +26,7 @@ impl Picture {
     }
 
     /// The larger of two, by area.
-    fn larger(self, other: Option<Picture>) -> Picture {
+    pub(super) fn larger(self, other: Option<Picture>) -> Picture {
         match other {
             Some(other) if other.area() >= self.area() => other,
             _ => self,
@@ -48,263 +37,19 @@ impl Picture {
 /// The NAL unit type of a sequence parameter set.
 const SPS: u8 = 33;
 
-/// The NAL length size libheif 1.15 splits every item's data by, whatever
-/// its `hvcC` says.
-const LIBHEIF_LENGTH_SIZE: usize = 4;
-
 /// An `hvcC` property: the NAL length size it declares, and the largest
 /// picture its parameter sets declare.
 #[derive(Clone, Copy)]
-struct HvcC {
-    length_size: usize,
-    largest: Option<Picture>,
-}
-
-/// What a file's HEVC streams declare.
-#[derive(Debug, Default)]
-pub(crate) struct Streams {
-    /// Each HEVC item's largest declared picture.
-    pictures: Vec<(u32, Picture)>,
-    /// The file's item references: kind, from, to.
-    references: Vec<(FourCc, u32, Vec<u32>)>,
-}
-
-/// `slot`, set to `body` if it is the first box of its kind: a second is
-/// an error, since libheif and this reader might each take another one.
-fn once<'a>(slot: &mut Option<&'a [u8]>, body: &'a [u8], kind: &FourCc) -> Result<(), String> {
-    if slot.replace(body).is_some() {
-        return Err(format!(
-            "it has two '{}' boxes",
-            String::from_utf8_lossy(kind)
-        ));
-    }
-    Ok(())
-}
-
-impl Streams {
-    /// Reads every HEVC item's parameter sets.
-    pub(crate) fn read(bytes: &[u8]) -> Result<Self, String> {
-        let mut streams = Streams::default();
-        let mut meta = None;
-        // Top-level boxes up to the first that is not whole: what follows
-        // is no box to libheif either (bytes appended to a file, say).
-        for (kind, body) in Boxes::new(bytes).map_while(Result::ok) {
-            if &kind == b"meta" {
-                once(&mut meta, body, &kind)?;
-            }
-        }
-        let Some(meta) = meta else {
-            return Ok(streams);
-        };
-        let (_, meta) = full_box(meta)?;
-        let (mut iinf, mut iloc, mut idat, mut iref, mut iprp) = (None, None, None, None, None);
-        for found in Boxes::new(meta) {
-            let (kind, body) = found?;
-            let slot = match &kind {
-                b"iinf" => &mut iinf,
-                b"iloc" => &mut iloc,
-                b"idat" => &mut idat,
-                b"iref" => &mut iref,
-                b"iprp" => &mut iprp,
-                _ => continue,
-            };
-            once(slot, body, &kind)?;
-        }
-        if let Some(iref) = iref {
-            streams.references = read_iref(iref).ok_or("its references are damaged")?;
-            // libheif before 1.16 follows derivations without looking for
-            // a loop, recursing until its stack runs out.
-            if derives_from_itself(&streams.references) {
-                return Err("an image is derived, through its references, from itself".into());
-            }
-        }
-        let (mut ipco, mut ipma) = (None, None);
-        for found in Boxes::new(iprp.unwrap_or_default()) {
-            let (kind, body) = found?;
-            match &kind {
-                b"ipco" => once(&mut ipco, body, &kind)?,
-                b"ipma" => once(&mut ipma, body, &kind)?,
-                _ => {}
-            }
-        }
-        // Each property of `ipco`, in order: an `hvcC`, or another.
-        let mut properties: Vec<Option<HvcC>> = Vec::new();
-        for found in Boxes::new(ipco.unwrap_or_default()) {
-            let (kind, body) = found?;
-            if properties.len() >= MAX_ENTRIES {
-                return Err("it has too many properties".into());
-            }
-            properties.push((&kind == b"hvcC").then(|| read_hvcc(body)).transpose()?);
-        }
-        let (Some(iinf), Some(iloc)) = (iinf, iloc) else {
-            return Ok(streams);
-        };
-        let items = read_iinf(iinf).ok_or("its item table is damaged")?;
-        // libheif decodes AV1 items too, which nothing here reads.
-        if items.iter().any(|(_, kind)| kind == b"av01") {
-            return Err("it holds AV1 items, which a HEIC is not read with".into());
-        }
-        let locations = read_iloc(iloc).ok_or("its item locations are damaged")?;
-        let associations = match ipma {
-            Some(ipma) => read_ipma(ipma).ok_or("its property associations are damaged")?,
-            None => Vec::new(),
-        };
-        // A grid's or overlay's canvas: the size its own data says, which
-        // libheif allocates whatever the item's `ispe` says.
-        for (item, kind) in items
-            .iter()
-            .filter(|(_, kind)| kind == b"grid" || kind == b"iovl")
-        {
-            let data = item_data(bytes, idat, &locations, *item)?;
-            let canvas = read_canvas(&data, kind == b"iovl").ok_or("a grid's data is cut short")?;
-            streams.pictures.push((*item, canvas));
-        }
-        let mut scanned = 0usize;
-        for (item, _) in items.iter().filter(|(_, kind)| kind == b"hvc1") {
-            // Its `hvcC`s (the associations' indexes start at 0).
-            let configs: Vec<HvcC> = associations
-                .iter()
-                .filter(|(associated, _)| associated == item)
-                .flat_map(|(_, indexes)| indexes.iter())
-                .filter_map(|&(index, _)| *properties.get(index)?)
-                .collect();
-            let mut largest = configs
-                .iter()
-                .filter_map(|config| config.largest)
-                .max_by_key(Picture::area);
-            let data = item_data(bytes, idat, &locations, *item)?;
-            scanned = scanned.saturating_add(data.len());
-            // Items pointing at the same bytes again and again would make
-            // this read the file thousands of times over.
-            if scanned > 2 * bytes.len() {
-                return Err("its items' data adds up to more than the file holds".into());
-            }
-            let mut length_sizes = vec![LIBHEIF_LENGTH_SIZE];
-            for config in &configs {
-                if !length_sizes.contains(&config.length_size) {
-                    length_sizes.push(config.length_size);
-                }
-            }
-            for length_size in length_sizes {
-                for unit in nal_units(&data, length_size) {
-                    if is_sps(unit) {
-                        largest = Some(read_sps(unit)?.larger(largest));
-                    }
-                }
-            }
-            if let Some(picture) = largest {
-                streams.pictures.push((*item, picture));
-            }
-        }
-        Ok(streams)
-    }
-
-    /// The largest picture libheif may decode to show `item`: its own, its
-    /// tiles' and overlays' (`dimg` from it, and from them), and those of
-    /// the images that say they are its alpha or depth (`auxl` to it).
-    pub(crate) fn largest_for(&self, item: u32) -> Option<Picture> {
-        let mut taken = vec![item];
-        let mut at = 0;
-        while at < taken.len() && taken.len() <= MAX_ENTRIES {
-            let next = taken[at];
-            at += 1;
-            for (kind, from, to) in &self.references {
-                let found: Vec<u32> = match kind {
-                    b"dimg" if *from == next => to.clone(),
-                    b"auxl" if to.contains(&next) => vec![*from],
-                    _ => continue,
-                };
-                for item in found {
-                    if !taken.contains(&item) {
-                        taken.push(item);
-                    }
-                }
-            }
-        }
-        self.pictures
-            .iter()
-            .filter(|(item, _)| taken.contains(item))
-            .map(|(_, picture)| *picture)
-            .max_by_key(Picture::area)
-    }
-}
-
-/// Whether any image is derived (`dimg`, through any number of steps) from
-/// itself: one depth-first walk over the references, each item left once
-/// it is done.
-fn derives_from_itself(references: &[(FourCc, u32, Vec<u32>)]) -> bool {
-    use std::collections::HashMap;
-    let mut derived: HashMap<u32, Vec<u32>> = HashMap::new();
-    for (kind, from, to) in references {
-        if kind == b"dimg" {
-            derived.entry(*from).or_default().extend(to);
-        }
-    }
-    // Items on the walk's path (`true`) or done with (`false`).
-    let mut state: HashMap<u32, bool> = HashMap::new();
-    for &start in derived.keys() {
-        if state.contains_key(&start) {
-            continue;
-        }
-        // Each item on the path, and how many of its derived items are seen.
-        let mut path = vec![(start, 0)];
-        state.insert(start, true);
-        while let Some((item, next)) = path.last_mut() {
-            let children = derived.get(item).map_or(&[][..], Vec::as_slice);
-            let Some(&child) = children.get(*next) else {
-                state.insert(*item, false);
-                path.pop();
-                continue;
-            };
-            *next += 1;
-            match state.get(&child) {
-                Some(true) => return true,
-                Some(false) => {}
-                None => {
-                    state.insert(child, true);
-                    path.push((child, 0));
-                }
-            }
-        }
-    }
-    false
-}
-
-/// Item `item`'s data, its extents joined: in the file, or in `idat`. An
-/// extent past the end is an error (libheif reads some of them).
-fn item_data(
-    bytes: &[u8],
-    idat: Option<&[u8]>,
-    locations: &[Location],
-    item: u32,
-) -> Result<Vec<u8>, String> {
-    let mut data = Vec::new();
-    for location in locations.iter().filter(|location| location.item == item) {
-        let source = if location.in_idat {
-            idat.unwrap_or_default()
-        } else {
-            bytes
-        };
-        for &(offset, length) in &location.extents {
-            let start = usize::try_from(offset).unwrap_or(usize::MAX);
-            let end = start.saturating_add(usize::try_from(length).unwrap_or(usize::MAX));
-            let extent = source
-                .get(start..end)
-                .ok_or("an item's data lies past the end of where it is kept")?;
-            if data.len() + extent.len() > bytes.len() {
-                return Err("an item's data is larger than the file".into());
-            }
-            data.extend_from_slice(extent);
-        }
-    }
-    Ok(data)
+pub(super) struct HvcC {
+    pub(super) length_size: usize,
+    pub(super) largest: Option<Picture>,
 }
 
 /// An `hvcC` property: its NAL length size, and the largest picture of
 /// the parameter sets in it. libheif hands the decoder every unit of every
 /// array, and the decoder goes by each unit's own header, so every unit is
 /// looked at, whatever array it is in.
-fn read_hvcc(body: &[u8]) -> Result<HvcC, String> {
+pub(super) fn read_hvcc(body: &[u8]) -> Result<HvcC, String> {
     let cut_short = || "an hvcC property is cut short".to_owned();
     let mut reader = Reader::new(body);
     // Version, profile, compatibility and constraint flags, level, and the
@@ -330,39 +75,15 @@ fn read_hvcc(body: &[u8]) -> Result<HvcC, String> {
     })
 }
 
-/// The canvas a `grid` (ISO/IEC 23008-12 6.6.2.3) or `iovl` (6.6.2.2)
-/// item's data declares: version, flags (bit 0: 32-bit sizes), then the
-/// grid's rows and columns, or the overlay's four 16-bit fill values,
-/// then the output width and height.
-fn read_canvas(data: &[u8], overlay: bool) -> Option<Picture> {
-    let mut reader = Reader::new(data);
-    let _version = reader.u8()?;
-    let wide = reader.u8()? & 1 == 1;
-    reader.take(if overlay { 8 } else { 2 })?;
-    let mut side = || {
-        if wide {
-            reader.u32()
-        } else {
-            reader.u16().map(u32::from)
-        }
-    };
-    let (width, height) = (side()?, side()?);
-    Some(Picture {
-        width,
-        height,
-        sample_bytes: 1,
-    })
-}
-
 /// Whether a NAL unit is a sequence parameter set, by its header.
-fn is_sps(unit: &[u8]) -> bool {
+pub(super) fn is_sps(unit: &[u8]) -> bool {
     unit.first()
         .is_some_and(|header| (header >> 1) & 0x3f == SPS)
 }
 
 /// The NAL units of a stream whose units are each led by a big-endian
 /// length of `length_size` bytes; it ends where a length runs past it.
-fn nal_units(data: &[u8], length_size: usize) -> Vec<&[u8]> {
+pub(super) fn nal_units(data: &[u8], length_size: usize) -> Vec<&[u8]> {
     let mut units = Vec::new();
     let mut rest = data;
     while let Some((field, after)) = rest.split_at_checked(length_size) {
@@ -380,7 +101,7 @@ fn nal_units(data: &[u8], length_size: usize) -> Vec<&[u8]> {
 
 /// What an SPS NAL unit (its two-byte header included) declares: the
 /// picture's size and sample depth (H.265 7.3.2.2).
-fn read_sps(unit: &[u8]) -> Result<Picture, String> {
+pub(super) fn read_sps(unit: &[u8]) -> Result<Picture, String> {
     let damaged = || "an HEVC sequence parameter set is damaged".to_owned();
     // Unescaped from its header on, as the decoder does; the size is in
     // its first hundred bytes or so.
@@ -584,20 +305,6 @@ mod tests {
         }
         // A length past the end ends the stream.
         assert!(nal_units(&[0, 0, 0, 200, 66, 1], 4).is_empty());
-    }
-
-    #[test]
-    fn an_image_derived_from_itself_is_found_however_far_round() {
-        let dimg = |from: u32, to: &[u32]| (*b"dimg", from, to.to_vec());
-        // A grid of two tiles; an overlay of the grid and a tile.
-        let fine = [dimg(1, &[2, 3]), dimg(4, &[1, 3]), (*b"thmb", 5, vec![1])];
-        assert!(!derives_from_itself(&fine));
-        assert!(derives_from_itself(&[dimg(1, &[1])]));
-        assert!(derives_from_itself(&[
-            dimg(1, &[2]),
-            dimg(2, &[3]),
-            dimg(3, &[1])
-        ]));
     }
 
     #[test]

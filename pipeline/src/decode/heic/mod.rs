@@ -79,25 +79,24 @@ fn thumbnail(
     let fitting = Fitting::new(width, height, asked);
     let thumbnails = photo.thumbnails(MOST_THUMBNAILS);
     let covering = covering(&thumbnails, (width, height), fitting.scaled_whole(width, height));
+    // An image decoded within the limits, its colour straight (libheif
+    // leaves premultiplied colour so).
+    let decode = |image: &libheif::Image<'_>| {
+        let declared = streams.largest_for(image.id);
+        within_reckoning(url, image, declared, fitting.size, bytes.len(), &limits)?;
+        let (width, height, mut data) = image.decode_rgba().map_err(failed)?;
+        if image.premultiplied() {
+            resize::unpremultiply(&mut data);
+        }
+        Ok::<_, Error>((width, height, data))
+    };
     // The file's thumbnail if it covers the target and decodes; else the
     // photo.
-    let from_thumbnail = covering.and_then(|thumbnail| {
-        let declared = streams.largest_for(thumbnail.id);
-        within_reckoning(url, thumbnail, declared, fitting.size, bytes.len(), &limits).ok()?;
-        Some((thumbnail.decode_rgba().ok()?, thumbnail.premultiplied()))
-    });
-    let ((decoded_width, decoded_height, mut data), premultiplied) = match from_thumbnail {
-        Some(decoded) => decoded,
-        None => {
-            let declared = streams.largest_for(photo.id);
-            within_reckoning(url, &photo, declared, fitting.size, bytes.len(), &limits)?;
-            (photo.decode_rgba().map_err(failed)?, photo.premultiplied())
-        }
-    };
-    // libheif leaves premultiplied colour so; the resize wants it straight.
-    if premultiplied {
-        resize::unpremultiply(&mut data);
-    }
+    let (decoded_width, decoded_height, data) =
+        match covering.and_then(|thumbnail| decode(thumbnail).ok()) {
+            Some(decoded) => decoded,
+            None => decode(&photo)?,
+        };
     drop(thumbnails);
     drop(photo);
     drop(file);
