@@ -1,7 +1,9 @@
 //! JPEG XL, decoded by jxl-oxide (pure Rust) on the decode thread that
 //! runs it, with no thread pool of its own: its row of the format table
-//! and its decoder, bytes to thumbnail. Before jxl-oxide reads the file,
-//! its header is read here ([`plan`]): the image is refused past
+//! and its decoder, bytes to thumbnail. A lossy photo whose eighth-size
+//! LF covers the thumbnail is made from that alone ([`lf`]), as a JPEG
+//! is from its DC; any other image is rendered whole. Before jxl-oxide
+//! reads the file, its header is read here ([`plan`]): the image is refused past
 //! `decode.max_dimension`, and what the decode will hold outside
 //! jxl-oxide's allocation tracker (an embedded ICC profile, which
 //! jxl-oxide sizes from the file, up to 256 MiB encoded and as much
@@ -24,10 +26,12 @@ use super::fitting::Fitting;
 use super::format::{self, Decoder, Format, Signature};
 use super::header::{self, within_max_dimension};
 use super::resize::{self, Layout, Pixels};
-use super::upright::fit;
+use super::upright::{fit, quarter_turn, swapped};
 use crate::error::Error;
 use crate::request::TargetSize;
 use crate::thumbnail::Thumbnail;
+
+mod lf;
 
 /// JPEG XL's row of the format table: a bare codestream or the container.
 pub(super) const FORMAT: Format = Format {
@@ -51,11 +55,25 @@ fn thumbnail(
     asked: TargetSize,
     limits: DecodeLimits,
 ) -> Result<Thumbnail, Error> {
+    let plan = plan(bytes, &limits).map_err(format::decode_error(url, "JPEG XL"))?;
+    within_max_dimension(url, plan.size.0, plan.size.1, &limits)?;
+    match from_lf(url, bytes, asked, &limits, &plan)? {
+        Some(thumbnail) => Ok(thumbnail),
+        None => whole(url, bytes, asked, &limits, &plan),
+    }
+}
+
+/// The thumbnail made from the whole image, rendered by jxl-oxide.
+fn whole(
+    url: &Arc<str>,
+    bytes: &[u8],
+    asked: TargetSize,
+    limits: &DecodeLimits,
+    plan: &Plan,
+) -> Result<Thumbnail, Error> {
     let decode_error = format::decode_error(url, "JPEG XL");
-    let plan = plan(bytes, &limits).map_err(decode_error)?;
     // Upright, as jxl-oxide renders it.
     let (width, height) = plan.size;
-    within_max_dimension(url, width, height, &limits)?;
     let fitting = Fitting::new(width, height, asked);
     let area = u64::from(width) * u64::from(height);
     // Held outside jxl-oxide's tracker: the 8-bit pixels, the resize, the
@@ -123,6 +141,59 @@ fn thumbnail(
     Ok(header::still(url, rgba, (width, height)))
 }
 
+/// The thumbnail made from the image's LF, at an eighth of its size,
+/// when that is at least the thumbnail's and its frame is one
+/// [`lf::render`] reads; `None` where the whole image is to be rendered.
+fn from_lf(
+    url: &Arc<str>,
+    bytes: &[u8],
+    asked: TargetSize,
+    limits: &DecodeLimits,
+    plan: &Plan,
+) -> Result<Option<Thumbnail>, Error> {
+    let decode_error = format::decode_error(url, "JPEG XL");
+    let orientation = Orientation::from_exif(plan.orientation).unwrap_or(Orientation::NoTransforms);
+    let (width, height) = plan.size;
+    // The LF is as coded: fitted with the target's sides swapped for a
+    // quarter turn, turned after the resize.
+    let (coded, target) = if quarter_turn(orientation) {
+        ((height, width), swapped(asked))
+    } else {
+        ((width, height), asked)
+    };
+    let fitting = Fitting::new(coded.0, coded.1, target);
+    let lf_size = (coded.0.div_ceil(8), coded.1.div_ceil(8));
+    let needed = fitting.scaled_whole(coded.0, coded.1);
+    if lf_size.0 < needed.0 || lf_size.1 < needed.1 {
+        return Ok(None);
+    }
+    // Held outside jxl-oxide's tracker: the LF's planes in f32 (with a
+    // JPEG's chroma made whole, the smoothing's copy: at most nine), its
+    // 8-bit samples, the resize, the ICC profile and jxl-oxide's copy of
+    // the codestream. The LF groups' own samples are tracked.
+    let lf_area = u64::from(lf_size.0) * u64::from(lf_size.1);
+    let untracked = lf_area
+        .saturating_mul(9 * 4 + 3)
+        .saturating_add(resize::working_bytes(lf_size, fitting.size))
+        .saturating_add(plan.icc_bytes)
+        .saturating_add(bytes.len() as u64);
+    let Some(tracked) = limits.max_alloc.checked_sub(untracked) else {
+        return Ok(None);
+    };
+    let image = read(bytes, tracked).map_err(decode_error)?;
+    let Some(pixels) = lf::render(&image).map_err(decode_error)? else {
+        return Ok(None);
+    };
+    if (pixels.width, pixels.height) != lf_size {
+        return Err(decode_error(format!(
+            "its LF is {}x{}, where its header says {}x{}",
+            pixels.width, pixels.height, coded.0, coded.1
+        )));
+    }
+    let rgba = fit(pixels, &fitting, coded, Some(1), orientation).map_err(decode_error)?;
+    Ok(Some(header::still(url, rgba, (width, height))))
+}
+
 /// Whether the image's alpha is associated (its colour premultiplied).
 fn premultiplied(image: &JxlImage) -> bool {
     image
@@ -181,6 +252,8 @@ struct Plan {
     bytes_per_pixel: u64,
     /// Its embedded ICC profile's bytes, encoded and decoded.
     icc_bytes: u64,
+    /// How it is turned to be upright, as an EXIF orientation.
+    orientation: u8,
 }
 
 /// Reads the header of the JPEG XL `bytes` (bare, or in its container),
@@ -238,6 +311,7 @@ fn plan(bytes: &[u8], limits: &DecodeLimits) -> Result<Plan, String> {
         size: (header.width_with_orientation(), header.height_with_orientation()),
         bytes_per_pixel: channels,
         icc_bytes,
+        orientation: u8::try_from(header.metadata.orientation).unwrap_or(1),
     })
 }
 
@@ -282,9 +356,19 @@ mod tests {
     use crate::decode::route::tests::LIMITS;
 
     /// The fixture's picture 9 at 300x200, by libjxl's `cjxl -d 1 -e 3`.
-    const LOSSY: &[u8] = include_bytes!("../../tests/data/picture-9-300x200.jxl");
+    const LOSSY: &[u8] = include_bytes!("../../../tests/data/picture-9-300x200.jxl");
     /// Picture 10 at 120x80, by `cjxl -d 0 -e 2` (lossless, modular).
-    const LOSSLESS: &[u8] = include_bytes!("../../tests/data/picture-10-120x80-lossless.jxl");
+    const LOSSLESS: &[u8] = include_bytes!("../../../tests/data/picture-10-120x80-lossless.jxl");
+
+    /// Picture 9 at 1200x800 by `cjxl -d 1 -e 3`: its LF is 150x100.
+    const LARGE: &[u8] = include_bytes!("../../../tests/data/picture-9-1200x800.jxl");
+    /// The fixture server's 4:2:0 JPEG of the same, by cjxl's lossless
+    /// JPEG transcode: YCbCr, its chroma halved each way.
+    const FROM_JPEG: &[u8] = include_bytes!("../../../tests/data/picture-9-1200x800-from-jpeg.jxl");
+    /// The same turned a quarter anticlockwise and stored so, with
+    /// orientation 6 (by `cjxl -j 0 -d 1 -e 3` from a JPEG saying so):
+    /// 1200x800 upright.
+    const TURNED: &[u8] = include_bytes!("../../../tests/data/picture-9-1200x800-turned.jxl");
 
     fn decoded(bytes: &[u8], side: u32, limits: DecodeLimits) -> Result<Thumbnail, Error> {
         let url: Arc<str> = "file:///a.jxl".into();
@@ -306,6 +390,55 @@ mod tests {
         let whole = decoded(LOSSLESS, 256, LIMITS).unwrap();
         assert_eq!((whole.width, whole.height), (120, 80));
         assert_eq!(picture_of(&whole), Some(10));
+    }
+
+    /// PSNR of two thumbnails of one size, over their RGB.
+    fn psnr(ours: &Thumbnail, theirs: &Thumbnail) -> f64 {
+        let (sum, count) = ours
+            .pixels
+            .chunks_exact(4)
+            .zip(theirs.pixels.chunks_exact(4))
+            .flat_map(|(a, b)| (0..3).map(move |c| (f64::from(a[c]) - f64::from(b[c])).powi(2)))
+            .fold((0.0, 0.0), |(sum, count), error| (sum + error, count + 1.0));
+        10.0 * (255.0f64.powi(2) / (sum / count).max(1e-9)).log10()
+    }
+
+    #[test]
+    fn a_large_frame_is_read_from_its_lf_and_agrees_with_the_whole_render() {
+        let url: Arc<str> = "file:///a.jxl".into();
+        for (name, bytes) in [("XYB", LARGE), ("a JPEG's", FROM_JPEG), ("turned", TURNED)] {
+            let plan = plan(bytes, &LIMITS).unwrap();
+            let asked = TargetSize::square(128);
+            let from_lf = from_lf(&url, bytes, asked, &LIMITS, &plan).unwrap().expect(name);
+            let whole = whole(&url, bytes, asked, &LIMITS, &plan).unwrap();
+            assert_eq!((from_lf.width, from_lf.height, from_lf.source_size), (128, 85, (1200, 800)), "{name}");
+            assert_eq!((whole.width, whole.height), (128, 85), "{name}");
+            // Upright: the picture's id reads only the right way up.
+            assert_eq!(picture_of(&from_lf), Some(9), "{name}");
+            let db = psnr(&from_lf, &whole);
+            assert!(db >= 30.0, "{name}: {db:.1} dB");
+        }
+    }
+
+    #[test]
+    fn the_lf_is_read_only_where_it_covers_the_thumbnail_and_the_frame_has_one() {
+        let url: Arc<str> = "file:///a.jxl".into();
+        let lf = |bytes: &[u8], side| {
+            from_lf(&url, bytes, TargetSize::square(side), &LIMITS, &plan(bytes, &LIMITS).unwrap()).unwrap()
+        };
+        // The LF is 150x100: it covers a thumbnail of 150x100, not 151x101.
+        assert!(lf(LARGE, 150).is_some_and(|thumbnail| (thumbnail.width, thumbnail.height) == (150, 100)));
+        assert!(lf(LARGE, 151).is_none());
+        assert!(lf(TURNED, 151).is_none());
+        // A lossless (modular) frame has no LF: it is rendered whole.
+        assert!(lf(LOSSLESS, 8).is_none());
+        assert_eq!(picture_of(&decoded(LOSSLESS, 100, LIMITS).unwrap()), Some(10));
+        // Room for the LF, not for the whole render's planes: a thumbnail
+        // its LF covers is made, a larger one refused.
+        let mut tight = LIMITS;
+        tight.max_alloc = 2 * 1024 * 1024;
+        assert_eq!(picture_of(&decoded(LARGE, 128, tight).unwrap()), Some(9));
+        assert!(matches!(decoded(LARGE, 400, tight), Err(Error::TooLarge { .. })));
     }
 
     #[test]
@@ -399,13 +532,19 @@ mod tests {
         // the render's colour planes: refused before jxl-oxide runs.
         tight.max_alloc = 300 * 200 * 3 * 4;
         assert!(matches!(decoded(LOSSY, 64, tight), Err(Error::TooLarge { .. })));
-        for cut in (0..LOSSY.len()).step_by(61) {
-            assert!(decoded(&LOSSY[..cut], 64, LIMITS).is_err(), "{cut}");
-        }
-        let mut flipped = LOSSY.to_vec();
-        for at in (2..flipped.len()).step_by(37) {
-            flipped[at] ^= 0x5A;
-            let _ = decoded(&flipped, 64, LIMITS);
+        // Cut or damaged, read whole or from the LF (each JPEG XL here
+        // at 128 px): an error, or a thumbnail, never a panic.
+        for bytes in [LOSSY, LARGE, FROM_JPEG] {
+            // About 80 places in each.
+            let step = bytes.len() / 80;
+            for cut in (0..bytes.len()).step_by(step) {
+                assert!(decoded(&bytes[..cut], 128, LIMITS).is_err(), "{cut}");
+            }
+            let mut flipped = bytes.to_vec();
+            for at in (2..flipped.len()).step_by(step) {
+                flipped[at] ^= 0x5A;
+                let _ = decoded(&flipped, 128, LIMITS);
+            }
         }
     }
 }
