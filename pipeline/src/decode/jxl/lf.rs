@@ -12,6 +12,7 @@ use jxl_color::{ColorEncodingWithProfile, ColorTransform, ColourEncoding, Colour
 use jxl_oxide::JxlImage;
 use jxl_oxide::frame::{BlendMode, Encoding, FrameType};
 
+use super::Failure;
 use crate::decode::resize::{Layout, Pixels};
 
 /// The first shown frame's LF image, `ceil(width / 8)` by
@@ -21,7 +22,7 @@ use crate::decode::resize::{Layout, Pixels};
 /// replaces whatever was before it (no crop, no blending, no patches
 /// from an earlier frame), its colour XYB to a colour space told by name,
 /// RGB, or a JPEG's YCbCr. Errors are the file's.
-pub(super) fn render(image: &JxlImage) -> Result<Option<Pixels>, String> {
+pub(super) fn render(image: &JxlImage) -> Result<Option<Pixels>, Failure> {
     let metadata = &image.image_header().metadata;
     let Some(frame) = image.frame_by_keyframe(0) else {
         return Ok(None);
@@ -40,8 +41,7 @@ pub(super) fn render(image: &JxlImage) -> Result<Option<Pixels>, String> {
     };
     let lf_global = frame
         .try_parse_lf_global::<i32>()
-        .ok_or("the file ends before its first frame's LF")?
-        .map_err(|error| error.to_string())?;
+        .ok_or("the file ends before its first frame's LF")??;
     let Some(vardct) = lf_global.vardct.as_ref() else {
         return Ok(None);
     };
@@ -66,8 +66,7 @@ pub(super) fn render(image: &JxlImage) -> Result<Option<Pixels>, String> {
     for index in 0..header.num_lf_groups() {
         let group = frame
             .try_parse_lf_group::<i32>(Some(vardct), lf_global.gmodular.ma_config(), None, index)
-            .ok_or("the file ends inside its LF")?
-            .map_err(|error| error.to_string())?;
+            .ok_or("the file ends inside its LF")??;
         let coefficients = group.lf_coeff.as_ref().ok_or("an LF group without its LF")?;
         let channels = coefficients
             .lf_quant
@@ -99,9 +98,7 @@ pub(super) fn render(image: &JxlImage) -> Result<Option<Pixels>, String> {
     }
     let [x, y, b] = &mut planes;
     let channels = match colour {
-        Colour::Xyb(transform) => transform
-            .run(&mut [&mut x[..], &mut y[..], &mut b[..]])
-            .map_err(|error| error.to_string())?,
+        Colour::Xyb(transform) => transform.run(&mut [&mut x[..], &mut y[..], &mut b[..]])?,
         Colour::YCbCr => {
             jxl_color::ycbcr_to_rgb([&mut x[..], &mut y[..], &mut b[..]]);
             3
@@ -119,7 +116,7 @@ pub(super) fn render(image: &JxlImage) -> Result<Option<Pixels>, String> {
                 .flat_map(|((&r, &g), &b)| [eight(r), eight(g), eight(b)])
                 .collect(),
         ),
-        other => return Err(format!("its colour became {other} channels")),
+        other => return Err(format!("its colour became {other} channels").into()),
     };
     Ok(Some(Pixels {
         width: width as u32,

@@ -98,13 +98,13 @@ fn whole(
             setting: "decode.max_alloc_bytes",
         });
     }
-    let image = read(bytes, tracked).map_err(decode_error)?;
+    let image = read(bytes, tracked).map_err(|failure| failed(url, plan, limits, failure))?;
     if (image.width(), image.height()) != (width, height) {
         return Err(decode_error("its header read twice gave two sizes".into()));
     }
     let render = image
         .render_frame(0)
-        .map_err(|error| decode_error(error.to_string()))?;
+        .map_err(|failure| failed(url, plan, limits, failure))?;
     let mut stream = render.stream();
     let format = image.pixel_format();
     let (stream_width, stream_height) = (stream.width(), stream.height());
@@ -180,8 +180,8 @@ fn from_lf(
     let Some(tracked) = limits.max_alloc.checked_sub(untracked) else {
         return Ok(None);
     };
-    let image = read(bytes, tracked).map_err(decode_error)?;
-    let Some(pixels) = lf::render(&image).map_err(decode_error)? else {
+    let image = read(bytes, tracked).map_err(|failure| failed(url, plan, limits, failure))?;
+    let Some(pixels) = lf::render(&image).map_err(|failure| failed(url, plan, limits, failure))? else {
         return Ok(None);
     };
     if (pixels.width, pixels.height) != lf_size {
@@ -315,34 +315,59 @@ fn plan(bytes: &[u8], limits: &DecodeLimits) -> Result<Plan, String> {
     })
 }
 
+/// How jxl-oxide, and the LF read with its parts, fail.
+type Failure = Box<dyn std::error::Error + Send + Sync>;
+
+/// `failure` as thumbpipe's error: an allocation jxl-oxide's tracker
+/// refused is `TooLarge` (the decode needed more than was left of
+/// `decode.max_alloc_bytes`), anything else the file's.
+fn failed(url: &Arc<str>, plan: &Plan, limits: &DecodeLimits, failure: Failure) -> Error {
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(&*failure);
+    while let Some(error) = cause {
+        if let Some(refused) = error.downcast_ref::<jxl_grid::OutOfMemory>() {
+            let (width, height) = plan.size;
+            return Error::TooLarge {
+                url: url.to_string(),
+                what: format!(
+                    "image is {width}x{height}: its decode asked for {} bytes more than was left \
+                     of the {}-byte decode limit",
+                    refused.bytes(),
+                    limits.max_alloc
+                ),
+                setting: "decode.max_alloc_bytes",
+            };
+        }
+        cause = error.source();
+    }
+    format::decode_error(url, "JPEG XL")(failure.to_string())
+}
+
 /// The largest ICC profile read, encoded or decoded: profiles of cameras,
 /// screens and printers are kilobytes to a few megabytes.
 const MAX_ICC_BYTES: u64 = 16 * 1024 * 1024;
 
 /// The image `bytes` hold, its frames read (not yet decoded), on this
 /// thread, jxl-oxide's allocations bounded by `budget`.
-fn read(bytes: &[u8], budget: u64) -> Result<JxlImage, String> {
+fn read(bytes: &[u8], budget: u64) -> Result<JxlImage, Failure> {
     let budget = usize::try_from(budget).unwrap_or(usize::MAX);
     let mut uninit = JxlImage::builder()
         .pool(JxlThreadPool::none())
         .alloc_tracker(AllocTracker::with_limit(budget))
         .build_uninit();
-    let consumed = uninit.feed_bytes(bytes).map_err(|error| error.to_string())?;
-    let mut image = match uninit.try_init().map_err(|error| error.to_string())? {
+    let consumed = uninit.feed_bytes(bytes)?;
+    let mut image = match uninit.try_init()? {
         InitializeResult::Initialized(image) => image,
         InitializeResult::NeedMoreData(_) => return Err("the file ends inside its header".into()),
     };
     let mut at = consumed;
     while at < bytes.len() {
-        let more = image
-            .feed_bytes(&bytes[at..])
-            .map_err(|error| error.to_string())?;
+        let more = image.feed_bytes(&bytes[at..])?;
         if more == 0 {
             break;
         }
         at += more;
     }
-    image.finalize().map_err(|error| error.to_string())?;
+    image.finalize()?;
     if image.num_loaded_keyframes() == 0 {
         return Err("the file ends before its first frame".into());
     }
@@ -439,6 +464,21 @@ mod tests {
         tight.max_alloc = 2 * 1024 * 1024;
         assert_eq!(picture_of(&decoded(LARGE, 128, tight).unwrap()), Some(9));
         assert!(matches!(decoded(LARGE, 400, tight), Err(Error::TooLarge { .. })));
+    }
+
+    #[test]
+    fn a_render_the_tracker_stops_is_too_large_naming_the_limit() {
+        // Room for all reckoned before the render (the colour planes, and
+        // what is held outside the tracker), none for its other buffers:
+        // jxl-oxide's tracker stops it, which is the limit's refusal.
+        let asked = TargetSize::square(400);
+        let held = resize::working_bytes((1200, 800), Fitting::new(1200, 800, asked).size);
+        let area = 1200 * 800;
+        let mut tight = LIMITS;
+        tight.max_alloc = area * 3 + held + LARGE.len() as u64 + area * 12;
+        let error = decoded(LARGE, 400, tight).unwrap_err();
+        assert!(matches!(&error, Error::TooLarge { setting: "decode.max_alloc_bytes", .. }), "{error}");
+        assert!(error.to_string().contains("bytes more than was left"), "{error}");
     }
 
     #[test]
