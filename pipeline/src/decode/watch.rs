@@ -1,7 +1,8 @@
 //! The fetch's stop rule: what a body is read for, told by its first
 //! bytes. A JPEG is read as far as its embedded thumbnail or its DC scans
 //! (`jpeg/prefix.rs`), a camera RAW as far as its chosen preview
-//! (`raw/watch.rs`); any other body is read whole.
+//! (`raw/watch.rs`), a JPEG XL as far as its LF (`jxl/watch.rs`); any
+//! other body is read whole.
 //!
 //! One watch is made for each body read and run by the fetch that reads
 //! it, chunk by chunk; it ends with the read, and what the JPEG's watch
@@ -9,6 +10,8 @@
 
 use super::DecodeLimits;
 use super::jpeg::{self, PrefixWatch};
+#[cfg(feature = "jxl")]
+use super::jxl::{self, watch::JxlWatch};
 #[cfg(feature = "raw")]
 use super::raw::watch::RawWatch;
 use crate::body::Found;
@@ -16,9 +19,12 @@ use crate::fetch::stop::{BodyWatch, Enough, StopRule};
 use crate::request::TargetSize;
 
 /// Whether any body is read only as far as its thumbnail needs under
-/// `limits`: a JPEG's routes are on, or camera RAWs are read.
+/// `limits`: a JPEG's routes are on, or camera RAWs or JPEG XLs are read.
 pub(crate) fn watches_bodies(limits: &DecodeLimits) -> bool {
-    limits.embedded_thumbnails || limits.progressive_dc || cfg!(feature = "raw")
+    limits.embedded_thumbnails
+        || limits.progressive_dc
+        || cfg!(feature = "raw")
+        || cfg!(feature = "jxl")
 }
 
 /// The stop rule for a thumbnail of `target` under `limits`, or `None`
@@ -31,23 +37,74 @@ pub(crate) fn stop_rule(target: TargetSize, limits: DecodeLimits) -> Option<Stop
         jpeg: jpeg::watch(target, &limits),
         #[cfg(feature = "raw")]
         raw: RawWatch::new(target),
+        #[cfg(feature = "jxl")]
+        jxl: JxlWatch::new(target, limits),
     };
     Some(StopRule::finding(move || fresh.clone()))
 }
 
-/// One body's watch: the JPEG's or the RAW's, once the first bytes tell.
+/// When a watch over a growing body looks at it again: once it has grown
+/// by a quarter (and at least a step), so however it arrives, a few
+/// dozen looks cover the most it is watched for. Past that most, the body
+/// is read whole.
+#[cfg_attr(not(any(feature = "raw", feature = "jxl")), allow(dead_code))]
+#[derive(Clone, Debug)]
+pub(super) struct Looks {
+    /// The most bytes watched.
+    most: usize,
+    /// The least a body grows between looks.
+    step: usize,
+    /// Bytes read before the next look.
+    next: usize,
+}
+
+#[cfg_attr(not(any(feature = "raw", feature = "jxl")), allow(dead_code))]
+impl Looks {
+    pub(super) fn new(most: usize, step: usize) -> Self {
+        Self {
+            most,
+            step,
+            next: 0,
+        }
+    }
+
+    /// What `look` says of `read`, the bytes read so far, when a look is
+    /// due; `NotYet` until then.
+    pub(super) fn check(&mut self, read: &[u8], look: impl FnOnce(&[u8]) -> Enough) -> Enough {
+        if read.len() > self.most {
+            return Enough::Never;
+        }
+        if read.len() < self.next {
+            return Enough::NotYet;
+        }
+        let enough = look(read);
+        self.next = read.len() + (read.len() / 4).max(self.step);
+        enough
+    }
+}
+
+/// One body's watch: the JPEG's, the RAW's or the JPEG XL's, once the
+/// first bytes tell.
 #[derive(Clone, Debug)]
 struct ByFormat {
     /// `None` when no JPEG route reads a part.
     jpeg: Option<PrefixWatch>,
     #[cfg(feature = "raw")]
     raw: RawWatch,
+    #[cfg(feature = "jxl")]
+    jxl: JxlWatch,
 }
 
 impl BodyWatch for ByFormat {
     fn check(&mut self, read: &[u8]) -> Enough {
         match read.first() {
             None => Enough::NotYet,
+            // A JPEG XL codestream starts 0xFF 0x0A; its container with a
+            // box of 12 bytes, read by the time a RAW is told.
+            #[cfg(feature = "jxl")]
+            Some(0xFF) if read.len() < 2 => Enough::NotYet,
+            #[cfg(feature = "jxl")]
+            Some(_) if jxl::is_jxl(read) => self.jxl.check(read),
             Some(0xFF) => self
                 .jpeg
                 .as_mut()
@@ -63,5 +120,28 @@ impl BodyWatch for ByFormat {
 
     fn found(&mut self) -> Option<Found> {
         self.jpeg.as_mut().and_then(BodyWatch::found)
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use crate::body::Body;
+    use crate::decode::route::tests::LIMITS;
+    use crate::fetch::stop::{BodySoFar, ReadOn};
+    use crate::request::TargetSize;
+
+    /// `file` read as a fetch reads a body under the stop rule for
+    /// `target`, `step` bytes a chunk, until the rule says it is enough.
+    pub(crate) fn fetched(file: &[u8], target: TargetSize, step: usize) -> Body {
+        let rule = super::stop_rule(target, LIMITS).unwrap();
+        let mut body = BodySoFar::new(0, u64::MAX, Some(&rule));
+        let mut stopped = false;
+        for chunk in file.chunks(step) {
+            if body.push(chunk, || unreachable!("no cap")).unwrap() == ReadOn::Stop {
+                stopped = true;
+                break;
+            }
+        }
+        body.finish(stopped, bytes::Bytes::from)
     }
 }

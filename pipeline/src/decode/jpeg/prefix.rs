@@ -221,23 +221,7 @@ mod tests {
     use super::super::dc_scans::tests::{damaged_copies, first_ac_scan, progressive};
     use super::*;
     use crate::decode::route::tests::LIMITS;
-
-    /// `jpeg` read as a fetch reads a body under the rule for `target`,
-    /// `step` bytes a chunk, until the rule says it is enough.
-    fn fetched(jpeg: &[u8], target: TargetSize, step: usize) -> crate::body::Body {
-        use crate::fetch::stop::{BodySoFar, ReadOn};
-        let rule = crate::decode::stop_rule(target, LIMITS).unwrap();
-        let mut body = BodySoFar::new(0, u64::MAX, Some(&rule));
-        let mut stopped = false;
-        for chunk in jpeg.chunks(step) {
-            let read_on = body.push(chunk, || unreachable!("no cap")).unwrap();
-            if read_on == ReadOn::Stop {
-                stopped = true;
-                break;
-            }
-        }
-        body.finish(stopped, bytes::Bytes::from)
-    }
+    use crate::decode::watch::tests::fetched;
 
     /// The walk a fetch's watch made rides on the body, and the decode goes
     /// on from it: the thumbnail is the one a fresh walk gives, whether the

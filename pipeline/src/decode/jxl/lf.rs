@@ -10,47 +10,95 @@
 
 use jxl_color::{ColorEncodingWithProfile, ColorTransform, ColourEncoding, ColourSpace, RenderingIntent};
 use jxl_oxide::JxlImage;
+use jxl_frame::data::{LfGlobal, TocGroupKind};
 use jxl_oxide::frame::{BlendMode, Encoding, FrameType};
+use jxl_oxide::Frame;
 
 use super::Failure;
 use crate::decode::resize::{Layout, Pixels};
 
-/// The first shown frame's LF image, `ceil(width / 8)` by
-/// `ceil(height / 8)` as coded (not turned upright), or `None` when that
-/// frame is not one this reads: a whole VarDCT frame of colour alone (no
-/// alpha or other extra channel, no LF frame, no upsampling), that
-/// replaces whatever was before it (no crop, no blending, no patches
-/// from an earlier frame), its colour XYB to a colour space told by name,
-/// RGB, or a JPEG's YCbCr. Errors are the file's.
-pub(super) fn render(image: &JxlImage) -> Result<Option<Pixels>, Failure> {
-    let metadata = &image.image_header().metadata;
-    let Some(frame) = image.frame_by_keyframe(0) else {
-        return Ok(None);
-    };
-    let header = frame.header();
-    let plain = metadata.ec_info.is_empty()
+/// Whether the first shown frame is one [`render`] reads, as far as its
+/// header tells: a whole VarDCT frame of colour alone (no alpha or other
+/// extra channel, no LF frame, no upsampling) that replaces whatever was
+/// before it (no crop, no blending), its colour XYB to a colour space
+/// told by name, RGB, or a JPEG's YCbCr. `None` before its header is read.
+pub(super) fn readable(image: &JxlImage) -> Option<bool> {
+    let header = image.frame_by_keyframe(0)?.header();
+    let plain = image.image_header().metadata.ec_info.is_empty()
         && header.frame_type == FrameType::RegularFrame
         && header.encoding == Encoding::VarDct
         && !header.flags.use_lf_frame()
         && header.upsampling == 1
         && !header.have_crop
         && header.blending_info.mode == BlendMode::Replace;
-    let colour = match colour_of(image) {
-        Some(colour) if plain => colour,
-        _ => return Ok(None),
-    };
+    Some(plain && colour_of(image).is_some())
+}
+
+/// Whether all of `frame`'s LF is read: its global part and every LF
+/// group (the whole frame, when it is one group).
+pub(super) fn loaded(frame: &Frame) -> bool {
+    frame.toc().iter_bitstream_order().all(|group| match group.kind {
+        TocGroupKind::All | TocGroupKind::LfGlobal | TocGroupKind::LfGroup(_) => frame
+            .data(group.kind)
+            .is_some_and(|data| data.len() == group.size as usize),
+        TocGroupKind::HfGlobal | TocGroupKind::GroupPass { .. } => true,
+    })
+}
+
+/// Whether the LF of `frame`, all read ([`loaded`]), is all of its
+/// picture that a thumbnail needs ([`alone`]).
+pub(super) fn stands_alone(frame: &Frame) -> Result<bool, Failure> {
     let lf_global = frame
         .try_parse_lf_global::<i32>()
         .ok_or("the file ends before its first frame's LF")??;
-    let Some(vardct) = lf_global.vardct.as_ref() else {
+    Ok(alone(&lf_global))
+}
+
+/// Whether a frame's LF is all of its picture that a thumbnail needs:
+/// it is VarDCT's, and nothing is drawn over it from an earlier frame
+/// (patches) or as strokes (splines), which only the whole render has.
+/// Noise and the restoration filters barely change an eighth of it.
+fn alone(lf_global: &LfGlobal<i32>) -> bool {
+    lf_global.vardct.is_some() && lf_global.patches.is_none() && lf_global.splines.is_none()
+}
+
+/// The first shown frame's LF image, `ceil(width / 8)` by
+/// `ceil(height / 8)` as coded (not turned upright), from `image` read
+/// whole or as far as that LF: `None` when the frame is not one this
+/// reads ([`readable`], and no patches from an earlier frame). Errors are
+/// the file's, and an LF not all read.
+pub(super) fn render(image: &JxlImage) -> Result<Option<Pixels>, Failure> {
+    let Some(frame) = image.frame_by_keyframe(0) else {
         return Ok(None);
     };
-    if lf_global.patches.is_some() {
+    let colour = match readable(image) {
+        Some(true) => colour_of(image).ok_or("its colour is read two ways")?,
+        _ => return Ok(None),
+    };
+    if !loaded(frame) {
+        return Err("the file ends inside its first frame's LF".into());
+    }
+    let header = frame.header();
+    let lf_global = frame
+        .try_parse_lf_global::<i32>()
+        .ok_or("the file ends before its first frame's LF")??;
+    let (Some(vardct), true) = (lf_global.vardct.as_ref(), alone(&lf_global)) else {
         return Ok(None);
+    };
+    let size = &image.image_header().size;
+    if (header.width, header.height) != (size.width, size.height) {
+        return Err(format!(
+            "its frame is {}x{}, where the image is {}x{}",
+            header.width, header.height, size.width, size.height
+        )
+        .into());
     }
     let (width, height) = (header.width.div_ceil(8) as usize, header.height.div_ceil(8) as usize);
     let shifts = shifts(header.jpeg_upsampling);
     let subsampled = shifts.iter().any(|&shift| shift != (0, 0));
+    if subsampled && !header.flags.skip_adaptive_lf_smoothing() {
+        return Err("its chroma is subsampled and its LF smoothed, which the format forbids".into());
+    }
     // Chroma subsampled (a JPEG's) covers whole blocks of the luma.
     let (padded_width, padded_height) = (
         width.next_multiple_of(1 << shifts.iter().map(|s| s.0).max().unwrap_or(0)),
@@ -75,7 +123,7 @@ pub(super) fn render(image: &JxlImage) -> Result<Option<Pixels>, Failure> {
             .filter(|channels| channels.len() == 3)
             .ok_or("an LF group without three channels")?;
         let at = ((index as usize % per_row) * group_dim, (index as usize / per_row) * group_dim);
-        let extra = 1i32 << coefficients.extra_precision.min(3);
+        let extra = 1i32 << coefficients.extra_precision;
         // Stored Y, X, B; planes are X, Y, B (Cb, Y, Cr for a JPEG's).
         for (plane, (channel, step)) in planes.iter_mut().zip([(1, steps[0]), (0, steps[1]), (2, steps[2])]) {
             let grid = &channels[channel];

@@ -32,6 +32,7 @@ use crate::request::TargetSize;
 use crate::thumbnail::Thumbnail;
 
 mod lf;
+pub(in crate::decode) mod watch;
 
 /// JPEG XL's row of the format table: a bare codestream or the container.
 pub(super) const FORMAT: Format = Format {
@@ -44,7 +45,7 @@ pub(super) const FORMAT: Format = Format {
 /// The container's signature box.
 const CONTAINER: &[u8] = b"\0\0\0\x0cJXL \r\n\x87\n";
 
-fn is_jxl(bytes: &[u8]) -> bool {
+pub(in crate::decode) fn is_jxl(bytes: &[u8]) -> bool {
     bytes.starts_with(&[0xFF, 0x0A]) || bytes.starts_with(CONTAINER)
 }
 
@@ -152,21 +153,15 @@ fn from_lf(
     plan: &Plan,
 ) -> Result<Option<Thumbnail>, Error> {
     let decode_error = format::decode_error(url, "JPEG XL");
-    let orientation = Orientation::from_exif(plan.orientation).unwrap_or(Orientation::NoTransforms);
-    let (width, height) = plan.size;
-    // The LF is as coded: fitted with the target's sides swapped for a
-    // quarter turn, turned after the resize.
-    let (coded, target) = if quarter_turn(orientation) {
-        ((height, width), swapped(asked))
-    } else {
-        ((width, height), asked)
-    };
-    let fitting = Fitting::new(coded.0, coded.1, target);
-    let lf_size = (coded.0.div_ceil(8), coded.1.div_ceil(8));
-    let needed = fitting.scaled_whole(coded.0, coded.1);
-    if lf_size.0 < needed.0 || lf_size.1 < needed.1 {
+    let Some(LfFit {
+        orientation,
+        coded,
+        fitting,
+        lf_size,
+    }) = lf_fit(plan, asked)
+    else {
         return Ok(None);
-    }
+    };
     // Held outside jxl-oxide's tracker: the LF's planes in f32 (with a
     // JPEG's chroma made whole, the smoothing's copy: at most nine), its
     // 8-bit samples, the resize, the ICC profile and jxl-oxide's copy of
@@ -180,7 +175,8 @@ fn from_lf(
     let Some(tracked) = limits.max_alloc.checked_sub(untracked) else {
         return Ok(None);
     };
-    let image = read(bytes, tracked).map_err(|failure| failed(url, plan, limits, failure))?;
+    // As far as the bytes go: a fetch may have stopped at the LF.
+    let image = read_start(bytes, tracked).map_err(|failure| failed(url, plan, limits, failure))?;
     let Some(pixels) = lf::render(&image).map_err(|failure| failed(url, plan, limits, failure))? else {
         return Ok(None);
     };
@@ -191,7 +187,45 @@ fn from_lf(
         )));
     }
     let rgba = fit(pixels, &fitting, coded, Some(1), orientation).map_err(decode_error)?;
-    Ok(Some(header::still(url, rgba, (width, height))))
+    Ok(Some(header::still(url, rgba, plan.size)))
+}
+
+/// How a thumbnail is made from an image's LF.
+struct LfFit {
+    /// How the image is turned to be upright.
+    orientation: Orientation,
+    /// Its size as coded (before it is turned).
+    coded: (u32, u32),
+    /// The thumbnail's part and size, as coded.
+    fitting: Fitting,
+    /// The LF's size: an eighth of the coded size, rounded up.
+    lf_size: (u32, u32),
+}
+
+/// How the thumbnail of `asked` is made from the LF of the image `plan`
+/// reads, or `None` where the LF does not cover it, or the image has
+/// alpha or black (told before the file is read; any other extra
+/// channel is told by [`lf::render`]), which only the whole render has.
+fn lf_fit(plan: &Plan, asked: TargetSize) -> Option<LfFit> {
+    let orientation = Orientation::from_exif(plan.orientation).unwrap_or(Orientation::NoTransforms);
+    let (width, height) = plan.size;
+    // The LF is as coded: fitted with the target's sides swapped for a
+    // quarter turn, turned after the resize.
+    let (coded, target) = if quarter_turn(orientation) {
+        ((height, width), swapped(asked))
+    } else {
+        ((width, height), asked)
+    };
+    let fitting = Fitting::new(coded.0, coded.1, target);
+    let lf_size = (coded.0.div_ceil(8), coded.1.div_ceil(8));
+    let needed = fitting.scaled_whole(coded.0, coded.1);
+    let colour_alone = plan.bytes_per_pixel == 3;
+    (colour_alone && lf_size.0 >= needed.0 && lf_size.1 >= needed.1).then_some(LfFit {
+        orientation,
+        coded,
+        fitting,
+        lf_size,
+    })
 }
 
 /// Whether the image's alpha is associated (its colour premultiplied).
@@ -349,6 +383,17 @@ const MAX_ICC_BYTES: u64 = 16 * 1024 * 1024;
 /// The image `bytes` hold, its frames read (not yet decoded), on this
 /// thread, jxl-oxide's allocations bounded by `budget`.
 fn read(bytes: &[u8], budget: u64) -> Result<JxlImage, Failure> {
+    let mut image = read_start(bytes, budget)?;
+    image.finalize()?;
+    if image.num_loaded_keyframes() == 0 {
+        return Err("the file ends before its first frame".into());
+    }
+    Ok(image)
+}
+
+/// [`read`] of bytes that may be only the start of the file (a fetch
+/// stops once a frame's LF is read, [`watch`]): as much as they hold.
+fn read_start(bytes: &[u8], budget: u64) -> Result<JxlImage, Failure> {
     let budget = usize::try_from(budget).unwrap_or(usize::MAX);
     let mut uninit = JxlImage::builder()
         .pool(JxlThreadPool::none())
@@ -367,10 +412,6 @@ fn read(bytes: &[u8], budget: u64) -> Result<JxlImage, Failure> {
         }
         at += more;
     }
-    image.finalize()?;
-    if image.num_loaded_keyframes() == 0 {
-        return Err("the file ends before its first frame".into());
-    }
     Ok(image)
 }
 
@@ -379,6 +420,7 @@ mod tests {
     use super::*;
     use crate::decode::formats;
     use crate::decode::route::tests::LIMITS;
+    use crate::decode::watch::tests::fetched;
 
     /// The fixture's picture 9 at 300x200, by libjxl's `cjxl -d 1 -e 3`.
     const LOSSY: &[u8] = include_bytes!("../../../tests/data/picture-9-300x200.jxl");
@@ -394,6 +436,10 @@ mod tests {
     /// orientation 6 (by `cjxl -j 0 -d 1 -e 3` from a JPEG saying so):
     /// 1200x800 upright.
     const TURNED: &[u8] = include_bytes!("../../../tests/data/picture-9-1200x800-turned.jxl");
+
+    /// `LARGE` with lines of text drawn over its top, by `cjxl -d 1 -e 7`,
+    /// which draws the letters as patches from an earlier frame.
+    const PATCHES: &[u8] = include_bytes!("../../../tests/data/picture-9-1200x800-patches.jxl");
 
     fn decoded(bytes: &[u8], side: u32, limits: DecodeLimits) -> Result<Thumbnail, Error> {
         let url: Arc<str> = "file:///a.jxl".into();
@@ -455,8 +501,11 @@ mod tests {
         assert!(lf(LARGE, 150).is_some_and(|thumbnail| (thumbnail.width, thumbnail.height) == (150, 100)));
         assert!(lf(LARGE, 151).is_none());
         assert!(lf(TURNED, 151).is_none());
-        // A lossless (modular) frame has no LF: it is rendered whole.
+        // A lossless (modular) frame has no LF, and patches are drawn
+        // only by the whole render: each is rendered whole.
         assert!(lf(LOSSLESS, 8).is_none());
+        assert!(lf(PATCHES, 128).is_none());
+        assert_eq!(picture_of(&decoded(PATCHES, 128, LIMITS).unwrap()), Some(9));
         assert_eq!(picture_of(&decoded(LOSSLESS, 100, LIMITS).unwrap()), Some(10));
         // Room for the LF, not for the whole render's planes: a thumbnail
         // its LF covers is made, a larger one refused.
@@ -464,6 +513,39 @@ mod tests {
         tight.max_alloc = 2 * 1024 * 1024;
         assert_eq!(picture_of(&decoded(LARGE, 128, tight).unwrap()), Some(9));
         assert!(matches!(decoded(LARGE, 400, tight), Err(Error::TooLarge { .. })));
+    }
+
+    /// How many of `bytes` hold the first frame's LF: the shortest start
+    /// of them that does.
+    fn lf_end(bytes: &[u8]) -> usize {
+        let holds_lf = |end: usize| {
+            read_start(&bytes[..end], LIMITS.max_alloc)
+                .ok()
+                .and_then(|image| image.frame_by_keyframe(0).map(|frame| lf::loaded(frame)))
+                == Some(true)
+        };
+        (0..=bytes.len()).collect::<Vec<_>>().partition_point(|&end| !holds_lf(end))
+    }
+
+    #[test]
+    fn a_fetch_stops_once_the_lf_that_makes_the_thumbnail_is_read() {
+        let url: Arc<str> = "file:///a.jxl".into();
+        for (name, bytes) in [("XYB", LARGE), ("a JPEG's", FROM_JPEG), ("turned", TURNED)] {
+            let end = lf_end(bytes);
+            assert!(end < bytes.len(), "{name}: the LF ends at {end} of {}", bytes.len());
+            let body = fetched(bytes, TargetSize::square(128), 512);
+            assert!(!body.complete && (end..end + 16 * 1024).contains(&body.len()), "{name}: {}", body.len());
+            // The thumbnail of the start read is the whole file's.
+            let from_start = crate::decode::route::decode_body(&url, &body, TargetSize::square(128), LIMITS).unwrap();
+            let from_whole = decoded(bytes, 128, LIMITS).unwrap();
+            assert!(from_start.pixels == from_whole.pixels, "{name}");
+            assert_eq!(from_start.source_size, from_whole.source_size, "{name}");
+        }
+        // A thumbnail the LF does not cover, a frame without one, or one
+        // with patches drawn over it: all of the file.
+        assert!(fetched(LARGE, TargetSize::square(400), 512).complete);
+        assert!(fetched(LOSSLESS, TargetSize::square(8), 64).complete);
+        assert!(fetched(PATCHES, TargetSize::square(128), 512).complete);
     }
 
     #[test]
@@ -573,12 +655,20 @@ mod tests {
         tight.max_alloc = 300 * 200 * 3 * 4;
         assert!(matches!(decoded(LOSSY, 64, tight), Err(Error::TooLarge { .. })));
         // Cut or damaged, read whole or from the LF (each JPEG XL here
-        // at 128 px): an error, or a thumbnail, never a panic.
+        // at 128 px): an error, or a thumbnail, never a panic. Cut after
+        // its LF, a frame read from its LF is shown, as a JPEG cut after
+        // its DC scans is.
         for bytes in [LOSSY, LARGE, FROM_JPEG] {
+            let shown_from = if bytes == LOSSY { bytes.len() } else { lf_end(bytes) };
             // About 80 places in each.
             let step = bytes.len() / 80;
             for cut in (0..bytes.len()).step_by(step) {
-                assert!(decoded(&bytes[..cut], 128, LIMITS).is_err(), "{cut}");
+                let cut_short = decoded(&bytes[..cut], 128, LIMITS);
+                if cut < shown_from {
+                    assert!(cut_short.is_err(), "{cut}");
+                } else {
+                    assert_eq!(picture_of(&cut_short.unwrap()), Some(9), "{cut}");
+                }
             }
             let mut flipped = bytes.to_vec();
             for at in (2..flipped.len()).step_by(step) {

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use super::*;
 use crate::decode::formats;
 use crate::decode::route::tests::LIMITS;
+use crate::decode::watch::tests::fetched;
 
 /// A JPEG of the fixture's picture `id`.
 fn jpeg(id: u32, width: u32, height: u32) -> Vec<u8> {
@@ -111,22 +112,6 @@ fn cr2(orientation: u32, sensor: usize) -> Vec<u8> {
             ),
         ],
     )
-}
-
-/// `file` read as a fetch reads it under the stop rule for `target`,
-/// `step` bytes a chunk, until the rule says it is enough.
-fn fetched(file: &[u8], target: TargetSize, step: usize) -> crate::body::Body {
-    use crate::fetch::stop::{BodySoFar, ReadOn};
-    let rule = crate::decode::stop_rule(target, LIMITS).unwrap();
-    let mut body = BodySoFar::new(0, u64::MAX, Some(&rule));
-    let mut stopped = false;
-    for chunk in file.chunks(step) {
-        if body.push(chunk, || unreachable!("no cap")).unwrap() == ReadOn::Stop {
-            stopped = true;
-            break;
-        }
-    }
-    body.finish(stopped, bytes::Bytes::from)
 }
 
 fn decoded(bytes: &[u8], side: u32) -> Result<Thumbnail, Error> {
