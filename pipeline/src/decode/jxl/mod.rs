@@ -363,8 +363,8 @@ fn failed(url: &Arc<str>, plan: &Plan, limits: &DecodeLimits, failure: Failure) 
             return Error::TooLarge {
                 url: url.to_string(),
                 what: format!(
-                    "image is {width}x{height}: its decode asked for {} bytes more than was left \
-                     of the {}-byte decode limit",
+                    "image is {width}x{height}: an allocation of {} bytes in its decode was over what \
+                     was left of the {}-byte decode limit",
                     refused.bytes(),
                     limits.max_alloc
                 ),
@@ -560,7 +560,7 @@ mod tests {
         tight.max_alloc = area * 3 + held + LARGE.len() as u64 + area * 12;
         let error = decoded(LARGE, 400, tight).unwrap_err();
         assert!(matches!(&error, Error::TooLarge { setting: "decode.max_alloc_bytes", .. }), "{error}");
-        assert!(error.to_string().contains("bytes more than was left"), "{error}");
+        assert!(error.to_string().contains("was over what was left"), "{error}");
     }
 
     #[test]
