@@ -43,46 +43,6 @@ pub(crate) fn stop_rule(target: TargetSize, limits: DecodeLimits) -> Option<Stop
     Some(StopRule::finding(move || fresh.clone()))
 }
 
-/// When a watch over a growing body looks at it again: once it has grown
-/// by a quarter (and at least a step), so however it arrives, a few
-/// dozen looks cover the most it is watched for. Past that most, the body
-/// is read whole.
-#[cfg_attr(not(any(feature = "raw", feature = "jxl")), allow(dead_code))]
-#[derive(Clone, Debug)]
-pub(super) struct Looks {
-    /// The most bytes watched.
-    most: usize,
-    /// The least a body grows between looks.
-    step: usize,
-    /// Bytes read before the next look.
-    next: usize,
-}
-
-#[cfg_attr(not(any(feature = "raw", feature = "jxl")), allow(dead_code))]
-impl Looks {
-    pub(super) fn new(most: usize, step: usize) -> Self {
-        Self {
-            most,
-            step,
-            next: 0,
-        }
-    }
-
-    /// What `look` says of `read`, the bytes read so far, when a look is
-    /// due; `NotYet` until then.
-    pub(super) fn check(&mut self, read: &[u8], look: impl FnOnce(&[u8]) -> Enough) -> Enough {
-        if read.len() > self.most {
-            return Enough::Never;
-        }
-        if read.len() < self.next {
-            return Enough::NotYet;
-        }
-        let enough = look(read);
-        self.next = read.len() + (read.len() / 4).max(self.step);
-        enough
-    }
-}
-
 /// One body's watch: the JPEG's, the RAW's or the JPEG XL's, once the
 /// first bytes tell.
 #[derive(Clone, Debug)]

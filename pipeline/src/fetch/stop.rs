@@ -2,8 +2,9 @@
 //! of the fetcher puts in the request (the JPEG layer, `decode/jpeg/`, which
 //! knows how far a thumbnail needs a photo read), and the loop every reader
 //! of this crate runs over the chunks it reads (`BodySoFar`): the body cap,
-//! and the rule's watch. The fetch stage knows nothing of formats: a rule is
-//! a function of the bytes read so far.
+//! and the rule's watch; and how often a watch looks again at a growing
+//! body (`Looks`). The fetch stage knows nothing of formats: a rule is a
+//! function of the bytes read so far.
 //!
 //! A rule is made once per request and shared by its clones; each body read
 //! gets a watch of its own, which ends with that read, handing what it found
@@ -221,6 +222,46 @@ impl BodySoFar {
     #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
         self.bytes.len()
+    }
+}
+
+/// When a watch over a growing body looks at it again: once it has grown
+/// by a quarter (and at least a step), so however it arrives, a few
+/// dozen looks cover the most it is watched for. Past that most, the body
+/// is read whole.
+#[cfg_attr(not(any(feature = "raw", feature = "jxl")), allow(dead_code))]
+#[derive(Clone, Debug)]
+pub(crate) struct Looks {
+    /// The most bytes watched.
+    most: usize,
+    /// The least a body grows between looks.
+    step: usize,
+    /// Bytes read before the next look.
+    next: usize,
+}
+
+#[cfg_attr(not(any(feature = "raw", feature = "jxl")), allow(dead_code))]
+impl Looks {
+    pub(crate) fn new(most: usize, step: usize) -> Self {
+        Self {
+            most,
+            step,
+            next: 0,
+        }
+    }
+
+    /// What `look` says of `read`, the bytes read so far, when a look is
+    /// due; `NotYet` until then.
+    pub(crate) fn check(&mut self, read: &[u8], look: impl FnOnce(&[u8]) -> Enough) -> Enough {
+        if read.len() > self.most {
+            return Enough::Never;
+        }
+        if read.len() < self.next {
+            return Enough::NotYet;
+        }
+        let enough = look(read);
+        self.next = read.len() + (read.len() / 4).max(self.step);
+        enough
     }
 }
 

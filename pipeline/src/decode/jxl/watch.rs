@@ -12,8 +12,7 @@
 
 use super::{lf, lf_fit, plan, read_start};
 use crate::decode::DecodeLimits;
-use crate::decode::watch::Looks;
-use crate::fetch::stop::Enough;
+use crate::fetch::stop::{Enough, Looks};
 use crate::request::TargetSize;
 
 /// How far a JPEG XL is read while waiting for its LF: past this, it is

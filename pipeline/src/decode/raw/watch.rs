@@ -9,8 +9,7 @@
 
 use super::{Checked, MAX_PREVIEWS, Unsized, choose, is_raw, previews, sized, tiff};
 use crate::decode::format::is_tiff;
-use crate::decode::watch::Looks;
-use crate::fetch::stop::Enough;
+use crate::fetch::stop::{Enough, Looks};
 use crate::request::TargetSize;
 
 /// How far a RAW is read while waiting for its preview: past this, it is
