@@ -38,6 +38,9 @@ const JPEG_AT: u16 = 0x0201;
 const JPEG_LENGTH: u16 = 0x0202;
 const PANASONIC_JPEG: u16 = 0x002E;
 const DNG_VERSION: u16 = 0xC612;
+/// How Canon's CR2 cuts its sensor data (a lossless JPEG) into slices:
+/// the directory with it holds the sensor data, not a preview.
+const CR2_SLICES: u16 = 0xC640;
 
 /// Sensor data, by its photometric interpretation: a colour filter array,
 /// or DNG's linear raw.
@@ -120,6 +123,7 @@ impl Directory {
         let (mut jpeg_at, mut jpeg_length) = (None, None);
         let (mut strip_at, mut strip_length) = (None, None);
         let mut subfile_type = None;
+        let mut slices = false;
         for entry in tiff.entries(ifd)? {
             match entry.tag {
                 NEW_SUBFILE_TYPE => subfile_type = entry.number(tiff),
@@ -132,6 +136,7 @@ impl Directory {
                         .and_then(Orientation::from_exif);
                 }
                 DNG_VERSION => directory.dng = true,
+                CR2_SLICES => slices = true,
                 SUB_IFDS => {
                     // Past the bytes read so far (not of a type unknown).
                     directory.cut |= entry.span(tiff).is_some_and(|span| !tiff.holds(&span));
@@ -148,14 +153,16 @@ impl Directory {
                 _ => {}
             }
         }
-        directory.sensor_data = photometric.is_some_and(|p| SENSOR_PHOTOMETRICS.contains(&p));
+        directory.sensor_data = slices || photometric.is_some_and(|p| SENSOR_PHOTOMETRICS.contains(&p));
         if let (Some(at), Some(length)) = (jpeg_at, jpeg_length) {
             directory.jpegs.extend(range(at, length));
         }
         // A JPEG-compressed strip that is not the sensor's: a preview
         // (Canon's full-size one in IFD0, DNG's in a sub-IFD, whose reduced
         // images say so with subfile type 1). Canon's sensor data is a
-        // lossless JPEG: the caller's check of the frame refuses it.
+        // lossless JPEG, told by its slices where it has them (so a fetch
+        // does not read on to its header, a tenth into the file); the
+        // caller's check of the frame refuses it otherwise.
         let jpeg_compressed = matches!(compression, Some(6 | 7));
         let reduced_or_unsaid = subfile_type.is_none_or(|kind| kind & 1 == 1);
         if jpeg_compressed
