@@ -64,6 +64,8 @@ impl BodyWatch for ByFormat {
             #[cfg(feature = "jxl")]
             Some(0xFF) if read.len() < 2 => Enough::NotYet,
             #[cfg(feature = "jxl")]
+            Some(0) if read.len() < 12 => Enough::NotYet,
+            #[cfg(feature = "jxl")]
             Some(_) if jxl::is_jxl(read) => self.jxl.check(read),
             Some(0xFF) => self
                 .jpeg

@@ -10,7 +10,7 @@
 
 use jxl_color::{ColorEncodingWithProfile, ColorTransform, ColourEncoding, ColourSpace, RenderingIntent};
 use jxl_oxide::JxlImage;
-use jxl_frame::data::{LfGlobal, TocGroupKind};
+use jxl_frame::data::TocGroupKind;
 use jxl_oxide::frame::{BlendMode, Encoding, FrameType};
 use jxl_oxide::Frame;
 
@@ -18,16 +18,23 @@ use super::Failure;
 use crate::decode::resize::{Layout, Pixels};
 
 /// Whether the first shown frame is one [`render`] reads, as far as its
-/// header tells: a whole VarDCT frame of colour alone (no alpha or other
-/// extra channel, no LF frame, no upsampling) that replaces whatever was
-/// before it (no crop, no blending), its colour XYB to a colour space
-/// told by name, RGB, or a JPEG's YCbCr. `None` before its header is read.
+/// header tells: a keyframe (not a layer shown under the next), a whole
+/// VarDCT frame of colour alone (no alpha or other extra channel, no LF
+/// frame, no upsampling) that replaces whatever was before it (no crop,
+/// no blending) and has nothing drawn over its LF from an earlier frame
+/// (patches) or as strokes (splines), which only the whole render draws;
+/// its colour XYB to a colour space told by name, RGB, or a JPEG's YCbCr.
+/// Noise and the restoration filters barely change an eighth of it.
+/// `None` before its header is read.
 pub(super) fn readable(image: &JxlImage) -> Option<bool> {
     let header = image.frame_by_keyframe(0)?.header();
     let plain = image.image_header().metadata.ec_info.is_empty()
+        && header.is_keyframe()
         && header.frame_type == FrameType::RegularFrame
         && header.encoding == Encoding::VarDct
         && !header.flags.use_lf_frame()
+        && !header.flags.patches()
+        && !header.flags.splines()
         && header.upsampling == 1
         && !header.have_crop
         && header.blending_info.mode == BlendMode::Replace;
@@ -45,28 +52,10 @@ pub(super) fn loaded(frame: &Frame) -> bool {
     })
 }
 
-/// Whether the LF of `frame`, all read ([`loaded`]), is all of its
-/// picture that a thumbnail needs ([`alone`]).
-pub(super) fn stands_alone(frame: &Frame) -> Result<bool, Failure> {
-    let lf_global = frame
-        .try_parse_lf_global::<i32>()
-        .ok_or("the file ends before its first frame's LF")??;
-    Ok(alone(&lf_global))
-}
-
-/// Whether a frame's LF is all of its picture that a thumbnail needs:
-/// it is VarDCT's, and nothing is drawn over it from an earlier frame
-/// (patches) or as strokes (splines), which only the whole render has.
-/// Noise and the restoration filters barely change an eighth of it.
-fn alone(lf_global: &LfGlobal<i32>) -> bool {
-    lf_global.vardct.is_some() && lf_global.patches.is_none() && lf_global.splines.is_none()
-}
-
 /// The first shown frame's LF image, `ceil(width / 8)` by
 /// `ceil(height / 8)` as coded (not turned upright), from `image` read
 /// whole or as far as that LF: `None` when the frame is not one this
-/// reads ([`readable`], and no patches from an earlier frame). Errors are
-/// the file's, and an LF not all read.
+/// reads ([`readable`]). Errors are the file's, and an LF not all read.
 pub(super) fn render(image: &JxlImage) -> Result<Option<Pixels>, Failure> {
     let Some(frame) = image.frame_by_keyframe(0) else {
         return Ok(None);
@@ -82,7 +71,7 @@ pub(super) fn render(image: &JxlImage) -> Result<Option<Pixels>, Failure> {
     let lf_global = frame
         .try_parse_lf_global::<i32>()
         .ok_or("the file ends before its first frame's LF")??;
-    let (Some(vardct), true) = (lf_global.vardct.as_ref(), alone(&lf_global)) else {
+    let Some(vardct) = lf_global.vardct.as_ref() else {
         return Ok(None);
     };
     let size = &image.image_header().size;

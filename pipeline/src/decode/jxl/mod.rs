@@ -533,8 +533,11 @@ mod tests {
         for (name, bytes) in [("XYB", LARGE), ("a JPEG's", FROM_JPEG), ("turned", TURNED)] {
             let end = lf_end(bytes);
             assert!(end < bytes.len(), "{name}: the LF ends at {end} of {}", bytes.len());
+            // However the body arrives, each part is given to jxl-oxide once.
             let body = fetched(bytes, TargetSize::square(128), 512);
             assert!(!body.complete && (end..end + 16 * 1024).contains(&body.len()), "{name}: {}", body.len());
+            let in_pieces = fetched(bytes, TargetSize::square(128), 7);
+            assert_eq!((in_pieces.complete, in_pieces.len() >= end), (false, true), "{name}");
             // The thumbnail of the start read is the whole file's.
             let from_start = crate::decode::route::decode_body(&url, &body, TargetSize::square(128), LIMITS).unwrap();
             let from_whole = decoded(bytes, 128, LIMITS).unwrap();
