@@ -3,8 +3,9 @@
 //! CR2, NEF, ARW, DNG, PEF, SRW, ORF, RW2 and the like; `cr3.rs`; `raf.rs`),
 //! the smallest that makes the thumbnail as the largest would is decoded
 //! by the JPEG route (DCT-scaled), and turned as the RAW says its picture
-//! is turned. The sensor data is never decoded: a RAW with no JPEG preview
-//! is an error that says so.
+//! is turned. A file with no JPEG preview is shown from an uncompressed
+//! RGB one if it has one (`rgb.rs`: a DNG's thumbnail). The sensor data is
+//! never decoded: a RAW with neither is an error that says so.
 //!
 //! Every preview found is checked before it is chosen: it must lie within
 //! the file, start a JPEG whose one frame header is baseline or
@@ -17,6 +18,7 @@
 
 mod cr3;
 mod raf;
+mod rgb;
 mod tiff;
 pub(super) mod watch;
 
@@ -53,6 +55,9 @@ const MAX_PREVIEWS: usize = 16;
 pub(super) struct Previews {
     /// Where each lies in the file (perhaps past the bytes read so far).
     pub(super) jpegs: Vec<Range<usize>>,
+    /// Uncompressed 8-bit RGB previews (a DNG's thumbnail in its first
+    /// directory): shown only where the file has no JPEG preview.
+    pub(super) rgb: Vec<RgbPreview>,
     pub(super) orientation: Option<Orientation>,
     /// Every structure that may point at a preview was within the bytes.
     pub(super) complete: bool,
@@ -77,6 +82,18 @@ fn previews(bytes: &[u8]) -> Previews {
         tiff::read(bytes).map(|read| read.previews).unwrap_or_default()
     }
 }
+
+/// An uncompressed 8-bit RGB preview: where its samples lie (rows of
+/// `width` pixels, three bytes each, one strip), and its size.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) struct RgbPreview {
+    pub(super) bytes: Range<usize>,
+    pub(super) width: u32,
+    pub(super) height: u32,
+}
+
+/// The largest side of an RGB preview shown: a DNG's is 256 px at most.
+const MAX_RGB_SIDE: u32 = 1024;
 
 /// A preview that was checked: where it lies, its size, and the walk over
 /// its markers to its frame header.
@@ -168,6 +185,16 @@ fn choose(checked: Vec<Checked>, orientation: Option<Orientation>, target: Targe
     checked.into_iter().nth(at).map(|preview| (preview, size))
 }
 
+/// The largest of `found`'s RGB previews that lies within `bytes`.
+fn largest_rgb<'a>(bytes: &[u8], found: &'a Previews) -> Option<&'a RgbPreview> {
+    found
+        .rgb
+        .iter()
+        .take(MAX_PREVIEWS)
+        .filter(|preview| preview.bytes.end <= bytes.len())
+        .max_by_key(|preview| u64::from(preview.width) * u64::from(preview.height))
+}
+
 /// The thumbnail of `target` of the RAW `bytes`, from its preview.
 fn decode(
     url: &Arc<str>,
@@ -177,11 +204,15 @@ fn decode(
 ) -> Result<Thumbnail, Error> {
     let found = previews(bytes);
     let Some((preview, size)) = choose(checked(bytes, &found), found.orientation, target) else {
+        if let Some(rgb) = largest_rgb(bytes, &found) {
+            return rgb::decode(url, bytes, rgb, found.orientation, target, limits);
+        }
         return Err(Error::Decode {
             url: url.to_string(),
             reason: format!(
-                "the camera RAW has no JPEG preview thumbpipe reads ({} found, none a baseline or \
-                 progressive JPEG within the file); its sensor data is not decoded",
+                "the camera RAW has no preview thumbpipe reads ({} JPEG found, none a baseline or \
+                 progressive JPEG within the file, and no 8-bit RGB one); its sensor data is not \
+                 decoded",
                 found.jpegs.len()
             ),
         });

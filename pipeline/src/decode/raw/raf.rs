@@ -22,5 +22,6 @@ pub(super) fn read(bytes: &[u8]) -> Previews {
         jpegs: jpeg.into_iter().collect(),
         orientation: None,
         complete: bytes.len() >= 92,
+        ..Previews::default()
     }
 }

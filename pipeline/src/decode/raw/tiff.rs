@@ -16,7 +16,7 @@ use std::ops::Range;
 
 use image::metadata::Orientation;
 
-use super::Previews;
+use super::{Previews, RgbPreview};
 use crate::decode::ifd::{Entry, Tiff};
 
 /// Most directories read: a RAW has about five (Nikon's and Sony's a few
@@ -28,11 +28,16 @@ const MAX_SUB_IFDS: usize = 8;
 
 // The tags read.
 const NEW_SUBFILE_TYPE: u16 = 0x00FE;
+const IMAGE_WIDTH: u16 = 0x0100;
+const IMAGE_LENGTH: u16 = 0x0101;
+const BITS_PER_SAMPLE: u16 = 0x0102;
 const COMPRESSION: u16 = 0x0103;
 const PHOTOMETRIC: u16 = 0x0106;
 const STRIP_OFFSETS: u16 = 0x0111;
 const ORIENTATION: u16 = 0x0112;
+const SAMPLES_PER_PIXEL: u16 = 0x0115;
 const STRIP_BYTE_COUNTS: u16 = 0x0117;
+const PLANAR_CONFIGURATION: u16 = 0x011C;
 const SUB_IFDS: u16 = 0x014A;
 const JPEG_AT: u16 = 0x0201;
 const JPEG_LENGTH: u16 = 0x0202;
@@ -98,6 +103,7 @@ pub(super) fn read(bytes: &[u8]) -> Option<Read> {
         }
         read.raw |= directory.sensor_data;
         read.previews.jpegs.extend(directory.jpegs);
+        read.previews.rgb.extend(directory.rgb);
         queue.extend(directory.sub_ifds);
         queue.extend(tiff.next_ifd(ifd));
     }
@@ -111,6 +117,7 @@ struct Directory {
     dng: bool,
     sensor_data: bool,
     jpegs: Vec<Range<usize>>,
+    rgb: Option<RgbPreview>,
     sub_ifds: Vec<usize>,
     /// Its list of sub-directories lies past the bytes read so far.
     cut: bool,
@@ -124,9 +131,19 @@ impl Directory {
         let (mut strip_at, mut strip_length) = (None, None);
         let mut subfile_type = None;
         let mut slices = false;
+        let (mut width, mut height, mut eight_bits, mut samples, mut planar) = (None, None, false, None, None);
         for entry in tiff.entries(ifd)? {
             match entry.tag {
                 NEW_SUBFILE_TYPE => subfile_type = entry.number(tiff),
+                IMAGE_WIDTH => width = entry.number(tiff),
+                IMAGE_LENGTH => height = entry.number(tiff),
+                BITS_PER_SAMPLE => {
+                    // One per sample, or one for all.
+                    let counted = matches!(entry.count(), 1 | 3);
+                    eight_bits = counted && entry.numbers(tiff, 3).all(|bits| bits == 8);
+                }
+                SAMPLES_PER_PIXEL => samples = entry.number(tiff),
+                PLANAR_CONFIGURATION => planar = entry.number(tiff),
                 COMPRESSION => compression = entry.number(tiff),
                 PHOTOMETRIC => photometric = entry.number(tiff),
                 ORIENTATION => {
@@ -171,6 +188,21 @@ impl Directory {
             && let (Some(at), Some(length)) = (strip_at, strip_length)
         {
             directory.jpegs.extend(range(at, length));
+        }
+        // Uncompressed 8-bit RGB, interleaved, in one strip: a DNG's
+        // thumbnail in its first directory.
+        let rgb = compression == Some(1)
+            && photometric == Some(2)
+            && samples == Some(3)
+            && eight_bits
+            && planar.is_none_or(|planar| planar == 1)
+            && !directory.sensor_data;
+        if rgb
+            && let (Some(width), Some(height), Some(at), Some(length)) = (width, height, strip_at, strip_length)
+            && let Some(needed) = width.checked_mul(height).and_then(|area| area.checked_mul(3))
+            && length >= needed
+        {
+            directory.rgb = range(at, needed).map(|bytes| RgbPreview { bytes, width, height });
         }
         Some(directory)
     }

@@ -70,6 +70,11 @@ fn look(read: &[u8], target: TargetSize) -> Enough {
     match choose(all, found.orientation, target) {
         Some((preview, _)) if preview.bytes.end <= read.len() => Enough::Yes,
         Some(_) => Enough::NotYet,
-        None => Enough::Never,
+        // No JPEG: the largest RGB preview, as the decode takes it.
+        None => match found.rgb.iter().take(MAX_PREVIEWS).max_by_key(|rgb| u64::from(rgb.width) * u64::from(rgb.height)) {
+            Some(rgb) if rgb.bytes.end <= read.len() => Enough::Yes,
+            Some(_) => Enough::NotYet,
+            None => Enough::Never,
+        },
     }
 }
