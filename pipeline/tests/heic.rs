@@ -298,6 +298,30 @@ mod heic {
         }
     }
 
+    /// `alpha-smaller-plane.heic` is `alpha.heic` (96x72, with an alpha
+    /// plane) whose alpha stream declares 64x64 (a 32x24 picture's, which
+    /// the encoder padded): libheif before 1.18 would read that plane as
+    /// 96x72, past its end. Refused before libheif reads it.
+    #[test]
+    fn an_alpha_plane_smaller_than_its_image_is_refused() {
+        match decoded(
+            heic!("alpha-smaller-plane.heic"),
+            64,
+            &Config::default().decode,
+        ) {
+            Err(Error::Decode { reason, .. }) => {
+                assert!(reason.contains("alpha plane"), "{reason}");
+                assert!(
+                    reason.contains("64x64 where its image shows 96x72"),
+                    "{reason}"
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+        // The file it was made from keeps its alpha.
+        assert!(decoded(heic!("alpha.heic"), 64, &Config::default().decode).is_ok());
+    }
+
     /// A file libheif and the check of its streams could read two ways (a
     /// second `meta` box: libheif reads the last) is refused.
     #[test]

@@ -10,13 +10,19 @@
 
 use super::boxes::Reader;
 
-/// A picture an SPS declares.
+/// A picture an SPS declares (or a grid's canvas); of several, the
+/// largest, with the least and most any of them shows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Picture {
     pub(crate) width: u32,
     pub(crate) height: u32,
     /// Bytes a sample takes: 1 for 8 bits, 2 for more.
     pub(crate) sample_bytes: u64,
+    /// The least width and height shown: a picture less its conformance
+    /// window, which the decoder crops.
+    pub(crate) least_shown: (u32, u32),
+    /// The most width and height shown.
+    pub(crate) most_shown: (u32, u32),
 }
 
 impl Picture {
@@ -25,11 +31,35 @@ impl Picture {
         u64::from(self.width) * u64::from(self.height)
     }
 
-    /// The larger of two, by area.
+    /// The larger of two, by area, showing the least and most of both.
     pub(super) fn larger(self, other: Option<Picture>) -> Picture {
-        match other {
-            Some(other) if other.area() >= self.area() => other,
-            _ => self,
+        let Some(other) = other else {
+            return self;
+        };
+        let mut larger = if other.area() >= self.area() {
+            other
+        } else {
+            self
+        };
+        larger.least_shown = (
+            self.least_shown.0.min(other.least_shown.0),
+            self.least_shown.1.min(other.least_shown.1),
+        );
+        larger.most_shown = (
+            self.most_shown.0.max(other.most_shown.0),
+            self.most_shown.1.max(other.most_shown.1),
+        );
+        larger
+    }
+
+    /// A picture of `width` x `height`, all of it shown.
+    pub(super) fn whole(width: u32, height: u32, sample_bytes: u64) -> Picture {
+        Picture {
+            width,
+            height,
+            sample_bytes,
+            least_shown: (width, height),
+            most_shown: (width, height),
         }
     }
 }
@@ -100,7 +130,8 @@ pub(super) fn nal_units(data: &[u8], length_size: usize) -> Vec<&[u8]> {
 }
 
 /// What an SPS NAL unit (its two-byte header included) declares: the
-/// picture's size and sample depth (H.265 7.3.2.2).
+/// picture's size, what of it is shown, and its sample depth (H.265
+/// 7.3.2.2).
 pub(super) fn read_sps(unit: &[u8]) -> Result<Picture, String> {
     let damaged = || "an HEVC sequence parameter set is damaged".to_owned();
     // Unescaped from its header on, as the decoder does; the size is in
@@ -128,23 +159,37 @@ pub(super) fn read_sps(unit: &[u8]) -> Result<Picture, String> {
         bits.skip(88 * profile + 8 * level).ok_or_else(damaged)?;
     }
     bits.exp_golomb().ok_or_else(damaged)?; // sps_seq_parameter_set_id
-    if bits.exp_golomb().ok_or_else(damaged)? == 3 {
-        bits.skip(1).ok_or_else(damaged)?; // separate_colour_plane_flag
+    let chroma_format = bits.exp_golomb().ok_or_else(damaged)?;
+    // The conformance window's unit: a chroma sample's width and height.
+    let mut unit = match chroma_format {
+        1 => (2, 2),
+        2 => (2, 1),
+        _ => (1, 1),
+    };
+    if chroma_format == 3 && bits.read(1).ok_or_else(damaged)? == 1 {
+        unit = (1, 1); // separate colour planes
     }
     let width = bits.exp_golomb().ok_or_else(damaged)?;
     let height = bits.exp_golomb().ok_or_else(damaged)?;
+    let mut shown = (width, height);
     if bits.read(1).ok_or_else(damaged)? == 1 {
-        for _ in 0..4 {
-            bits.exp_golomb().ok_or_else(damaged)?; // conformance window
-        }
+        let mut offset = || bits.exp_golomb().map(u64::from).ok_or_else(damaged);
+        let (left, right, top, bottom) = (offset()?, offset()?, offset()?, offset()?);
+        let less = |side: u32, unit: u64, cut: u64| {
+            u64::from(side)
+                .checked_sub(unit * cut)
+                .filter(|&left| left > 0)
+        };
+        shown = less(width, unit.0, left + right)
+            .zip(less(height, unit.1, top + bottom))
+            .map(|(width, height)| (width as u32, height as u32))
+            .ok_or_else(|| "an HEVC picture's conformance window crops all of it".to_owned())?;
     }
     let luma = bits.exp_golomb().ok_or_else(damaged)?;
     let chroma = bits.exp_golomb().ok_or_else(damaged)?;
-    Ok(Picture {
-        width,
-        height,
-        sample_bytes: if luma.max(chroma) > 0 { 2 } else { 1 },
-    })
+    let mut picture = Picture::whole(width, height, if luma.max(chroma) > 0 { 2 } else { 1 });
+    (picture.least_shown, picture.most_shown) = (shown, shown);
+    Ok(picture)
 }
 
 /// The most of an SPS unit read: its size comes after at most about 60
@@ -243,6 +288,12 @@ mod tests {
     /// An SPS NAL unit declaring `width` x `height` at `bits`, with one
     /// sub-layer above the base whose profile and level are present.
     fn sps(width: u32, height: u32, bits: u32) -> Vec<u8> {
+        cropped_sps(width, height, bits, None)
+    }
+
+    /// [`sps`], 4:2:0, with a conformance window of `window` (left,
+    /// right, top, bottom, in chroma samples) if given.
+    fn cropped_sps(width: u32, height: u32, bits: u32, window: Option<[u32; 4]>) -> Vec<u8> {
         let mut writer = Writer::default();
         writer.bits(0, 4);
         writer.bits(1, 3);
@@ -260,7 +311,14 @@ mod tests {
         writer.exp_golomb(1);
         writer.exp_golomb(width);
         writer.exp_golomb(height);
-        writer.bits(0, 1);
+        writer.bits(u32::from(window.is_some()), 1);
+        for offset in window
+            .unwrap_or_default()
+            .iter()
+            .filter(|_| window.is_some())
+        {
+            writer.exp_golomb(*offset);
+        }
         writer.exp_golomb(bits - 8);
         writer.exp_golomb(bits - 8);
         writer.bits(1, 1);
@@ -285,6 +343,19 @@ mod tests {
             assert_eq!((picture.width, picture.height), (width, height));
             assert_eq!(picture.sample_bytes, if bits > 8 { 2 } else { 1 });
         }
+    }
+
+    #[test]
+    fn an_sps_says_what_its_conformance_window_leaves_shown() {
+        let picture = read_sps(&cropped_sps(64, 48, 8, Some([1, 2, 0, 3]))).unwrap();
+        assert_eq!((picture.width, picture.height), (64, 48));
+        assert_eq!(
+            (picture.least_shown, picture.most_shown),
+            ((58, 42), (58, 42))
+        );
+        assert_eq!(read_sps(&sps(64, 48, 8)).unwrap().least_shown, (64, 48));
+        // A window that leaves nothing is an error.
+        assert!(read_sps(&cropped_sps(64, 48, 8, Some([16, 16, 0, 0]))).is_err());
     }
 
     #[test]

@@ -6,7 +6,9 @@
 //! `ispe` alone. Every `hvc1` item's parameter sets are read (its `hvcC`s,
 //! and its data split by 4-byte lengths, libheif's, and by its `hvcC`'s),
 //! and every canvas; an image is reckoned by the largest picture of the
-//! items its decode takes (itself, its tiles, its alpha). A file that could
+//! items its decode takes (itself, its tiles, its alpha). An alpha plane
+//! that may show less than its image, or is turned or cropped otherwise,
+//! is refused (libheif before 1.18 reads past it). A file that could
 //! be read two ways (two `meta`, `iinf`, `iloc`, `idat`, `iref`, `iprp`,
 //! `ipco` or `ipma` boxes, an extent past its end), that holds AV1 items,
 //! which libheif would decode unseen, or whose image is derived from
@@ -147,7 +149,34 @@ impl Streams {
                 streams.pictures.insert(item, picture);
             }
         }
+        streams.check_alphas(&configs)?;
         Ok(streams)
+    }
+
+    /// Refuses an alpha plane libheif before 1.18 would read past: one
+    /// that may show less than the image it belongs to, or that is turned,
+    /// mirrored or cropped otherwise (libheif 1.15 takes the plane as it
+    /// is decoded and reads it at the image's size, turned and cropped).
+    fn check_alphas(&self, configs: &Configs<'_>) -> Result<(), String> {
+        for (&image, parts) in &self.auxiliary {
+            for &alpha in parts.iter().filter(|&&part| configs.is_alpha(part)) {
+                let (Some(shown), Some(plane)) =
+                    (self.pictures.get(&image), self.pictures.get(&alpha))
+                else {
+                    continue;
+                };
+                let (image_size, alpha_size) = (shown.most_shown, plane.least_shown);
+                let smaller = alpha_size.0 < image_size.0 || alpha_size.1 < image_size.1;
+                if smaller || configs.transforms(image) != configs.transforms(alpha) {
+                    return Err(format!(
+                        "its alpha plane (item {alpha}) shows {}x{} where its image shows {}x{}, or is \
+                         turned or cropped otherwise; libheif before 1.18 reads past such a plane",
+                        alpha_size.0, alpha_size.1, image_size.0, image_size.1
+                    ));
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Keeps the references that say what an image's decode takes, refusing
@@ -195,22 +224,52 @@ impl Streams {
     }
 }
 
-/// The `hvcC` properties of the file, and which item has which.
-struct Configs {
-    /// Each property of `ipco`, in order: an `hvcC`, or another.
-    properties: Vec<Option<HvcC>>,
+/// The properties of the file this reads, and which item has which.
+struct Configs<'a> {
+    /// Each property of `ipco`, in order.
+    properties: Vec<Property<'a>>,
     associations: Associations,
 }
 
-impl Configs {
-    fn read(ipco: Option<&[u8]>, ipma: Option<&[u8]>) -> Result<Self, String> {
+/// A property of `ipco`, as far as the walk reads it.
+enum Property<'a> {
+    Hevc(HvcC),
+    /// An `auxC` saying its image is an alpha plane (HEIF's and MIAF's
+    /// names for it, as libheif reads them).
+    Alpha,
+    /// A turn, mirror or crop (`irot`, `imir`, `clap`), with its body.
+    Transform(FourCc, &'a [u8]),
+    Other,
+}
+
+/// The `auxC` types of an alpha plane.
+const ALPHA_TYPES: [&[u8]; 3] = [
+    b"urn:mpeg:avc:2015:auxid:1",
+    b"urn:mpeg:hevc:2015:auxid:1",
+    b"urn:mpeg:mpegB:cicp:systems:auxiliary:alpha",
+];
+
+impl<'a> Configs<'a> {
+    fn read(ipco: Option<&'a [u8]>, ipma: Option<&[u8]>) -> Result<Self, String> {
         let mut properties = Vec::new();
         for entry in Boxes::new(ipco.unwrap_or_default()) {
             let (kind, body) = entry?;
             if properties.len() >= MAX_ENTRIES {
                 return Err("it has too many properties".into());
             }
-            properties.push((&kind == b"hvcC").then(|| read_hvcc(body)).transpose()?);
+            properties.push(match &kind {
+                b"hvcC" => Property::Hevc(read_hvcc(body)?),
+                // Version and flags, then the type up to its NUL.
+                b"auxC" => match body
+                    .get(4..)
+                    .and_then(|rest| rest.split(|&b| b == 0).next())
+                {
+                    Some(kind) if ALPHA_TYPES.contains(&kind) => Property::Alpha,
+                    _ => Property::Other,
+                },
+                b"irot" | b"imir" | b"clap" => Property::Transform(kind, body),
+                _ => Property::Other,
+            });
         }
         let associations = match ipma {
             Some(ipma) => read_ipma(ipma).ok_or("its property associations are damaged")?,
@@ -222,14 +281,42 @@ impl Configs {
         })
     }
 
-    /// Item `item`'s `hvcC`s (the associations' indexes start at 0).
-    fn of(&self, item: u32) -> Vec<HvcC> {
+    /// Item `item`'s properties (the associations' indexes start at 0).
+    fn all_of(&self, item: u32) -> impl Iterator<Item = &Property<'a>> {
         self.associations
             .iter()
-            .filter(|(associated, _)| *associated == item)
+            .filter(move |(associated, _)| *associated == item)
             .flat_map(|(_, indexes)| indexes.iter())
-            .filter_map(|&(index, _)| *self.properties.get(index)?)
+            .filter_map(|&(index, _)| self.properties.get(index))
+    }
+
+    /// Item `item`'s `hvcC`s.
+    fn of(&self, item: u32) -> Vec<HvcC> {
+        self.all_of(item)
+            .filter_map(|property| match property {
+                Property::Hevc(config) => Some(*config),
+                _ => None,
+            })
             .collect()
+    }
+
+    /// Whether item `item` says it is an alpha plane.
+    fn is_alpha(&self, item: u32) -> bool {
+        self.all_of(item)
+            .any(|property| matches!(property, Property::Alpha))
+    }
+
+    /// Item `item`'s turns, mirrors and crops, in a set's order.
+    fn transforms(&self, item: u32) -> Vec<(FourCc, &'a [u8])> {
+        let mut transforms: Vec<_> = self
+            .all_of(item)
+            .filter_map(|property| match property {
+                Property::Transform(kind, body) => Some((*kind, *body)),
+                _ => None,
+            })
+            .collect();
+        transforms.sort();
+        transforms
     }
 }
 
@@ -239,7 +326,7 @@ fn largest_in_stream(configs: &[HvcC], data: &[u8]) -> Result<Option<Picture>, S
     let mut largest = configs
         .iter()
         .filter_map(|config| config.largest)
-        .max_by_key(Picture::area);
+        .fold(None, |largest, picture| Some(picture.larger(largest)));
     let mut length_sizes = vec![LIBHEIF_LENGTH_SIZE];
     for config in configs {
         if !length_sizes.contains(&config.length_size) {
@@ -337,16 +424,77 @@ fn read_canvas(data: &[u8], overlay: bool) -> Option<Picture> {
         }
     };
     let (width, height) = (side()?, side()?);
-    Some(Picture {
-        width,
-        height,
-        sample_bytes: 1,
-    })
+    Some(Picture::whole(width, height, 1))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_alpha_plane_showing_less_than_its_image_or_turned_otherwise_is_refused() {
+        // Image 1 and its alpha 2 (`auxl` from 2 to 1), each with the
+        // properties listed: 0 an alpha `auxC`, 1 a quarter turn.
+        let turn = [1u8];
+        let configs = |alpha: &[usize], image: &[usize]| Configs {
+            properties: vec![Property::Alpha, Property::Transform(*b"irot", &turn)],
+            associations: vec![
+                (1, image.iter().map(|&index| (index, true)).collect()),
+                (2, alpha.iter().map(|&index| (index, true)).collect()),
+            ],
+        };
+        let streams = |image: Picture, alpha: Picture| Streams {
+            pictures: HashMap::from([(1, image), (2, alpha)]),
+            auxiliary: HashMap::from([(1, vec![2])]),
+            ..Streams::default()
+        };
+        let whole = Picture::whole(512, 384, 1);
+        assert!(
+            streams(whole, whole)
+                .check_alphas(&configs(&[0], &[]))
+                .is_ok()
+        );
+        assert!(
+            streams(whole, whole)
+                .check_alphas(&configs(&[0, 1], &[1]))
+                .is_ok()
+        );
+        // A plane of a quarter the size, or one of its parameter sets
+        // showing less, or cropped by its conformance window.
+        let small = Picture::whole(128, 96, 1);
+        let refused = streams(whole, small)
+            .check_alphas(&configs(&[0], &[]))
+            .unwrap_err();
+        assert!(
+            refused.contains("shows 128x96 where its image shows 512x384"),
+            "{refused}"
+        );
+        let two_sizes = whole.larger(Some(small));
+        assert!(
+            streams(whole, two_sizes)
+                .check_alphas(&configs(&[0], &[]))
+                .is_err()
+        );
+        let mut cropped = whole;
+        cropped.least_shown = (512, 376);
+        assert!(
+            streams(whole, cropped)
+                .check_alphas(&configs(&[0], &[]))
+                .is_err()
+        );
+        // The image turned and its plane not.
+        assert!(
+            streams(whole, whole)
+                .check_alphas(&configs(&[0], &[1]))
+                .is_err()
+        );
+        // A depth map (no alpha `auxC`) of any size is not libheif's alpha.
+        assert!(
+            streams(whole, small)
+                .check_alphas(&configs(&[], &[]))
+                .is_ok()
+        );
+    }
 
     #[test]
     fn an_image_derived_from_itself_is_found_however_far_round() {
