@@ -1,7 +1,8 @@
 //! BMFF: ISO base media file format, the box structure AVIF and HEIC files
 //! are made of (`boxes.rs`), the tables of a HEIF's items (`items.rs`):
 //! what each is and where its data lies, what an HEVC stream's parameter
-//! sets declare (`hevc.rs`), and the pictures a HEIC's items make libheif
+//! sets declare (`hevc.rs`), the properties a walk of them reads
+//! (`properties.rs`), and the pictures a HEIC's items make libheif
 //! allocate (`streams.rs`). Read by the AVIF decoder, and by HEIC's before
 //! libheif reads the file.
 //!
@@ -12,6 +13,8 @@ mod boxes;
 #[cfg_attr(not(feature = "heic"), allow(dead_code))]
 mod hevc;
 mod items;
+#[cfg_attr(not(feature = "heic"), allow(dead_code))]
+mod properties;
 #[cfg_attr(not(feature = "heic"), allow(dead_code))]
 mod streams;
 

@@ -8,7 +8,8 @@
 //! and every canvas; an image is reckoned by the largest picture of the
 //! items its decode takes (itself, its tiles, its alpha). An alpha plane
 //! that may show less than its image, or is turned or cropped otherwise,
-//! is refused (libheif before 1.18 reads past it). A file that could
+//! is refused (libheif before 1.18 reads past it), as is an overlay that
+//! places an image far off its canvas. A file that could
 //! be read two ways (two `meta`, `iinf`, `iloc`, `idat`, `iref`, `iprp`,
 //! `ipco` or `ipma` boxes, an extent past its end), that holds AV1 items,
 //! which libheif would decode unseen, or whose image is derived from
@@ -22,10 +23,9 @@
 use std::collections::{HashMap, HashSet};
 
 use super::boxes::{Boxes, FourCc, Reader, full_box};
-use super::hevc::{HvcC, Picture, is_sps, nal_units, read_hvcc, read_sps};
-use super::items::{
-    Associations, Location, MAX_ENTRIES, read_iinf, read_iloc, read_ipma, read_iref,
-};
+use super::hevc::{HvcC, Picture, is_sps, nal_units, read_sps};
+use super::items::{Location, MAX_ENTRIES, read_iinf, read_iloc, read_iref};
+use super::properties::Configs;
 
 /// The NAL length size libheif 1.15 splits every item's data by, whatever
 /// its `hvcC` says.
@@ -129,10 +129,13 @@ impl Streams {
         let mut scanned = 0usize;
         for &(item, kind) in &items {
             let picture = match &kind {
-                b"grid" | b"iovl" => Some(
-                    read_canvas(&data(item)?, &kind == b"iovl")
-                        .ok_or("a grid's data is cut short")?,
-                ),
+                b"grid" => {
+                    Some(read_canvas(&data(item)?, false).ok_or("a grid's data is cut short")?)
+                }
+                b"iovl" => {
+                    let inputs = streams.derived.get(&item).map_or(0, Vec::len);
+                    Some(read_overlay(&data(item)?, inputs)?)
+                }
                 b"hvc1" => {
                     let data = data(item)?;
                     scanned = scanned.saturating_add(data.len());
@@ -224,102 +227,6 @@ impl Streams {
     }
 }
 
-/// The properties of the file this reads, and which item has which.
-struct Configs<'a> {
-    /// Each property of `ipco`, in order.
-    properties: Vec<Property<'a>>,
-    associations: Associations,
-}
-
-/// A property of `ipco`, as far as the walk reads it.
-enum Property<'a> {
-    Hevc(HvcC),
-    /// An `auxC` saying its image is an alpha plane (HEIF's and MIAF's
-    /// names for it, as libheif reads them).
-    Alpha,
-    /// A turn, mirror or crop (`irot`, `imir`, `clap`), with its body.
-    Transform(FourCc, &'a [u8]),
-    Other,
-}
-
-/// The `auxC` types of an alpha plane.
-const ALPHA_TYPES: [&[u8]; 3] = [
-    b"urn:mpeg:avc:2015:auxid:1",
-    b"urn:mpeg:hevc:2015:auxid:1",
-    b"urn:mpeg:mpegB:cicp:systems:auxiliary:alpha",
-];
-
-impl<'a> Configs<'a> {
-    fn read(ipco: Option<&'a [u8]>, ipma: Option<&[u8]>) -> Result<Self, String> {
-        let mut properties = Vec::new();
-        for entry in Boxes::new(ipco.unwrap_or_default()) {
-            let (kind, body) = entry?;
-            if properties.len() >= MAX_ENTRIES {
-                return Err("it has too many properties".into());
-            }
-            properties.push(match &kind {
-                b"hvcC" => Property::Hevc(read_hvcc(body)?),
-                // Version and flags, then the type up to its NUL.
-                b"auxC" => match body
-                    .get(4..)
-                    .and_then(|rest| rest.split(|&b| b == 0).next())
-                {
-                    Some(kind) if ALPHA_TYPES.contains(&kind) => Property::Alpha,
-                    _ => Property::Other,
-                },
-                b"irot" | b"imir" | b"clap" => Property::Transform(kind, body),
-                _ => Property::Other,
-            });
-        }
-        let associations = match ipma {
-            Some(ipma) => read_ipma(ipma).ok_or("its property associations are damaged")?,
-            None => Vec::new(),
-        };
-        Ok(Configs {
-            properties,
-            associations,
-        })
-    }
-
-    /// Item `item`'s properties (the associations' indexes start at 0).
-    fn all_of(&self, item: u32) -> impl Iterator<Item = &Property<'a>> {
-        self.associations
-            .iter()
-            .filter(move |(associated, _)| *associated == item)
-            .flat_map(|(_, indexes)| indexes.iter())
-            .filter_map(|&(index, _)| self.properties.get(index))
-    }
-
-    /// Item `item`'s `hvcC`s.
-    fn of(&self, item: u32) -> Vec<HvcC> {
-        self.all_of(item)
-            .filter_map(|property| match property {
-                Property::Hevc(config) => Some(*config),
-                _ => None,
-            })
-            .collect()
-    }
-
-    /// Whether item `item` says it is an alpha plane.
-    fn is_alpha(&self, item: u32) -> bool {
-        self.all_of(item)
-            .any(|property| matches!(property, Property::Alpha))
-    }
-
-    /// Item `item`'s turns, mirrors and crops, in a set's order.
-    fn transforms(&self, item: u32) -> Vec<(FourCc, &'a [u8])> {
-        let mut transforms: Vec<_> = self
-            .all_of(item)
-            .filter_map(|property| match property {
-                Property::Transform(kind, body) => Some((*kind, *body)),
-                _ => None,
-            })
-            .collect();
-        transforms.sort();
-        transforms
-    }
-}
-
 /// The largest picture an HEVC item declares: in its `configs`, or in its
 /// `data`, split by libheif's length size and by each its `hvcC`s say.
 fn largest_in_stream(configs: &[HvcC], data: &[u8]) -> Result<Option<Picture>, String> {
@@ -407,6 +314,41 @@ fn item_data(
     Ok(data)
 }
 
+/// The canvas an `iovl` item's data declares for its `inputs` images,
+/// refusing an image placed further from the canvas than the canvas is
+/// wide or high: libheif before 1.18 adds such offsets to sizes in 32-bit
+/// arithmetic unchecked (CVE-2024-41311), and no overlay needs them.
+fn read_overlay(data: &[u8], inputs: usize) -> Result<Picture, String> {
+    let cut_short = || "an overlay's data is cut short".to_owned();
+    let canvas = read_canvas(data, true).ok_or_else(cut_short)?;
+    let wide = data.get(1).is_some_and(|flags| flags & 1 == 1);
+    // Version, flags, four fill values, the canvas's two sides.
+    let mut reader = Reader::new(data);
+    reader
+        .take(2 + 8 + if wide { 8 } else { 4 })
+        .ok_or_else(cut_short)?;
+    for _ in 0..inputs {
+        let mut offset = || {
+            if wide {
+                reader.u32().map(|value| i64::from(value as i32))
+            } else {
+                reader.u16().map(|value| i64::from(value as i16))
+            }
+        };
+        let (x, y) = (
+            offset().ok_or_else(cut_short)?,
+            offset().ok_or_else(cut_short)?,
+        );
+        if x.abs() > i64::from(canvas.width) || y.abs() > i64::from(canvas.height) {
+            return Err(format!(
+                "an overlay places an image at {x},{y}, outside its {}x{} canvas",
+                canvas.width, canvas.height
+            ));
+        }
+    }
+    Ok(canvas)
+}
+
 /// The canvas a `grid` (ISO/IEC 23008-12 6.6.2.3) or `iovl` (6.6.2.2)
 /// item's data declares: version, flags (bit 0: 32-bit sizes), then the
 /// grid's rows and columns, or the overlay's four 16-bit fill values,
@@ -429,6 +371,7 @@ fn read_canvas(data: &[u8], overlay: bool) -> Option<Picture> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::properties::Property;
     use super::*;
 
     #[test]
@@ -494,6 +437,40 @@ mod tests {
                 .check_alphas(&configs(&[], &[]))
                 .is_ok()
         );
+    }
+
+    #[test]
+    fn an_overlay_placing_an_image_far_off_its_canvas_is_refused() {
+        // Version 0, 16-bit fields: fill, a 640x480 canvas, then offsets.
+        let overlay = |offsets: &[(i16, i16)]| {
+            let mut data = vec![0u8, 0];
+            data.extend_from_slice(&[0; 8]);
+            data.extend_from_slice(&640u16.to_be_bytes());
+            data.extend_from_slice(&480u16.to_be_bytes());
+            for (x, y) in offsets {
+                data.extend_from_slice(&x.to_be_bytes());
+                data.extend_from_slice(&y.to_be_bytes());
+            }
+            data
+        };
+        let placed = read_overlay(&overlay(&[(0, 0), (-100, 240), (639, 479)]), 3).unwrap();
+        assert_eq!((placed.width, placed.height), (640, 480));
+        let refused = read_overlay(&overlay(&[(0, 0), (30_000, 0)]), 2).unwrap_err();
+        assert!(
+            refused.contains("30000,0, outside its 640x480"),
+            "{refused}"
+        );
+        assert!(read_overlay(&overlay(&[(0, -481)]), 1).is_err());
+        // Fewer offsets than images: cut short.
+        assert!(read_overlay(&overlay(&[(0, 0)]), 2).is_err());
+        // 32-bit fields, an offset near the end of the range.
+        let mut wide = vec![0u8, 1];
+        wide.extend_from_slice(&[0; 8]);
+        wide.extend_from_slice(&640u32.to_be_bytes());
+        wide.extend_from_slice(&480u32.to_be_bytes());
+        wide.extend_from_slice(&(i32::MAX - 10).to_be_bytes());
+        wide.extend_from_slice(&0i32.to_be_bytes());
+        assert!(read_overlay(&wide, 1).is_err());
     }
 
     #[test]
