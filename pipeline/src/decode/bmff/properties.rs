@@ -91,16 +91,13 @@ impl<'a> Configs<'a> {
             .any(|property| matches!(property, Property::Alpha))
     }
 
-    /// Item `item`'s turns, mirrors and crops, in a set's order.
+    /// Item `item`'s turns, mirrors and crops, in the order they apply.
     pub(super) fn transforms(&self, item: u32) -> Vec<(FourCc, &'a [u8])> {
-        let mut transforms: Vec<_> = self
-            .all_of(item)
+        self.all_of(item)
             .filter_map(|property| match property {
                 Property::Transform(kind, body) => Some((*kind, *body)),
                 _ => None,
             })
-            .collect();
-        transforms.sort();
-        transforms
+            .collect()
     }
 }

@@ -133,8 +133,9 @@ impl Streams {
                     Some(read_canvas(&data(item)?, false).ok_or("a grid's data is cut short")?)
                 }
                 b"iovl" => {
-                    let inputs = streams.derived.get(&item).map_or(0, Vec::len);
-                    Some(read_overlay(&data(item)?, inputs)?)
+                    let inputs = streams.derived.get(&item).cloned().unwrap_or_default();
+                    let with_alpha = |input| streams.has_alpha(input, &configs);
+                    Some(read_overlay(&data(item)?, &inputs, with_alpha)?)
                 }
                 b"hvc1" => {
                     let data = data(item)?;
@@ -202,6 +203,25 @@ impl Streams {
             return Err("an image is derived, through its references, from itself".into());
         }
         Ok(())
+    }
+
+    /// Whether `item` or any image it is made from (`dimg`, at any depth)
+    /// has an alpha plane, which libheif 1.15 then blends with.
+    fn has_alpha(&self, item: u32, configs: &Configs<'_>) -> bool {
+        let mut taken = HashSet::from([item]);
+        let mut pending = vec![item];
+        while let Some(next) = pending.pop() {
+            let alphas = self.auxiliary.get(&next).into_iter().flatten();
+            if alphas.into_iter().any(|&part| configs.is_alpha(part)) {
+                return true;
+            }
+            for &part in self.derived.get(&next).into_iter().flatten() {
+                if taken.len() < MAX_ENTRIES && taken.insert(part) {
+                    pending.push(part);
+                }
+            }
+        }
+        false
     }
 
     /// The largest picture libheif may decode to show `item`: its own, its
@@ -316,9 +336,15 @@ fn item_data(
 
 /// The canvas an `iovl` item's data declares for its `inputs` images,
 /// refusing an image placed further from the canvas than the canvas is
-/// wide or high: libheif before 1.18 adds such offsets to sizes in 32-bit
-/// arithmetic unchecked (CVE-2024-41311), and no overlay needs them.
-fn read_overlay(data: &[u8], inputs: usize) -> Result<Picture, String> {
+/// wide or high (libheif before 1.18 adds such offsets to sizes in 32-bit
+/// arithmetic unchecked: CVE-2024-41311; no overlay needs them), and an
+/// image `with_alpha` placed left of the canvas (libheif before 1.18
+/// blends such an image past the ends of its rows).
+fn read_overlay(
+    data: &[u8],
+    inputs: &[u32],
+    with_alpha: impl Fn(u32) -> bool,
+) -> Result<Picture, String> {
     let cut_short = || "an overlay's data is cut short".to_owned();
     let canvas = read_canvas(data, true).ok_or_else(cut_short)?;
     let wide = data.get(1).is_some_and(|flags| flags & 1 == 1);
@@ -327,7 +353,7 @@ fn read_overlay(data: &[u8], inputs: usize) -> Result<Picture, String> {
     reader
         .take(2 + 8 + if wide { 8 } else { 4 })
         .ok_or_else(cut_short)?;
-    for _ in 0..inputs {
+    for &input in inputs {
         let mut offset = || {
             if wide {
                 reader.u32().map(|value| i64::from(value as i32))
@@ -343,6 +369,12 @@ fn read_overlay(data: &[u8], inputs: usize) -> Result<Picture, String> {
             return Err(format!(
                 "an overlay places an image at {x},{y}, outside its {}x{} canvas",
                 canvas.width, canvas.height
+            ));
+        }
+        if x < 0 && with_alpha(input) {
+            return Err(format!(
+                "an overlay places an image with alpha at {x},{y}, left of its canvas; libheif \
+                 before 1.18 blends such an image past its rows' ends"
             ));
         }
     }
@@ -453,16 +485,29 @@ mod tests {
             }
             data
         };
-        let placed = read_overlay(&overlay(&[(0, 0), (-100, 240), (639, 479)]), 3).unwrap();
+        let opaque = |_| false;
+        let placed = read_overlay(
+            &overlay(&[(0, 0), (-100, 240), (639, 479)]),
+            &[1, 2, 3],
+            opaque,
+        )
+        .unwrap();
         assert_eq!((placed.width, placed.height), (640, 480));
-        let refused = read_overlay(&overlay(&[(0, 0), (30_000, 0)]), 2).unwrap_err();
+        let refused = read_overlay(&overlay(&[(0, 0), (30_000, 0)]), &[1, 2], opaque).unwrap_err();
         assert!(
             refused.contains("30000,0, outside its 640x480"),
             "{refused}"
         );
-        assert!(read_overlay(&overlay(&[(0, -481)]), 1).is_err());
+        assert!(read_overlay(&overlay(&[(0, -481)]), &[1], opaque).is_err());
         // Fewer offsets than images: cut short.
-        assert!(read_overlay(&overlay(&[(0, 0)]), 2).is_err());
+        assert!(read_overlay(&overlay(&[(0, 0)]), &[1, 2], opaque).is_err());
+        // An image with alpha (2) placed left of the canvas; above it, or
+        // one without alpha left of it, is placed.
+        let two_has_alpha = |input| input == 2;
+        let refused =
+            read_overlay(&overlay(&[(0, 0), (-1, 0)]), &[1, 2], two_has_alpha).unwrap_err();
+        assert!(refused.contains("with alpha at -1,0"), "{refused}");
+        assert!(read_overlay(&overlay(&[(-1, 0), (0, -5)]), &[1, 2], two_has_alpha).is_ok());
         // 32-bit fields, an offset near the end of the range.
         let mut wide = vec![0u8, 1];
         wide.extend_from_slice(&[0; 8]);
@@ -470,7 +515,7 @@ mod tests {
         wide.extend_from_slice(&480u32.to_be_bytes());
         wide.extend_from_slice(&(i32::MAX - 10).to_be_bytes());
         wide.extend_from_slice(&0i32.to_be_bytes());
-        assert!(read_overlay(&wide, 1).is_err());
+        assert!(read_overlay(&wide, &[1], opaque).is_err());
     }
 
     #[test]

@@ -55,8 +55,9 @@ const MAX_PREVIEWS: usize = 16;
 pub(super) struct Previews {
     /// Where each lies in the file (perhaps past the bytes read so far).
     pub(super) jpegs: Vec<Range<usize>>,
-    /// Uncompressed 8-bit RGB previews (a DNG's thumbnail in its first
-    /// directory): shown only where the file has no JPEG preview.
+    /// Uncompressed 8-bit RGB previews of at most [`MAX_RGB_SIDE`] a side,
+    /// from any directory (a DNG's thumbnail is in its first): shown only
+    /// where the file has no JPEG preview.
     pub(super) rgb: Vec<RgbPreview>,
     pub(super) orientation: Option<Orientation>,
     /// Every structure that may point at a preview was within the bytes.

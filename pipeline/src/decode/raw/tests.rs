@@ -400,6 +400,28 @@ fn a_raw_without_a_jpeg_preview_is_shown_from_its_rgb_one_and_read_no_further() 
     // Its samples cut short, or its size claiming more than its strip
     // holds: an error, never a panic.
     assert!(decoded(&file[..file.len() / 40], 64).is_err());
+    // An RGB preview wider than any thumbnail needs is never chosen.
+    let wide = vec![0u8; 1100 * 2 * 3];
+    let too_wide = tiff_file(
+        b"II*\0\0\0\0\0",
+        &[&wide],
+        &[(
+            vec![
+                (0x0100, LONG, V::N(1100)),
+                (0x0101, LONG, V::N(2)),
+                (0x0102, SHORT, V::N(8)),
+                (0x0103, SHORT, V::N(1)),
+                (0x0106, SHORT, V::N(2)),
+                (0x0111, LONG, V::At(0)),
+                (0x0115, SHORT, V::N(3)),
+                (0x0117, LONG, V::Len(0)),
+                (0xC612, LONG, V::N(0x0001_0701)),
+            ],
+            None,
+        )],
+    );
+    assert!(tiff::read(&too_wide).unwrap().previews.rgb.is_empty());
+    assert_eq!(tiff::read(&file).unwrap().previews.rgb.len(), 1);
     let mut lying = file.clone();
     let width_at = lying.windows(4).position(|w| w == [0x00, 0x01, 0x04, 0x00]).unwrap();
     lying[width_at + 6..width_at + 10].copy_from_slice(&4000u32.to_le_bytes());

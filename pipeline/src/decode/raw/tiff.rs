@@ -16,7 +16,7 @@ use std::ops::Range;
 
 use image::metadata::Orientation;
 
-use super::{Previews, RgbPreview};
+use super::{MAX_RGB_SIDE, Previews, RgbPreview};
 use crate::decode::ifd::{Entry, Tiff};
 
 /// Most directories read: a RAW has about five (Nikon's and Sony's a few
@@ -139,8 +139,9 @@ impl Directory {
                 IMAGE_LENGTH => height = entry.number(tiff),
                 BITS_PER_SAMPLE => {
                     // One per sample, or one for all.
-                    let counted = matches!(entry.count(), 1 | 3);
-                    eight_bits = counted && entry.numbers(tiff, 3).all(|bits| bits == 8);
+                    let bits: Vec<u32> = entry.numbers(tiff, 3).collect();
+                    let counted = matches!(entry.count(), 1 | 3) && bits.len() == entry.count() as usize;
+                    eight_bits = counted && bits.iter().all(|&bits| bits == 8);
                 }
                 SAMPLES_PER_PIXEL => samples = entry.number(tiff),
                 PLANAR_CONFIGURATION => planar = entry.number(tiff),
@@ -189,8 +190,8 @@ impl Directory {
         {
             directory.jpegs.extend(range(at, length));
         }
-        // Uncompressed 8-bit RGB, interleaved, in one strip: a DNG's
-        // thumbnail in its first directory.
+        // Uncompressed 8-bit RGB, interleaved, in one strip, of a size
+        // shown: a DNG's thumbnail in its first directory.
         let rgb = compression == Some(1)
             && photometric == Some(2)
             && samples == Some(3)
@@ -199,6 +200,8 @@ impl Directory {
             && !directory.sensor_data;
         if rgb
             && let (Some(width), Some(height), Some(at), Some(length)) = (width, height, strip_at, strip_length)
+            && (1..=MAX_RGB_SIDE).contains(&width.max(height))
+            && width.min(height) > 0
             && let Some(needed) = width.checked_mul(height).and_then(|area| area.checked_mul(3))
             && length >= needed
         {
