@@ -10,7 +10,8 @@
 
 use jxl_color::{ColorEncodingWithProfile, ColorTransform, ColourEncoding, ColourSpace, RenderingIntent};
 use jxl_oxide::JxlImage;
-use jxl_frame::data::TocGroupKind;
+use jxl_frame::data::{LfGroup, TocGroupKind};
+use jxl_frame::FrameHeader;
 use jxl_oxide::frame::{BlendMode, Encoding, FrameType};
 use jxl_oxide::Frame;
 
@@ -27,6 +28,13 @@ use crate::decode::resize::{Layout, Pixels};
 /// Noise and the restoration filters barely change an eighth of it.
 /// `None` before its header is read.
 pub(super) fn readable(image: &JxlImage) -> Option<bool> {
+    Some(read_as(image)?.is_some())
+}
+
+/// How the first shown frame's LF becomes colour, where [`readable`]
+/// says it is read; `Some(None)` where it is not, `None` before its
+/// header is read.
+fn read_as(image: &JxlImage) -> Option<Option<Colour>> {
     let header = image.frame_by_keyframe(0)?.header();
     let plain = image.image_header().metadata.ec_info.is_empty()
         && header.is_keyframe()
@@ -38,7 +46,7 @@ pub(super) fn readable(image: &JxlImage) -> Option<bool> {
         && header.upsampling == 1
         && !header.have_crop
         && header.blending_info.mode == BlendMode::Replace;
-    Some(plain && colour_of(image).is_some())
+    Some(if plain { colour_of(image) } else { None })
 }
 
 /// Whether all of `frame`'s LF is read: its global part and every LF
@@ -57,12 +65,8 @@ pub(super) fn loaded(frame: &Frame) -> bool {
 /// whole or as far as that LF: `None` when the frame is not one this
 /// reads ([`readable`]). Errors are the file's, and an LF not all read.
 pub(super) fn render(image: &JxlImage) -> Result<Option<Pixels>, Failure> {
-    let Some(frame) = image.frame_by_keyframe(0) else {
+    let (Some(frame), Some(Some(colour))) = (image.frame_by_keyframe(0), read_as(image)) else {
         return Ok(None);
-    };
-    let colour = match readable(image) {
-        Some(true) => colour_of(image).ok_or("its colour is read two ways")?,
-        _ => return Ok(None),
     };
     if !loaded(frame) {
         return Err("the file ends inside its first frame's LF".into());
@@ -88,39 +92,12 @@ pub(super) fn render(image: &JxlImage) -> Result<Option<Pixels>, Failure> {
     if subsampled && !header.flags.skip_adaptive_lf_smoothing() {
         return Err("its chroma is subsampled and its LF smoothed, which the format forbids".into());
     }
-    // Chroma subsampled (a JPEG's) covers whole blocks of the luma.
-    let (padded_width, padded_height) = (
-        width.next_multiple_of(1 << shifts.iter().map(|s| s.0).max().unwrap_or(0)),
-        height.next_multiple_of(1 << shifts.iter().map(|s| s.1).max().unwrap_or(0)),
-    );
     let quantizer = &vardct.quantizer;
     let dequant = &lf_global.lf_dequant;
     let scale_inv = f64::from(quantizer.global_scale) * f64::from(quantizer.quant_lf);
     let steps = [dequant.m_x_lf, dequant.m_y_lf, dequant.m_b_lf].map(|m| (512.0 * f64::from(m) / scale_inv) as f32);
-    let mut planes: [Plane; 3] = std::array::from_fn(|c| Plane::new(padded_width, padded_height, shifts[c]));
-    let group_dim = header.group_dim() as usize;
-    let per_row = header.lf_groups_per_row() as usize;
-    for index in 0..header.num_lf_groups() {
-        let group = frame
-            .try_parse_lf_group::<i32>(Some(vardct), lf_global.gmodular.ma_config(), None, index)
-            .ok_or("the file ends inside its LF")??;
-        let coefficients = group.lf_coeff.as_ref().ok_or("an LF group without its LF")?;
-        let channels = coefficients
-            .lf_quant
-            .image()
-            .map(|image| image.image_channels())
-            .filter(|channels| channels.len() == 3)
-            .ok_or("an LF group without three channels")?;
-        let at = ((index as usize % per_row) * group_dim, (index as usize / per_row) * group_dim);
-        let extra = 1i32 << coefficients.extra_precision;
-        // Stored Y, X, B; planes are X, Y, B (Cb, Y, Cr for a JPEG's).
-        for (plane, (channel, step)) in planes.iter_mut().zip([(1, steps[0]), (0, steps[1]), (2, steps[2])]) {
-            let grid = &channels[channel];
-            plane.put(at, grid.width(), grid.buf(), step / extra as f32);
-        }
-    }
-    let [x, y, b] = planes.map(|plane| plane.whole(padded_width, padded_height));
-    let mut planes = [x, y, b].map(|plane| cropped(plane, padded_width, width, height));
+    let read = |index| frame.try_parse_lf_group::<i32>(Some(vardct), lf_global.gmodular.ma_config(), None, index);
+    let mut planes = dequantized(header, shifts, steps, read)?;
     if !subsampled {
         let correlation = &vardct.lf_chan_corr;
         let factor = correlation.colour_factor as f32;
@@ -133,6 +110,56 @@ pub(super) fn render(image: &JxlImage) -> Result<Option<Pixels>, Failure> {
     if !header.flags.skip_adaptive_lf_smoothing() {
         smooth(&mut planes, width, height, steps);
     }
+    let (layout, data) = coloured(planes, colour)?;
+    Ok(Some(Pixels {
+        width: width as u32,
+        height: height as u32,
+        layout,
+        data,
+    }))
+}
+
+/// The frame's LF groups, each read by `read`, dequantized by `steps`
+/// into three planes (X, Y, B; Cb, Y, Cr for a JPEG's) of the LF's size,
+/// chroma halved by `shifts` made whole again.
+fn dequantized(
+    header: &FrameHeader,
+    shifts: [(u32, u32); 3],
+    steps: [f32; 3],
+    read: impl Fn(u32) -> Option<Result<LfGroup<i32>, jxl_frame::Error>>,
+) -> Result<[Vec<f32>; 3], Failure>
+{
+    let (width, height) = (header.width.div_ceil(8) as usize, header.height.div_ceil(8) as usize);
+    // Chroma subsampled (a JPEG's) covers whole blocks of the luma.
+    let (padded_width, padded_height) = (
+        width.next_multiple_of(1 << shifts.iter().map(|s| s.0).max().unwrap_or(0)),
+        height.next_multiple_of(1 << shifts.iter().map(|s| s.1).max().unwrap_or(0)),
+    );
+    let mut planes: [Plane; 3] = std::array::from_fn(|c| Plane::new(padded_width, padded_height, shifts[c]));
+    let group_dim = header.group_dim() as usize;
+    let per_row = header.lf_groups_per_row() as usize;
+    for index in 0..header.num_lf_groups() {
+        let group = read(index).ok_or("the file ends inside its LF")??;
+        let coefficients = group.lf_coeff.as_ref().ok_or("an LF group without its LF")?;
+        let channels = coefficients
+            .lf_quant
+            .image()
+            .map(|image| image.image_channels())
+            .filter(|channels| channels.len() == 3)
+            .ok_or("an LF group without three channels")?;
+        let at = ((index as usize % per_row) * group_dim, (index as usize / per_row) * group_dim);
+        let extra = 1i32 << coefficients.extra_precision;
+        // Stored Y, X, B.
+        for (plane, (channel, step)) in planes.iter_mut().zip([(1, steps[0]), (0, steps[1]), (2, steps[2])]) {
+            let grid = &channels[channel];
+            plane.put(at, grid.width(), grid.buf(), step / extra as f32);
+        }
+    }
+    Ok(planes.map(|plane| cropped(plane.whole(padded_width, padded_height), padded_width, width, height)))
+}
+
+/// The LF's `planes` made the image's colour, in 8-bit samples.
+fn coloured(mut planes: [Vec<f32>; 3], colour: Colour) -> Result<(Layout, Vec<u8>), Failure> {
     let [x, y, b] = &mut planes;
     let channels = match colour {
         Colour::Xyb(transform) => transform.run(&mut [&mut x[..], &mut y[..], &mut b[..]])?,
@@ -143,24 +170,18 @@ pub(super) fn render(image: &JxlImage) -> Result<Option<Pixels>, Failure> {
         Colour::Rgb => 3,
     };
     let eight = |value: f32| (value.clamp(0.0, 1.0) * 255.0 + 0.5) as u8;
-    let (layout, data) = match channels {
-        1 => (Layout::Luma, x.iter().map(|&v| eight(v)).collect()),
-        3 => (
+    match channels {
+        1 => Ok((Layout::Luma, x.iter().map(|&v| eight(v)).collect())),
+        3 => Ok((
             Layout::Rgb,
             x.iter()
                 .zip(y.iter())
                 .zip(b.iter())
                 .flat_map(|((&r, &g), &b)| [eight(r), eight(g), eight(b)])
                 .collect(),
-        ),
-        other => return Err(format!("its colour became {other} channels").into()),
-    };
-    Ok(Some(Pixels {
-        width: width as u32,
-        height: height as u32,
-        layout,
-        data,
-    }))
+        )),
+        other => Err(format!("its colour became {other} channels").into()),
+    }
 }
 
 /// How the LF's samples become the image's colour.

@@ -42,15 +42,17 @@ pub(in crate::decode) struct JxlWatch {
 enum Reading {
     /// Its header is not read yet.
     Header,
-    /// jxl-oxide has been given the body's first `fed` bytes.
-    Fed { image: Fed, fed: usize },
+    /// jxl-oxide has been given the body's first `fed` bytes; `readable`
+    /// once the first frame's header says its LF is read (asked once: it
+    /// builds the colour transform).
+    Fed { image: Fed, fed: usize, readable: bool },
     /// The answer is known: the body is read whole.
     Whole,
 }
 
 /// jxl-oxide's reader, before and after it has read the header.
 enum Fed {
-    Header(UninitializedJxlImage),
+    Header(Box<UninitializedJxlImage>),
     Image(Box<JxlImage>),
 }
 
@@ -121,11 +123,12 @@ fn look(reading: &mut Reading, read: &[u8], target: TargetSize, limits: &DecodeL
             .alloc_tracker(AllocTracker::with_limit(budget))
             .build_uninit();
         *reading = Reading::Fed {
-            image: Fed::Header(uninit),
+            image: Fed::Header(Box::new(uninit)),
             fed: 0,
+            readable: false,
         };
     }
-    let Reading::Fed { image, fed } = reading else {
+    let Reading::Fed { image, fed, readable } = reading else {
         return Enough::Never;
     };
     // Only what is new: each part of the body is given to jxl-oxide once.
@@ -135,9 +138,15 @@ fn look(reading: &mut Reading, read: &[u8], target: TargetSize, limits: &DecodeL
     let Fed::Image(image) = image else {
         return Enough::NotYet;
     };
-    match (lf::readable(image), image.frame_by_keyframe(0)) {
-        (Some(false), _) => Enough::Never,
-        (Some(true), Some(frame)) if lf::loaded(frame) => Enough::Yes,
+    if !*readable {
+        match lf::readable(image) {
+            Some(false) => return Enough::Never,
+            Some(true) => *readable = true,
+            None => return Enough::NotYet,
+        }
+    }
+    match image.frame_by_keyframe(0) {
+        Some(frame) if lf::loaded(frame) => Enough::Yes,
         _ => Enough::NotYet,
     }
 }
@@ -150,9 +159,9 @@ fn feed(image: &mut Fed, fed: &mut usize, read: &[u8]) -> jxl_oxide::Result<()> 
         Fed::Header(uninit) => {
             *fed += uninit.feed_bytes(new)?;
             // `try_init` takes the reader; a stand-in holds its place.
-            let taken = std::mem::replace(uninit, JxlImage::builder().build_uninit());
+            let taken = std::mem::replace(&mut **uninit, JxlImage::builder().build_uninit());
             match taken.try_init()? {
-                InitializeResult::NeedMoreData(uninit) => *image = Fed::Header(uninit),
+                InitializeResult::NeedMoreData(uninit) => *image = Fed::Header(Box::new(uninit)),
                 InitializeResult::Initialized(ready) => *image = Fed::Image(Box::new(ready)),
             }
         }
