@@ -107,7 +107,6 @@ impl<K: Hash + Eq + Clone, I> KeptImages<K, I> {
     }
 
     /// Whether `key` has an image (without marking it).
-    #[cfg_attr(not(any(test, feature = "egui")), allow(dead_code))]
     pub(crate) fn contains(&self, key: &K) -> bool {
         self.entries.contains(key)
     }

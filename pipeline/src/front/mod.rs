@@ -82,7 +82,7 @@ pub(crate) struct Arrived<K> {
 /// What the levels in front of the pipeline hold for a row.
 pub(crate) enum Held<'a> {
     Pixels(Thumbnail),
-    Failed(#[cfg_attr(not(feature = "egui"), allow(dead_code))] &'a Error),
+    Failed(&'a Error),
     Nothing,
 }
 

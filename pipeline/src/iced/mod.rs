@@ -21,7 +21,10 @@
 //!   [`Thumbnails::update`], which makes the rows' handles.
 //! - In `view`, [`Thumbnails::get`] says what a row shows: its handle (the
 //!   same one every view, so iced uploads it once), loading, or the error;
-//!   the app draws each as it likes.
+//!   the app draws each as it likes. A thumbnail already in the pipeline's
+//!   cache is shown before any `update` takes it: the first screen asked
+//!   for at start-up and found in the shared thumbnails while the window
+//!   opened is in the first view.
 //!
 //! Handles are kept under a byte budget ([`IcedConfig::max_handle_bytes`]),
 //! the least recently shown freed first; the rows in view are never freed.
@@ -144,7 +147,7 @@ use futures::stream::BoxStream;
 use iced_core::image::Handle;
 use iced_futures::Subscription;
 
-use self::handles::{HandleKey, Handles};
+use self::handles::{HandleKey, Handles, MadeInView};
 use crate::coast::{CoastModel, CoastPrediction};
 use crate::error::{BuildError, Error};
 use crate::front::wake::Wakeups;
@@ -179,8 +182,8 @@ pub enum RowThumbnail {
 
 /// Thumbnails for the rows of an iced list or grid, keyed by row: one live
 /// request per row (a new URL cancels the old one), rows not shown during
-/// a pass cancelled at its end, and a thumbnail already decoded shown in
-/// the first `view` after the pass that asks for it. See the
+/// a pass cancelled at its end, and a thumbnail already decoded shown by
+/// the first `view` that draws its row. See the
 /// [module](self) for an example.
 ///
 /// Dropping it cancels every load, ends its subscription and joins its
@@ -189,6 +192,7 @@ pub struct Thumbnails<K> {
     list: ListFront<K>,
     wakeups: Wakeups,
     handles: Handles,
+    made_in_view: MadeInView,
 }
 
 impl<K: Hash + Eq + Clone> Thumbnails<K> {
@@ -214,6 +218,7 @@ impl<K: Hash + Eq + Clone> Thumbnails<K> {
             list: ListFront::over(pipeline, CoastPolicy::FOLLOWED, move || waker.wake()),
             wakeups,
             handles: Handles::new(config.max_handle_bytes),
+            made_in_view: MadeInView::default(),
         })
     }
 
@@ -231,6 +236,7 @@ impl<K: Hash + Eq + Clone> Thumbnails<K> {
     /// rows where it stopped, and what the coast asked for elsewhere is
     /// cancelled.
     pub fn update(&mut self, _ready: Ready) {
+        self.made_in_view.keep_in(&mut self.handles);
         let at_rest = self.list.rows_at_rest();
         if at_rest.is_empty() {
             return self.receive();
@@ -261,6 +267,7 @@ impl<K: Hash + Eq + Clone> Thumbnails<K> {
     /// for every row in view, and [`Thumbnails::end_pass`] after them; or
     /// use [`Thumbnails::show_rows`], which does both. Never blocks.
     pub fn request(&mut self, row: K, url: &str, target: TargetSize, priority: Priority) {
+        self.made_in_view.keep_in(&mut self.handles);
         // A pass begins with its first row, whatever that row shows.
         self.handles.open_pass();
         self.list.ask(&row, url, target);
@@ -286,6 +293,7 @@ impl<K: Hash + Eq + Clone> Thumbnails<K> {
     /// allows; a row whose request failed at once (a URL that does not
     /// parse) shows its error from this pass on.
     pub fn end_pass(&mut self) {
+        self.made_in_view.keep_in(&mut self.handles);
         // A pass that asked for no row begins here: thumbnails taken now
         // are for this pass's rows.
         self.handles.open_pass();
@@ -368,17 +376,25 @@ impl<K: Hash + Eq + Clone> Thumbnails<K> {
         self.end_pass();
     }
 
-    /// What `row` shows. Never blocks; for `view`.
+    /// What `row` shows. Never blocks; for `view`. A thumbnail in the
+    /// pipeline's cache that no `update` has taken yet (one that arrived
+    /// since, or read while the window opened) is shown already, with the
+    /// handle every later view draws.
     pub fn get(&self, row: &K) -> RowThumbnail {
         let Some((url, target)) = self.list.shown(row) else {
             return RowThumbnail::NotShown;
         };
-        if let Some(handle) = self.handles.peek(&(Arc::clone(url), target)) {
+        let key = (Arc::clone(url), target);
+        if let Some(handle) = self.handles.peek(&key) {
             return RowThumbnail::Shown(handle.clone());
         }
-        match self.list.outcome(row, url, target) {
-            Some(Err(error)) => RowThumbnail::Failed(error.clone()),
-            _ => RowThumbnail::Loading,
+        match self.list.held(row, url, target) {
+            Held::Failed(error) => RowThumbnail::Failed(error.clone()),
+            Held::Pixels(thumbnail) => self
+                .made_in_view
+                .handle(&key, &thumbnail)
+                .map_or(RowThumbnail::Loading, RowThumbnail::Shown),
+            Held::Nothing => RowThumbnail::Loading,
         }
     }
 
@@ -386,12 +402,14 @@ impl<K: Hash + Eq + Clone> Thumbnails<K> {
     /// loads; rows showing it load it afresh when next asked for.
     pub fn forget(&mut self, url: &str) {
         self.handles.retain(|(kept, _)| &**kept != url);
+        self.made_in_view.retain(|(kept, _)| &**kept != url);
         self.list.forget(url);
     }
 
     /// Forgets every image at every level.
     pub fn forget_all(&mut self) {
         self.handles.retain(|_| false);
+        self.made_in_view.retain(|_| false);
         self.list.forget_all();
     }
 
