@@ -9,6 +9,7 @@
 //! one per list, told each offset as the list scrolls and asked before
 //! each pass.
 
+use std::collections::VecDeque;
 use std::ops::Range;
 use std::time::{Duration, Instant};
 
@@ -19,9 +20,10 @@ use crate::coast::{CoastPrediction, ExponentialDecay, ListGeometry};
 ///
 /// Tell it each offset the list scrolls to ([`ScrollWatch::observe`]),
 /// and hand [`ScrollWatch::predict`] to `follow_coast` first in each pass.
-/// A scroll keeps the speed it had and slows down as `model` says; the
-/// list is at rest once no scroll has come for
-/// [`ScrollWatch::STILL_AFTER`].
+/// A scroll keeps the speed it had (over its last 100 ms) and slows down
+/// as `model` says; where it will rest is followed only once it does slow
+/// down so ([`ScrollWatch::rests_steadily`]); the list is at rest once no
+/// scroll has come for [`ScrollWatch::STILL_AFTER`].
 ///
 /// ```
 /// use thumbpipe::ListGeometry;
@@ -38,13 +40,14 @@ use crate::coast::{CoastPrediction, ExponentialDecay, ListGeometry};
 pub struct ScrollWatch {
     model: ExponentialDecay,
     list: Option<ListGeometry>,
-    /// The last offset told, and when.
-    last: Option<(Instant, f32)>,
-    /// Points per second, over the last scrolls.
+    /// The offsets told over the last [`ScrollWatch::SPEED_OVER`] (and the
+    /// one before), oldest first, with when; the last is the list's now.
+    recent: VecDeque<(Instant, f32)>,
+    /// Points per second, over the recent offsets.
     velocity: f32,
-    /// Where the last scroll would have come to rest, and whether the one
-    /// before it said the same (within half a screen).
-    rest: Option<f32>,
+    /// Where the scrolls of the same window would have come to rest, with
+    /// when, oldest first; and whether those agree.
+    rests: VecDeque<(Instant, f32)>,
     steady: bool,
 }
 
@@ -70,15 +73,22 @@ impl ScrollWatch {
     /// Scrolls closer than this (two messages of one frame) are taken
     /// together.
     const SAME_MOMENT: Duration = Duration::from_millis(4);
+    /// The speed is the distance over this long, not between two scroll
+    /// messages: in a window, each comes a few milliseconds before or
+    /// after its frame's time, as the event loop runs, and the speed
+    /// between two of them was off by half either way (a coast's rest
+    /// then jumped a screen from pass to pass, and what each pass asked
+    /// for there was cancelled by the next).
+    const SPEED_OVER: Duration = Duration::from_millis(100);
 
     /// A watch whose scrolls slow down as `model` says.
     pub fn new(model: ExponentialDecay) -> Self {
         Self {
             model,
             list: None,
-            last: None,
+            recent: VecDeque::new(),
             velocity: 0.0,
-            rest: None,
+            rests: VecDeque::new(),
             steady: false,
         }
     }
@@ -91,41 +101,77 @@ impl ScrollWatch {
 
     fn observe_at(&mut self, offset: f32, list: ListGeometry, now: Instant) {
         let same_list = self.list.replace(list) == Some(list);
-        let Some((then, before)) = self.last.filter(|_| same_list) else {
+        let Some(&(then, before)) = self.recent.back().filter(|_| same_list) else {
             // The first offset, or of a list laid out anew: no speed yet.
-            self.last = Some((now, offset));
-            self.velocity = 0.0;
+            self.recent.clear();
+            self.recent.push_back((now, offset));
+            self.rests.clear();
+            (self.velocity, self.steady) = (0.0, false);
             return;
         };
         let elapsed = now.saturating_duration_since(then);
         if elapsed < Self::SAME_MOMENT {
             return;
         }
-        let speed = (offset - before) / elapsed.as_secs_f32();
+        let step = offset - before;
         // A jump of more than a screen (a scroll bar's, an app's) is no
         // scroll that goes on.
-        let jumped = (offset - before).abs() > list.viewport;
-        self.velocity = if elapsed >= Self::STILL_AFTER || jumped || !speed.is_finite() {
+        let jumped = step.abs() > list.viewport;
+        let turned = self
+            .recent
+            .front()
+            .is_some_and(|&(_, first)| (before - first) * step < 0.0);
+        if elapsed >= Self::STILL_AFTER || jumped || !step.is_finite() {
             // From rest: one scroll says no speed yet.
-            0.0
-        } else if self.velocity == 0.0 || self.velocity.signum() != speed.signum() {
-            speed
-        } else {
-            (self.velocity + speed) / 2.0
-        };
-        self.last = Some((now, offset));
+            self.recent.clear();
+            self.rests.clear();
+        } else if turned {
+            // The offsets before a turn say nothing of the new direction.
+            self.recent.drain(..self.recent.len() - 1);
+            self.rests.clear();
+        }
+        for timed in [&mut self.recent, &mut self.rests] {
+            while timed.len() > 1 && timed[1].0 + Self::SPEED_OVER <= now {
+                timed.pop_front();
+            }
+        }
+        self.recent.push_back((now, offset));
+        // The line's speed is the one at the offsets' mean time, before
+        // now: slowed down as the model says since then.
+        let (speed, at) = slope(&self.recent, now);
+        let slowed = (at / f64::from(self.model.decay_time)).min(0.0).exp();
+        self.velocity = speed * slowed as f32;
+        if !self.velocity.is_finite() {
+            self.velocity = 0.0;
+        }
         let coast = CoastPrediction::new(self.model, offset, self.velocity, list);
-        let rest = coast.is_coasting().then(|| coast.rest_offset());
-        self.steady = rest
-            .zip(self.rest)
-            .is_some_and(|(now, before)| (now - before).abs() <= list.viewport / 2.0);
-        self.rest = rest;
+        if !coast.is_coasting() {
+            self.rests.clear();
+            self.steady = false;
+            return;
+        }
+        let rest = coast.rest_offset();
+        // A coast left to itself rests where it would have a moment ago
+        // (offset + speed x decay time stays put as it slows down); a
+        // scroll that keeps its speed, or speeds up, rests further on at
+        // every look.
+        // Against the latest rest of a window ago: the first of those kept.
+        let a_window_ago = self
+            .rests
+            .front()
+            .filter(|&&(at, _)| at + Self::SPEED_OVER <= now);
+        self.steady = a_window_ago.is_some_and(|&(_, before)| {
+            (rest - before).abs() <= (0.15 * (rest - offset).abs()).max(list.row_pitch)
+        });
+        self.rests.push_back((now, rest));
     }
 
-    /// Whether the scroll slows down as the model says: the last two
-    /// scrolls would have come to rest within half a screen of each other
-    /// (a system's momentum). A scroll still driven by a hand speeds up
-    /// and slows down as it likes, and where it will rest is not known.
+    /// Whether the scroll slows down as the model says (a system's
+    /// momentum): where it would rest has stayed put, within 15% of the
+    /// way there (or a row), for the last 100 ms. A scroll still driven by a hand keeps
+    /// its speed, speeds up and slows down as it likes, and where it will
+    /// rest is not known: followed, its rest would be asked for at every
+    /// look, and cancelled at the next.
     pub fn rests_steadily(&self) -> bool {
         self.steady
     }
@@ -138,12 +184,39 @@ impl ScrollWatch {
     }
 
     fn predict_at(&self, now: Instant) -> Option<CoastPrediction> {
-        let (then, offset) = self.last?;
+        let &(then, offset) = self.recent.back()?;
         if now.saturating_duration_since(then) >= Self::STILL_AFTER {
             return None;
         }
         let coast = CoastPrediction::new(self.model, offset, self.velocity, self.list?);
         coast.is_coasting().then_some(coast)
+    }
+}
+
+/// The speed, in points per second, of the least-squares line through
+/// `offsets` (timed up to `now`), and the offsets' mean time, in seconds
+/// from now (not after it): every offset counts, so one told a few
+/// milliseconds off its frame moves it little. No speed from one offset.
+fn slope(offsets: &VecDeque<(Instant, f32)>, now: Instant) -> (f32, f64) {
+    let n = offsets.len() as f64;
+    let points = || {
+        offsets.iter().map(|&(at, offset)| {
+            let before = now.saturating_duration_since(at).as_secs_f64();
+            (-before, f64::from(offset))
+        })
+    };
+    let (mean_t, mean_x) = points().fold((0.0, 0.0), |(t, x), (pt, px)| (t + pt / n, x + px / n));
+    let (covariance, variance) = points().fold((0.0, 0.0), |(c, v), (t, x)| {
+        (
+            c + (t - mean_t) * (x - mean_x),
+            v + (t - mean_t) * (t - mean_t),
+        )
+    });
+    let speed = (covariance / variance) as f32;
+    if variance > 0.0 && speed.is_finite() {
+        (speed, mean_t)
+    } else {
+        (0.0, 0.0)
     }
 }
 
@@ -192,13 +265,15 @@ mod tests {
         }
         let now = start + frame * 9;
         let coast = watch.predict_at(now).unwrap();
-        // A steady speed: where it rests moves 32 points a frame.
-        assert!(watch.rests_steadily());
-        // 288 + 2,000 * 0.5.
+        // A speed kept is a hand's: where it rests moves 32 points a
+        // frame, and is not where the list will stop.
+        assert!(!watch.rests_steadily());
+        // 288 + 2,000 * 0.5, less the slowing the model takes to have
+        // begun at the offsets' mean time (56 ms before: 11%).
+        let rest = coast.rest_offset();
         assert!(
-            (coast.rest_offset() - 1288.0).abs() < 1.0,
-            "{}",
-            coast.rest_offset()
+            (rest - (288.0 + 1000.0 * (-0.056f32 / 0.5).exp())).abs() < 1.0,
+            "{rest}"
         );
         // Still for longer than STILL_AFTER: at rest, nothing to follow.
         assert!(watch.predict_at(now + ScrollWatch::STILL_AFTER).is_none());
@@ -222,6 +297,32 @@ mod tests {
             hand.observe_at(10.0 * (n * n) as f32, LIST, start + frame * n);
         }
         assert!(!hand.rests_steadily());
+    }
+
+    /// In a window, each scroll message comes a few milliseconds off its
+    /// frame's time: a momentum coast still rests steadily, where its
+    /// speed and the model take it.
+    #[test]
+    fn a_coast_told_at_uneven_times_rests_steadily_where_it_will_stop() {
+        let mut watch = ScrollWatch::default();
+        let start = Instant::now();
+        let jitter = [3, 0, 5, 1, 6, 2, 4, 0];
+        // 3,000 points a second, decaying as the model says: it stops
+        // 1,500 points on.
+        let decay = |t: f32| 3000.0 * 0.5 * (1.0 - (-t / 0.5).exp());
+        for n in 0..30i32 {
+            // Each offset told up to 6 ms after its frame.
+            let at = 20 + n * 1000 / 60 + jitter[n as usize % jitter.len()];
+            let now = start + Duration::from_millis(at as u64);
+            watch.observe_at(decay(n as f32 / 60.0), LIST, now);
+            if n >= 8 {
+                let rest = watch.predict_at(now).unwrap().rest_offset();
+                assert!((rest - 1500.0).abs() < 150.0, "{n}: {rest}");
+                // Once a window's offsets agree: the first ones, two or
+                // three, said less.
+                assert!(watch.rests_steadily() || n < 10, "{n}");
+            }
+        }
     }
 
     #[test]
