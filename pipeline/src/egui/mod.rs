@@ -62,7 +62,6 @@
 //!   crate's toolkit-free rows and coasts (`crate::front`).
 //! - `textures`: L1, textures under a byte budget and a per-pass upload budget.
 //! - `size`: egui's size hints to [`crate::TargetSize`] steps.
-//! - `prefetch`: [`PrefetchWindow`], the rows just beyond the view.
 //! - `coast`: [`CoastWatch`], a `ScrollArea`'s kinetic coast as a
 //!   [`crate::CoastPrediction`]: the rows where it will rest are loaded
 //!   first, the rows it flies past not at all.
@@ -71,15 +70,14 @@ mod coast;
 mod config;
 mod front;
 mod list;
-mod prefetch;
 mod size;
 mod textures;
 mod uri;
 
+pub use crate::front::prefetch::PrefetchWindow;
 pub use coast::CoastWatch;
 pub use config::EguiConfig;
 pub use list::{RowThumbnail, ThumbnailList};
-pub use prefetch::PrefetchWindow;
 pub use size::{Cell, cover_size, target_size};
 pub use textures::TextureStats;
 pub use uri::{Loader, install, install_with};

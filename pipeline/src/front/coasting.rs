@@ -195,7 +195,6 @@ impl<K: Hash + Eq + Clone> ListFront<K> {
 
     /// Whether a coast this pass rests somewhere: the rows asked for ahead
     /// of the view are then its destination's, not a prefetch's.
-    #[cfg_attr(not(feature = "egui"), allow(dead_code))]
     pub(crate) fn is_coasting(&self) -> bool {
         !self.coasting.destination.is_empty()
     }

@@ -11,6 +11,7 @@
 //! - `coasting`: while a list coasts, the rows where it will rest asked for
 //!   first and the rows it flies past not at all (`plan`: which ones).
 //! - `kept`: the toolkit's images, kept under a byte budget.
+//! - `prefetch`: the rows just beyond the view, in the direction it moves.
 //! - `scroll`: a scroll's speed read from where the list is, for a toolkit
 //!   with no kinetic state to read (iced).
 //! - `wake`: the pipeline's waker as a stream of wakes, one per burst.
@@ -31,6 +32,7 @@
 mod coasting;
 pub(crate) mod kept;
 mod plan;
+pub(crate) mod prefetch;
 #[cfg(feature = "iced")]
 pub(crate) mod scroll;
 #[cfg(feature = "iced")]

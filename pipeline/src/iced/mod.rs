@@ -16,6 +16,11 @@
 //!   ask for the rows a fast scroll flies past (they are asked for once
 //!   the list is still), and, for a momentum coast, asks first for the
 //!   rows where it will rest.
+//! - [`Thumbnails::prefetch`], for the rows a [`PrefetchWindow`] gives (a
+//!   screen beyond the view, in the direction it moves), asks for them
+//!   ahead of need: a row scrolled into view has been loading for a while,
+//!   instead of being asked for as it comes and dropped in flight as it
+//!   leaves.
 //! - [`Thumbnails::subscription`] produces [`Ready`] when thumbnails
 //!   arrive, woken by the pipeline (no polling); `update` passes it to
 //!   [`Thumbnails::update`], which makes the rows' handles.
@@ -135,9 +140,12 @@
 //! - `mod.rs`: [`Thumbnails`] and what a row shows.
 //! - `config`: [`IcedConfig`].
 //! - `handles`: the handles kept under the byte budget.
+//! - `scrolling`: what a scroll asks for (a coast followed, rows ahead
+//!   prefetched).
 
 mod config;
 mod handles;
+mod scrolling;
 
 use std::hash::Hash;
 use std::sync::Arc;
@@ -148,7 +156,6 @@ use iced_core::image::Handle;
 use iced_futures::Subscription;
 
 use self::handles::{HandleKey, Handles, MadeInView};
-use crate::coast::{CoastModel, CoastPrediction};
 use crate::error::{BuildError, Error};
 use crate::front::wake::Wakeups;
 use crate::front::{CoastPolicy, Held, ListFront};
@@ -158,6 +165,7 @@ use crate::request::{Priority, TargetSize};
 use crate::thumbnail::Thumbnail;
 
 pub use self::config::IcedConfig;
+pub use crate::front::prefetch::PrefetchWindow;
 pub use crate::front::scroll::{ScrollWatch, rows_in_view};
 pub use handles::HandleStats;
 
@@ -301,63 +309,6 @@ impl<K: Hash + Eq + Clone> Thumbnails<K> {
         self.list.clear_coast();
         self.receive();
         self.handles.close_pass();
-    }
-
-    /// Follows a coast for this pass: call it first in the pass, before the
-    /// rows are asked for, with where the list's scroll will rest (`None`
-    /// at rest does nothing). The rows where it rests are asked for at
-    /// [`Priority::Destination`], ahead of every other row; a row in view
-    /// that will leave sooner than an image takes to arrive is not
-    /// requested (it shows [`RowThumbnail::Loading`], or its image if one
-    /// is decoded); a screen ahead is prefetched. `row_at` gives the key
-    /// and URL of the row at an index (a grid's cell, numbered row by
-    /// row). The prediction is made with a [`CoastModel`] of how the app's
-    /// scrolls slow down: [`ScrollWatch`] makes it from the list's scroll
-    /// messages. A row skipped is asked for once the list has been still
-    /// for a moment: the subscription wakes for it, and
-    /// [`Thumbnails::update`] asks.
-    pub fn follow_coast<M: CoastModel, S: AsRef<str>>(
-        &mut self,
-        coast: Option<&CoastPrediction<M>>,
-        target: TargetSize,
-        row_at: impl FnMut(usize) -> (K, S),
-    ) {
-        if let Some(coast) = coast {
-            self.follow(coast, true, target, row_at);
-        }
-    }
-
-    /// [`Thumbnails::follow_coast`] with what `scrolls` saw: call it first
-    /// in the pass. While the scroll slows down as its model says (a
-    /// system's momentum), the rows where it will rest are asked for
-    /// first; while it is still driven by a hand, and where it will rest
-    /// is not known, only the rows it flies past are skipped. Either way
-    /// the rows in view are asked for once the list has been still for
-    /// [`ScrollWatch::STILL_AFTER`].
-    pub fn follow_scroll<S: AsRef<str>>(
-        &mut self,
-        scrolls: &ScrollWatch,
-        target: TargetSize,
-        row_at: impl FnMut(usize) -> (K, S),
-    ) {
-        if let Some(coast) = scrolls.predict() {
-            self.follow(&coast, scrolls.rests_steadily(), target, row_at);
-        }
-    }
-
-    fn follow<M: CoastModel, S: AsRef<str>>(
-        &mut self,
-        coast: &CoastPrediction<M>,
-        rests: bool,
-        target: TargetSize,
-        row_at: impl FnMut(usize) -> (K, S),
-    ) {
-        self.handles.open_pass();
-        let handles = &self.handles;
-        self.list
-            .follow_coast(coast, rests, target, row_at, |url, target| {
-                handles.peek(&(Arc::from(url), target)).is_some()
-            });
     }
 
     /// A pass over the rows in view: each asked for at

@@ -203,6 +203,48 @@ fn a_thumbnail_in_the_cache_is_shown_by_a_view_before_any_update() {
     assert_eq!((stats.handles, stats.made), (4, 4));
 }
 
+/// Rows asked for ahead of the view load while it comes: the pass that
+/// shows them asks for nothing new, and a prefetched row no pass asks for
+/// again is cancelled.
+#[test]
+fn prefetched_rows_load_ahead_of_the_view_and_are_cancelled_when_left() {
+    let server = server(300);
+    let mut thumbnails = Thumbnails::<usize>::new(Config::default()).unwrap();
+    let urls: Vec<String> = (0..9).map(|row| server.image_url(950 + row)).collect();
+    let rows = |range: std::ops::Range<usize>| range.map(|row| (row, urls[row].clone()));
+    // Rows 0-2 in view, 3-5 a screen ahead.
+    for (row, url) in rows(3..6) {
+        thumbnails.prefetch(row, &url, TARGET);
+    }
+    thumbnails.show_rows(rows(0..3), TARGET);
+    assert_eq!(thumbnails.stats().requested, 6);
+    assert!(matches!(thumbnails.get(&4), RowThumbnail::Loading));
+    // The list moves on to 3-5, prefetching 6-8: rows 3-5 were asked for
+    // already, rows 0-2 are cancelled.
+    for (row, url) in rows(6..9) {
+        thumbnails.prefetch(row, &url, TARGET);
+    }
+    thumbnails.show_rows(rows(3..6), TARGET);
+    assert_eq!(thumbnails.stats().requested, 9);
+    // And back to 3-5 alone: the prefetch of 6-8 is cancelled too.
+    thumbnails.show_rows(rows(3..6), TARGET);
+    let mut ready = ready_stream(&thumbnails);
+    run_until(&mut thumbnails, &mut ready, all_shown(3..6));
+    assert!(eventually(|| idle(thumbnails.pipeline())));
+    let stats = thumbnails.stats();
+    assert_eq!(
+        (stats.requested, stats.cancelled, stats.delivered),
+        (9, 6, 3),
+        "{stats:?}"
+    );
+    for row in 3..6 {
+        assert_eq!(
+            id_of(&shown(&thumbnails, row).unwrap()),
+            Some(950 + row as u32)
+        );
+    }
+}
+
 #[test]
 fn rows_that_leave_are_cancelled_and_forgotten() {
     let server = server(400);
