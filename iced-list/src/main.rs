@@ -4,21 +4,28 @@
 //!
 //! `cargo run --release -p iced-list [-- --grid] [--rows N] [URL]`, or
 //! `-- --folder DIR` for the files in DIR (`file://`, read under DIR, with
-//! the desktop's shared thumbnails); `--first-screen` prints, once, how
+//! the desktop's shared thumbnails). `--first-screen` prints, once, how
 //! long after start-up and in which view every cell in view first showed
-//! its image. Only the rows in view are laid out. thumbpipe is told which rows those are when
-//! the app starts (iced sends no scroll message for a list that fits its
-//! window), when the list scrolls and when the window is resized; rows
-//! that left are cancelled, and thumbnails arrive through the
-//! subscription.
+//! its image. `--script flick` plays the demo's flick in the window
+//! (against the embedded server), then prints the requests the server
+//! received, the tail and the stalls, and exits.
+//!
+//! Only the rows in view are laid out. thumbpipe is told which rows those
+//! are when the app starts (iced sends no scroll message for a list that
+//! fits its window), when the list scrolls and when the window is resized,
+//! with a screen beyond them prefetched; rows that left are cancelled, and
+//! thumbnails arrive through the subscription.
 
-use iced::widget::{Space, button, column, container, image, row, scrollable, text};
+mod script;
+
+use iced::widget::operation::{AbsoluteOffset, scroll_to};
+use iced::widget::{Id, Space, button, column, container, image, row, scrollable, text};
 use std::cell::Cell;
 use std::time::Instant;
 
 use iced::{Element, Length, Size, Subscription, Task};
-use thumbpipe::iced::{Ready, RowThumbnail, ScrollWatch, Thumbnails};
-use thumbpipe::{ListGeometry, TargetSize};
+use thumbpipe::iced::{PrefetchWindow, Ready, RowThumbnail, ScrollWatch, Thumbnails};
+use thumbpipe::{ListGeometry, Priority, TargetSize};
 
 /// Rows unless `--rows N` says otherwise.
 const ROWS: usize = 1000;
@@ -28,6 +35,8 @@ const FIRST_HEIGHT: f32 = 768.0;
 const ROW_HEIGHT: f32 = 72.0;
 const CELL: f32 = 96.0;
 const COLUMNS: usize = 8;
+/// The list's scrollable, which `--script` scrolls.
+const LIST: &str = "list";
 
 #[derive(Clone, Debug)]
 enum Message {
@@ -35,6 +44,8 @@ enum Message {
     Scrolled(scrollable::Viewport),
     Resized(Size),
     ToggleGrid,
+    /// A frame of the window, while `--script` plays.
+    Frame(Instant),
 }
 
 struct List {
@@ -46,14 +57,19 @@ struct List {
     thumbnails: Thumbnails<usize>,
     /// The list's scrolls, for where a fast one will rest.
     scrolls: ScrollWatch,
+    /// The cells just beyond the view, in the direction it moves.
+    prefetch: PrefetchWindow,
     grid: bool,
     top: f32,
     height: f32,
-    /// Kept alive while the window is open.
-    _server: Option<fixture_server::FixtureServer>,
+    /// The embedded server, kept alive while the window is open: its
+    /// counters are `--script`'s report.
+    server: Option<fixture_server::FixtureServer>,
     /// With `--first-screen`: when the app started, and the views drawn
     /// until every cell in view showed its image (then `None`: said).
     first_screen: Option<(Instant, Cell<Option<u32>>)>,
+    /// With `--script flick`: the flick under way.
+    flick: Option<script::Flick>,
 }
 
 impl List {
@@ -69,7 +85,8 @@ impl List {
             .unwrap_or(ROWS);
         let folder = value_of("--folder").cloned();
         // The URL: the word that is neither a flag nor a flag's value.
-        let taking_value = |at: usize| at > 0 && ["--rows", "--folder"].contains(&&*args[at - 1]);
+        let taking_value =
+            |at: usize| at > 0 && ["--rows", "--folder", "--script"].contains(&&*args[at - 1]);
         let mut words = args
             .iter()
             .enumerate()
@@ -92,8 +109,18 @@ impl List {
             config.fetch.file_roots = vec![dir.clone().into()];
             files_in(&dir)
         });
+        let scripted = value_of("--script").map(String::as_str);
+        if scripted.is_some_and(|script| script != "flick")
+            || (scripted.is_some() && server.is_none())
+        {
+            eprintln!(
+                "iced-list: --script takes `flick`, with the embedded server (no URL, no --folder)"
+            );
+            std::process::exit(2)
+        }
         let mut list = Self::showing(base, rows, grid, server, config, files);
         list.first_screen = flag("--first-screen").map(|_| (started, Cell::new(Some(0))));
+        list.flick = scripted.map(|_| script::Flick::new(list.rows.div_ceil(list.shape().1)));
         (list, Task::none())
     }
 
@@ -119,11 +146,13 @@ impl List {
             files,
             thumbnails,
             scrolls: ScrollWatch::default(),
+            prefetch: PrefetchWindow::default(),
             grid,
             top: 0.0,
             height: FIRST_HEIGHT,
-            _server: server,
+            server,
             first_screen: None,
+            flick: None,
         };
         list.show_rows();
         list
@@ -144,7 +173,19 @@ impl List {
         // A fast scroll: the rows where it will rest first, none of those
         // it flies past.
         self.thumbnails.follow_scroll(&self.scrolls, target, url);
-        self.thumbnails.show_rows(cells.map(url), target);
+        // The rows in view, then a screen beyond them in the direction the
+        // list moves (loading by the time it comes into view), in one pass:
+        // asked in that order, since a local file's look-ups run in it.
+        for cell in cells.clone() {
+            let (cell, url) = url(cell);
+            self.thumbnails
+                .request(cell, &url, target, Priority::Visible);
+        }
+        for cell in self.prefetch.rows(cells, self.rows) {
+            let (cell, url) = url(cell);
+            self.thumbnails.prefetch(cell, &url, target);
+        }
+        self.thumbnails.end_pass();
     }
 
     /// With `--first-screen`, counts a view of `cells` and says, the
@@ -175,9 +216,13 @@ impl List {
         }
     }
 
-    fn update(&mut self, message: Message) {
+    fn update(&mut self, message: Message) -> Task<Message> {
         match message {
-            Message::Thumbnails(ready) => return self.thumbnails.update(ready),
+            Message::Thumbnails(ready) => {
+                self.thumbnails.update(ready);
+                return Task::none();
+            }
+            Message::Frame(now) => return self.play(now),
             Message::Scrolled(viewport) => {
                 self.top = viewport.absolute_offset().y;
                 self.height = viewport.bounds().height;
@@ -189,6 +234,40 @@ impl List {
             Message::ToggleGrid => self.grid = !self.grid,
         }
         self.show_rows();
+        Task::none()
+    }
+
+    /// A frame of `--script flick`: the list scrolled to where the flick
+    /// is, or still while loads finish; at the end, the report, and exit.
+    fn play(&mut self, now: Instant) -> Task<Message> {
+        let stats = self.thumbnails.stats();
+        let busy = stats.in_flight + stats.queued + stats.decoding > 0;
+        let Some(flick) = &mut self.flick else {
+            return Task::none();
+        };
+        match flick.step(now, busy) {
+            script::Step::ScrollTo(position) => {
+                let (line, per_line, _) = self.shape();
+                let range = (self.rows.div_ceil(per_line) as f32 * line - self.height).max(0.0);
+                let offset = AbsoluteOffset {
+                    x: 0.0,
+                    y: position * range,
+                };
+                scroll_to(Id::new(LIST), offset)
+            }
+            script::Step::Still => Task::none(),
+            script::Step::Done => {
+                let server = self.server.as_ref().map(|server| server.stats());
+                let (requests, dropped) = server.map_or((0, 0), |stats| {
+                    (
+                        stats.requests_started,
+                        stats.responses_aborted + stats.responses_cut,
+                    )
+                });
+                println!("{}", flick.report(requests, dropped));
+                iced::exit()
+            }
+        }
     }
 
     fn thumbnail(&self, cell: usize, side: f32) -> Element<'_, Message> {
@@ -239,6 +318,7 @@ impl List {
         column![
             bar,
             scrollable(list)
+                .id(Id::new(LIST))
                 .width(Length::Fill)
                 .height(Length::Fill)
                 .on_scroll(Message::Scrolled)
@@ -248,9 +328,14 @@ impl List {
     }
 
     fn subscription(&self) -> Subscription<Message> {
+        let frames = match self.flick {
+            Some(_) => iced::window::frames().map(Message::Frame),
+            None => Subscription::none(),
+        };
         Subscription::batch([
             self.thumbnails.subscription().map(Message::Thumbnails),
             iced::window::resize_events().map(|(_, size)| Message::Resized(size)),
+            frames,
         ])
     }
 }
@@ -299,7 +384,7 @@ mod tests {
     fn until_shown(list: &mut List) -> bool {
         let deadline = Instant::now() + Duration::from_secs(10);
         while Instant::now() < deadline {
-            list.update(Message::Thumbnails(Ready));
+            let _ = list.update(Message::Thumbnails(Ready));
             let (line, per_line, _) = list.shape();
             let count = list.rows.div_ceil(per_line);
             let lines = thumbpipe::iced::rows_in_view(list.top, list.height, line, count);
@@ -345,7 +430,7 @@ mod tests {
             matches!(messages.as_slice(), [Message::ToggleGrid]),
             "{messages:?}"
         );
-        list.update(Message::ToggleGrid);
+        let _ = list.update(Message::ToggleGrid);
         assert!(until_shown(&mut list), "{:?}", list.thumbnails.stats());
         let mut ui = iced_test::simulator(list.view());
         assert!(
