@@ -12,12 +12,14 @@ use std::ops::Range;
 /// the direction of scrolling. A list at rest keeps the last direction.
 ///
 /// ```
-/// # #[cfg(feature = "egui")] {
-/// let mut window = thumbpipe::egui::PrefetchWindow::default();
+/// # #[cfg(feature = "egui")]
+/// use thumbpipe::egui::PrefetchWindow;
+/// # #[cfg(all(feature = "iced", not(feature = "egui")))]
+/// # use thumbpipe::iced::PrefetchWindow;
+/// let mut window = PrefetchWindow::default();
 /// assert_eq!(window.rows(0..10, 200), 10..20);
 /// assert_eq!(window.rows(5..15, 200), 15..25); // scrolling down
 /// assert_eq!(window.rows(3..13, 200), 0..3); // scrolling up, clamped at the top
-/// # }
 /// ```
 #[derive(Clone, Debug)]
 pub struct PrefetchWindow {

@@ -167,11 +167,11 @@ impl ScrollWatch {
     }
 
     /// Whether the scroll slows down as the model says (a system's
-    /// momentum): where it would rest has stayed put, within 15% of the
-    /// way there (or a row), for the last 100 ms. A scroll still driven by a hand keeps
-    /// its speed, speeds up and slows down as it likes, and where it will
-    /// rest is not known: followed, its rest would be asked for at every
-    /// look, and cancelled at the next.
+    /// momentum): where it would rest now is where it would have 100 ms
+    /// before, within 15% of the way there (or a row). A scroll still
+    /// driven by a hand keeps its speed, speeds up and slows down as it
+    /// likes, and where it will rest is not known: followed, its rest would
+    /// be asked for at every look, and cancelled at the next.
     pub fn rests_steadily(&self) -> bool {
         self.steady
     }

@@ -98,7 +98,9 @@ fn handle_of(thumbnail: &Thumbnail) -> Handle {
 /// took them: a folder's first screen, read from the shared thumbnails
 /// while the window opened, is drawn by the first view. Each is made once,
 /// so every view draws the same handle, and is kept with the others, under
-/// the budget, by the next call that changes the thumbnails.
+/// the budget, by the next update or pass (`update`, `request`,
+/// `end_pass`, a coast followed); until then it is not counted in
+/// [`HandleStats`].
 #[derive(Default)]
 pub(super) struct MadeInView(Mutex<HashMap<HandleKey, (Handle, usize)>>);
 

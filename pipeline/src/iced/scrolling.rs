@@ -1,10 +1,10 @@
 //! What a scroll asks for in an iced list: the coast a [`ScrollWatch`]
 //! reads followed first in each pass (the rows where it will rest asked
 //! for first, those it flies past not at all), and the rows just beyond
-//! the view prefetched ([`PrefetchWindow`](super::PrefetchWindow)), so that a row scrolled into
-//! view has been loading for a while: without them, every row of a flick
-//! was asked for as it came into view and most were dropped in flight
-//! as it left.
+//! the view prefetched ([`PrefetchWindow`](super::PrefetchWindow)), so
+//! that a row scrolled into view has been loading for a while: without
+//! them, every row of a flick was asked for as it came into view and most
+//! were dropped in flight as it left.
 //!
 //! Methods of [`Thumbnails`], called in `update` with the pass they
 //! belong to.
@@ -66,6 +66,8 @@ impl<K: Hash + Eq + Clone> Thumbnails<K> {
         target: TargetSize,
         row_at: impl FnMut(usize) -> (K, S),
     ) {
+        // Handles made by the last view are of the last pass's rows.
+        self.made_in_view.keep_in(&mut self.handles);
         self.handles.open_pass();
         let handles = &self.handles;
         self.list
@@ -82,7 +84,9 @@ impl<K: Hash + Eq + Clone> Thumbnails<K> {
     /// [`Thumbnails::end_pass`]: a local file's look-ups run in the order
     /// asked, and the rows in view come first. A prefetched row is kept
     /// loading while it is asked for, and cancelled at the end of a pass
-    /// that does not. Asks for nothing while a coast followed in this pass
+    /// that does not (so is the pass [`Thumbnails::update`] makes once a
+    /// coast is still, which asks for the rows in view alone); its handle,
+    /// once made, counts in the byte budget as a row of its pass does. Asks for nothing while a coast followed in this pass
     /// rests somewhere: it asks for the screen beyond its rest itself.
     pub fn prefetch(&mut self, row: K, url: &str, target: TargetSize) {
         if !self.list.is_coasting() {
