@@ -3,15 +3,19 @@
 //! `image::Handle`) is kept by key across passes, so the toolkit uploads
 //! it once, under a byte budget with the least recently shown freed
 //! first, but never one shown in the current pass: two images that do not
-//! fit the budget together would free each other every pass. And the one
-//! check of a thumbnail's pixels before a toolkit is given them.
+//! fit the budget together would free each other every pass. The images a
+//! view made with only `&self` (iced's) wait in [`MadeInView`] until the
+//! next pass keeps them. And the one check of a thumbnail's pixels before
+//! a toolkit is given them.
 //!
 //! Owned by a toolkit's door (`egui/textures.rs`, `iced/handles.rs`) and
 //! used on the UI thread only; what freeing an image means (a texture
 //! dropped, a handle no longer drawn) is the toolkit's. Plain data: it
 //! ends when its owner drops it.
 
+use std::collections::HashMap;
 use std::hash::Hash;
+use std::sync::{Mutex, PoisonError};
 
 use lru::LruCache;
 
@@ -189,6 +193,55 @@ impl<K: Hash + Eq + Clone, I> KeptImages<K, I> {
     }
 }
 
+/// Images a toolkit's view made, with `&self` (iced's `view`), from what
+/// the levels in front of the pipeline hold, before a pass or an update
+/// took it: a folder's first screen, read while the window opened, is
+/// drawn by the first view. Each is made once, so every view draws the
+/// same image (the toolkit uploads it once), and is kept with the others,
+/// under the budget, by the door's next call with `&mut`
+/// ([`MadeInView::keep_in`]); until then it is not counted.
+#[cfg_attr(not(feature = "iced"), allow(dead_code))]
+pub(crate) struct MadeInView<K, I>(Mutex<HashMap<K, (I, usize)>>);
+
+impl<K, I> Default for MadeInView<K, I> {
+    fn default() -> Self {
+        Self(Mutex::new(HashMap::new()))
+    }
+}
+
+#[cfg_attr(not(feature = "iced"), allow(dead_code))]
+impl<K: Hash + Eq + Clone, I: Clone> MadeInView<K, I> {
+    /// `key`'s image made in a view, or made now by `make` (the image and
+    /// its bytes) if none was; `None` if `make` makes none.
+    pub(crate) fn image(&self, key: &K, make: impl FnOnce() -> Option<(I, usize)>) -> Option<I> {
+        let mut made = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((image, _)) = made.get(key) {
+            return Some(image.clone());
+        }
+        let (image, bytes) = make()?;
+        made.insert(key.clone(), (image.clone(), bytes));
+        Some(image)
+    }
+
+    /// Keeps the images made in views in `kept`, each shown in its current
+    /// pass (what a view draws is the last pass's rows'), unless it has
+    /// one for that key already.
+    pub(crate) fn keep_in(&mut self, kept: &mut KeptImages<K, I>) {
+        let made = self.0.get_mut().unwrap_or_else(PoisonError::into_inner);
+        for (key, (image, bytes)) in made.drain() {
+            if !kept.contains(&key) {
+                kept.insert(key, image, bytes);
+            }
+        }
+    }
+
+    /// Drops the images made in views that `keep` says no to.
+    pub(crate) fn retain(&mut self, keep: impl Fn(&K) -> bool) {
+        let made = self.0.get_mut().unwrap_or_else(PoisonError::into_inner);
+        made.retain(|key, _| keep(key));
+    }
+}
+
 /// Why `thumbnail`'s pixels are not its size's 8-bit RGBA, if they are not
 /// (a decoder of the app's own may return anything): a toolkit given them
 /// would panic or draw garbage.
@@ -269,5 +322,32 @@ mod tests {
         assert!(not_rgba(&thumbnail(2, 2, 15)).is_some());
         assert!(not_rgba(&thumbnail(0, 2, 0)).is_some());
         assert!(not_rgba(&thumbnail(u32::MAX, u32::MAX, 4)).is_some());
+    }
+
+    #[test]
+    fn an_image_made_in_a_view_is_made_once_and_kept_by_the_next_pass() {
+        let mut made: MadeInView<&str, u8> = MadeInView::default();
+        let mut calls = 0;
+        let mut make = |image| {
+            calls += 1;
+            Some((image, 2))
+        };
+        assert_eq!(made.image(&"a", || make(1)), Some(1));
+        // The same image each view: not made again.
+        assert_eq!(made.image(&"a", || make(9)), Some(1));
+        assert_eq!(made.image(&"b", || None), None);
+        assert_eq!(calls, 1);
+        // Kept with the others, counted, unless one was kept meanwhile.
+        let mut kept: KeptImages<&str, u8> = KeptImages::new(100);
+        kept.insert("c", 3, 1);
+        made.image(&"c", || Some((7, 2)));
+        made.keep_in(&mut kept);
+        assert_eq!((kept.peek(&"a"), kept.peek(&"c")), (Some(&1), Some(&3)));
+        assert_eq!((kept.len(), kept.stats().bytes), (2, 3));
+        // Moved, not copied: the next view makes anew.
+        assert_eq!(made.image(&"a", || Some((5, 2))), Some(5));
+        made.retain(|_| false);
+        made.keep_in(&mut kept);
+        assert_eq!(kept.len(), 2);
     }
 }

@@ -12,8 +12,7 @@
 //! trims what a frame did not use); the thumbnail stays in the pipeline's
 //! cache and comes back as a new handle when a row asks for it.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
 use bytes::Bytes;
 use iced_core::image::Handle;
@@ -88,54 +87,16 @@ impl Handles {
 
 /// `thumbnail`'s handle (its first frame, for an animation), sharing its
 /// pixels; they are its size's RGBA ([`not_rgba`] says none).
-fn handle_of(thumbnail: &Thumbnail) -> Handle {
+pub(super) fn handle_of(thumbnail: &Thumbnail) -> Handle {
     let pixels = Bytes::from_owner(Arc::clone(&thumbnail.pixels));
     Handle::from_rgba(thumbnail.width, thumbnail.height, pixels)
 }
 
 /// Handles made by a `view` ([`super::Thumbnails::get`], which has only
-/// `&self`) for thumbnails found in the pipeline's cache before an `update`
-/// took them: a folder's first screen, read from the shared thumbnails
-/// while the window opened, is drawn by the first view. Each is made once,
-/// so every view draws the same handle, and is kept with the others, under
-/// the budget, by the next update or pass (`update`, `request`,
-/// `end_pass`, a coast followed); until then it is not counted in
-/// [`HandleStats`].
-#[derive(Default)]
-pub(super) struct MadeInView(Mutex<HashMap<HandleKey, (Handle, usize)>>);
-
-impl MadeInView {
-    /// `key`'s handle made in a view, made now from `thumbnail` if none
-    /// was; `None` for pixels that cannot be one (the `update` that takes
-    /// the thumbnail makes that the row's error).
-    pub(super) fn handle(&self, key: &HandleKey, thumbnail: &Thumbnail) -> Option<Handle> {
-        if not_rgba(thumbnail).is_some() {
-            return None;
-        }
-        let mut made = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        let (handle, _) = made
-            .entry(key.clone())
-            .or_insert_with(|| (handle_of(thumbnail), thumbnail.pixels.len()));
-        Some(handle.clone())
-    }
-
-    /// Keeps the handles made in views in `handles`, each shown in its
-    /// current pass (the rows a view draws are the last pass's).
-    pub(super) fn keep_in(&mut self, handles: &mut Handles) {
-        let made = self.0.get_mut().unwrap_or_else(PoisonError::into_inner);
-        for (key, (handle, bytes)) in made.drain() {
-            if !handles.contains(&key) {
-                handles.insert(key, handle, bytes);
-            }
-        }
-    }
-
-    /// Drops the handles made in views that `keep` says no to.
-    pub(super) fn retain(&mut self, keep: impl Fn(&HandleKey) -> bool) {
-        let made = self.0.get_mut().unwrap_or_else(PoisonError::into_inner);
-        made.retain(|key, _| keep(key));
-    }
-}
+/// `&self`) for thumbnails found in the pipeline's cache before an
+/// `update` took them; kept with the others by the next update or pass
+/// (`update`, `request`, `end_pass`, a coast followed).
+pub(super) type MadeInView = crate::front::kept::MadeInView<HandleKey, Handle>;
 
 #[cfg(test)]
 mod tests {

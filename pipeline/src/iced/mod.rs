@@ -155,8 +155,9 @@ use futures::stream::BoxStream;
 use iced_core::image::Handle;
 use iced_futures::Subscription;
 
-use self::handles::{HandleKey, Handles, MadeInView};
+use self::handles::{HandleKey, Handles, MadeInView, handle_of};
 use crate::error::{BuildError, Error};
+use crate::front::kept::not_rgba;
 use crate::front::wake::Wakeups;
 use crate::front::{CoastPolicy, Held, ListFront};
 use crate::metrics::Stats;
@@ -343,7 +344,12 @@ impl<K: Hash + Eq + Clone> Thumbnails<K> {
             Held::Failed(error) => RowThumbnail::Failed(error.clone()),
             Held::Pixels(thumbnail) => self
                 .made_in_view
-                .handle(&key, &thumbnail)
+                .image(&key, || {
+                    let bytes = thumbnail.pixels.len();
+                    not_rgba(&thumbnail)
+                        .is_none()
+                        .then(|| (handle_of(&thumbnail), bytes))
+                })
                 .map_or(RowThumbnail::Loading, RowThumbnail::Shown),
             Held::Nothing => RowThumbnail::Loading,
         }
