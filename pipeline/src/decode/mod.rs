@@ -23,7 +23,7 @@
 //! row, in its file (`png.rs`, `gif.rs`, `ico.rs`); a faster path for a
 //! JPEG is in `jpeg/`, chosen by `route.rs`, which takes one image from
 //! its bytes to its thumbnail once `header.rs` has read what it is; the
-//! resize filter is `resize::FILTER`; how an image goes in its box (inside
+//! resize filter is `resize::filter()`; how an image goes in its box (inside
 //! or a cover crop) is `fitting.rs`.
 
 mod animation;
