@@ -110,18 +110,18 @@ impl ScrollWatch {
             return;
         };
         let elapsed = now.saturating_duration_since(then);
-        if elapsed < Self::SAME_MOMENT {
-            return;
-        }
         let step = offset - before;
         // A jump of more than a screen (a scroll bar's, an app's) is no
-        // scroll that goes on.
-        let jumped = step.abs() > list.viewport;
+        // scroll that goes on, however soon it comes.
+        let jumped = step.abs() > list.viewport || !step.is_finite();
+        if elapsed < Self::SAME_MOMENT && !jumped {
+            return;
+        }
         let turned = self
             .recent
             .front()
             .is_some_and(|&(_, first)| (before - first) * step < 0.0);
-        if elapsed >= Self::STILL_AFTER || jumped || !step.is_finite() {
+        if elapsed >= Self::STILL_AFTER || jumped {
             // From rest: one scroll says no speed yet.
             self.recent.clear();
             self.rests.clear();
@@ -342,6 +342,15 @@ mod tests {
         let resized = ListGeometry::new(72.0, 1000, 360.0);
         watch.observe_at(5064.0, resized, start + frame * 4);
         assert!(watch.predict_at(start + frame * 4).is_none());
+        // A jump a millisecond after a scroll still counts: the speed
+        // after it is from where it landed.
+        let at = start + frame * 5;
+        watch.observe_at(5096.0, resized, at);
+        watch.observe_at(100.0, resized, at + Duration::from_millis(1));
+        assert!(watch.predict_at(at + Duration::from_millis(1)).is_none());
+        watch.observe_at(132.0, resized, at + frame);
+        let rest = watch.predict_at(at + frame).unwrap().rest_offset();
+        assert!((132.0..1200.0).contains(&rest), "{rest}");
     }
 
     #[test]
