@@ -276,9 +276,8 @@ impl<K: Hash + Eq + Clone> Thumbnails<K> {
     /// for every row in view, and [`Thumbnails::end_pass`] after them; or
     /// use [`Thumbnails::show_rows`], which does both. Never blocks.
     pub fn request(&mut self, row: K, url: &str, target: TargetSize, priority: Priority) {
-        self.made_in_view.keep_in(&mut self.handles);
         // A pass begins with its first row, whatever that row shows.
-        self.handles.open_pass();
+        self.open_pass();
         self.list.ask(&row, url, target);
         // The row's handle, kept (and marked shown in this pass), or made
         // now from what is held for it: never one drawn uncounted. Keyed
@@ -302,10 +301,9 @@ impl<K: Hash + Eq + Clone> Thumbnails<K> {
     /// allows; a row whose request failed at once (a URL that does not
     /// parse) shows its error from this pass on.
     pub fn end_pass(&mut self) {
-        self.made_in_view.keep_in(&mut self.handles);
         // A pass that asked for no row begins here: thumbnails taken now
         // are for this pass's rows.
-        self.handles.open_pass();
+        self.open_pass();
         self.list.end_pass();
         self.list.clear_coast();
         self.receive();
@@ -383,6 +381,13 @@ impl<K: Hash + Eq + Clone> Thumbnails<K> {
     /// The pipeline underneath, for what this type does not wrap.
     pub fn pipeline(&self) -> &Pipeline<K> {
         &self.list.pipeline
+    }
+
+    /// Opens a pass, unless one is open, after keeping the handles the last
+    /// view made (they are the last pass's rows').
+    fn open_pass(&mut self) {
+        self.made_in_view.keep_in(&mut self.handles);
+        self.handles.open_pass();
     }
 
     /// Makes `row`'s handle, `key`'s, from `thumbnail`; a thumbnail that

@@ -66,9 +66,7 @@ impl<K: Hash + Eq + Clone> Thumbnails<K> {
         target: TargetSize,
         row_at: impl FnMut(usize) -> (K, S),
     ) {
-        // Handles made by the last view are of the last pass's rows.
-        self.made_in_view.keep_in(&mut self.handles);
-        self.handles.open_pass();
+        self.open_pass();
         let handles = &self.handles;
         self.list
             .follow_coast(coast, rests, target, row_at, |url, target| {
