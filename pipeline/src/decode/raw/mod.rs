@@ -186,13 +186,15 @@ fn choose(checked: Vec<Checked>, orientation: Option<Orientation>, target: Targe
     checked.into_iter().nth(at).map(|preview| (preview, size))
 }
 
-/// The largest of `found`'s RGB previews that lies within `bytes`.
-fn largest_rgb<'a>(bytes: &[u8], found: &'a Previews) -> Option<&'a RgbPreview> {
+/// The largest of `found`'s RGB previews (of the first [`MAX_PREVIEWS`])
+/// that lies within the first `read` bytes: the decode's choice, and, for
+/// the whole file, what the fetch's watch waits for.
+fn largest_rgb(found: &Previews, read: usize) -> Option<&RgbPreview> {
     found
         .rgb
         .iter()
         .take(MAX_PREVIEWS)
-        .filter(|preview| preview.bytes.end <= bytes.len())
+        .filter(|preview| preview.bytes.end <= read)
         .max_by_key(|preview| u64::from(preview.width) * u64::from(preview.height))
 }
 
@@ -205,7 +207,7 @@ fn decode(
 ) -> Result<Thumbnail, Error> {
     let found = previews(bytes);
     let Some((preview, size)) = choose(checked(bytes, &found), found.orientation, target) else {
-        if let Some(rgb) = largest_rgb(bytes, &found) {
+        if let Some(rgb) = largest_rgb(&found, bytes.len()) {
             return rgb::decode(url, bytes, rgb, found.orientation, target, limits);
         }
         return Err(Error::Decode {

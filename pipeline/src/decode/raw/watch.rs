@@ -7,7 +7,9 @@
 //! Made by the fetch stage's stop rule (`decode/watch.rs`) for each body,
 //! run on the task that reads it; ends with the read.
 
-use super::{Checked, MAX_PREVIEWS, Unsized, choose, is_raw, previews, sized, tiff};
+use super::{
+    Checked, MAX_PREVIEWS, Unsized, choose, is_raw, largest_rgb, previews, sized, tiff,
+};
 use crate::decode::format::is_tiff;
 use crate::fetch::stop::{Enough, Looks};
 use crate::request::TargetSize;
@@ -71,7 +73,7 @@ fn look(read: &[u8], target: TargetSize) -> Enough {
         Some((preview, _)) if preview.bytes.end <= read.len() => Enough::Yes,
         Some(_) => Enough::NotYet,
         // No JPEG: the largest RGB preview, as the decode takes it.
-        None => match found.rgb.iter().take(MAX_PREVIEWS).max_by_key(|rgb| u64::from(rgb.width) * u64::from(rgb.height)) {
+        None => match largest_rgb(&found, usize::MAX) {
             Some(rgb) if rgb.bytes.end <= read.len() => Enough::Yes,
             Some(_) => Enough::NotYet,
             None => Enough::Never,
