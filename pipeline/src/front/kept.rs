@@ -8,10 +8,10 @@
 //! next pass keeps them. And the one check of a thumbnail's pixels before
 //! a toolkit is given them.
 //!
-//! Owned by a toolkit's door (`egui/textures.rs`, `iced/handles.rs`) and
-//! used on the UI thread only; what freeing an image means (a texture
-//! dropped, a handle no longer drawn) is the toolkit's. Plain data: it
-//! ends when its owner drops it.
+//! Owned by egui's textures (`egui/textures.rs`) or the rows' images
+//! (`front/row_images.rs`) and used on the UI thread only; what freeing
+//! an image means (a texture dropped, a handle no longer drawn) is the
+//! toolkit's. Plain data: it ends when its owner drops it.
 
 use std::collections::HashMap;
 use std::hash::Hash;

@@ -11,6 +11,9 @@
 //! - `coasting`: while a list coasts, the rows where it will rest asked for
 //!   first and the rows it flies past not at all (`plan`: which ones).
 //! - `kept`: the toolkit's images, kept under a byte budget.
+//! - `row_images`: a list's rows with their images and what each shows,
+//!   for a toolkit that makes an image at once and draws from `&self`
+//!   (iced).
 //! - `prefetch`: the rows just beyond the view, in the direction it moves.
 //! - `scroll`: a scroll's speed read from where the list is, for a toolkit
 //!   with no kinetic state to read (iced).
@@ -33,6 +36,8 @@ mod coasting;
 pub(crate) mod kept;
 mod plan;
 pub(crate) mod prefetch;
+#[cfg(feature = "iced")]
+pub(crate) mod row_images;
 #[cfg(feature = "iced")]
 pub(crate) mod scroll;
 #[cfg(feature = "iced")]

@@ -2,28 +2,23 @@
 //! once, kept across views (a handle's id is what iced's renderer caches
 //! its upload by, so a new handle per view would upload again and hold
 //! both), under a byte budget with the least recently shown freed first
-//! and never one of the rows in view: the crate's kept images
-//! (`kept.rs`), shared with egui's textures, with iced's handle as the
-//! image. A pass here is a pass over the rows
-//! ([`super::Thumbnails::end_pass`] ends it).
+//! and never one of the rows in view: the crate's rows' images
+//! (`front/row_images.rs`), with iced's handle as the image. A pass there
+//! is a pass over the rows ([`super::Thumbnails::end_pass`] ends it).
 //!
-//! Owned by [`super::Thumbnails`] and used on the UI thread only. A freed
-//! handle's pixels are freed when iced's renderer stops drawing it (it
-//! trims what a frame did not use); the thumbnail stays in the pipeline's
-//! cache and comes back as a new handle when a row asks for it.
+//! Used by [`super::Thumbnails`] on the UI thread only. A freed handle's
+//! pixels are freed when iced's renderer stops drawing it (it trims what
+//! a frame did not use); the thumbnail stays in the pipeline's cache and
+//! comes back as a new handle when a row asks for it.
 
 use std::sync::Arc;
 
 use bytes::Bytes;
 use iced_core::image::Handle;
 
-use crate::error::Error;
-use crate::front::kept::{KeptImages, not_rgba};
-use crate::request::TargetSize;
+use crate::front::kept::KeptStats;
+use crate::front::row_images::ToolkitImage;
 use crate::thumbnail::Thumbnail;
-
-/// A handle's identity: the URL and the box its thumbnail was made for.
-pub(super) type HandleKey = (Arc<str>, TargetSize);
 
 /// Counters of the handles.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -43,40 +38,10 @@ pub struct HandleStats {
     pub evicted: u64,
 }
 
-/// The handles kept, by URL and size; a pass is opened by its first
-/// row's request and closed by [`super::Thumbnails::end_pass`].
-pub(super) type Handles = KeptImages<HandleKey, Handle>;
-
-impl Handles {
-    /// `key`'s handle: the one kept, or one made from `thumbnail` (its
-    /// first frame, for an animation), without copying its pixels; shown
-    /// by a row in this pass. Between passes (a thumbnail arriving for the
-    /// last pass's rows), then frees the least recently shown handles of
-    /// rows not in that pass until the budget holds, or only those are
-    /// left; during a pass, nothing is freed until it ends
-    /// ([`KeptImages::close_pass`]), since a row of the last pass not yet asked
-    /// for may still be in this one. A thumbnail whose pixels are not its
-    /// size's RGBA (from a decoder of the app's) is an error, never a
-    /// handle the renderer would fail on.
-    pub(super) fn make(&mut self, key: HandleKey, thumbnail: &Thumbnail) -> Result<Handle, Error> {
-        if let Some(handle) = self.show(&key) {
-            return Ok(handle.clone());
-        }
-        if let Some(reason) = not_rgba(thumbnail) {
-            return Err(Error::Decode {
-                url: key.0.to_string(),
-                reason,
-            });
-        }
-        let handle = handle_of(thumbnail);
-        self.insert(key, handle.clone(), thumbnail.pixels.len());
-        Ok(handle)
-    }
-
-    pub(super) fn handle_stats(&self) -> HandleStats {
-        let kept = self.stats();
+impl From<(usize, KeptStats)> for HandleStats {
+    fn from((handles, kept): (usize, KeptStats)) -> Self {
         HandleStats {
-            handles: self.len(),
+            handles,
             bytes: kept.bytes,
             peak_bytes: kept.peak_bytes,
             made: kept.inserted,
@@ -85,22 +50,28 @@ impl Handles {
     }
 }
 
-/// `thumbnail`'s handle (its first frame, for an animation), sharing its
-/// pixels; they are its size's RGBA ([`not_rgba`] says none).
-pub(super) fn handle_of(thumbnail: &Thumbnail) -> Handle {
-    let pixels = Bytes::from_owner(Arc::clone(&thumbnail.pixels));
-    Handle::from_rgba(thumbnail.width, thumbnail.height, pixels)
+/// A thumbnail's handle (its first frame, for an animation), sharing its
+/// pixels, which are its size's RGBA.
+impl ToolkitImage for Handle {
+    fn from_thumbnail(thumbnail: &Thumbnail) -> Self {
+        let pixels = Bytes::from_owner(Arc::clone(&thumbnail.pixels));
+        Handle::from_rgba(thumbnail.width, thumbnail.height, pixels)
+    }
 }
-
-/// Handles made by a `view` ([`super::Thumbnails::get`], which has only
-/// `&self`) for thumbnails found in the pipeline's cache before an
-/// `update` took them; kept with the others by the next update or pass
-/// (`update`, `request`, `end_pass`, a coast followed).
-pub(super) type MadeInView = crate::front::kept::MadeInView<HandleKey, Handle>;
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::Error;
+    use crate::front::kept::KeptImages;
+    use crate::front::row_images::{ImageKey, make};
+    use crate::request::TargetSize;
+
+    type Handles = KeptImages<ImageKey, Handle>;
+
+    fn counted(handles: &Handles) -> HandleStats {
+        (handles.len(), handles.stats()).into()
+    }
 
     fn thumbnail(url: &str, side: u32) -> Thumbnail {
         Thumbnail {
@@ -114,12 +85,12 @@ mod tests {
     }
 
     /// `key`'s handle, shown by a row: the pass opens with it.
-    fn shown(handles: &mut Handles, key: &HandleKey) -> Option<Handle> {
+    fn shown(handles: &mut Handles, key: &ImageKey) -> Option<Handle> {
         handles.open_pass();
         handles.show(key).cloned()
     }
 
-    fn key(url: &str) -> HandleKey {
+    fn key(url: &str) -> ImageKey {
         (Arc::from(url), TargetSize::square(64))
     }
 
@@ -127,17 +98,17 @@ mod tests {
     fn the_least_recently_shown_handles_of_no_row_in_view_are_freed_first() {
         // Three 16 KiB thumbnails fit.
         let mut handles = Handles::new(3 * 16 * 1024);
-        let a = handles.make(key("a"), &thumbnail("a", 64)).unwrap();
-        handles.make(key("b"), &thumbnail("b", 64)).unwrap();
-        handles.make(key("c"), &thumbnail("c", 64)).unwrap();
+        let a = make(&mut handles, key("a"), &thumbnail("a", 64)).unwrap();
+        make(&mut handles, key("b"), &thumbnail("b", 64)).unwrap();
+        make(&mut handles, key("c"), &thumbnail("c", 64)).unwrap();
         handles.close_pass();
         // The next pass shows a and c: b is the one to go.
         assert_eq!(shown(&mut handles, &key("a")).map(|h| h.id()), Some(a.id()));
         shown(&mut handles, &key("c"));
-        handles.make(key("d"), &thumbnail("d", 64)).unwrap();
+        make(&mut handles, key("d"), &thumbnail("d", 64)).unwrap();
         handles.close_pass();
         assert!(shown(&mut handles, &key("b")).is_none());
-        let stats = handles.handle_stats();
+        let stats = counted(&handles);
         assert_eq!(
             (stats.handles, stats.bytes, stats.evicted, stats.made),
             (3, 3 * 16 * 1024, 1, 4)
@@ -150,20 +121,20 @@ mod tests {
         // A pass shows two rows, which do not fit together.
         for url in ["a", "b"] {
             assert!(shown(&mut handles, &key(url)).is_none());
-            handles.make(key(url), &thumbnail(url, 64)).unwrap();
+            make(&mut handles, key(url), &thumbnail(url, 64)).unwrap();
         }
         handles.close_pass();
-        assert_eq!(handles.handle_stats().handles, 2);
-        assert_eq!(handles.handle_stats().peak_bytes, 2 * 16 * 1024);
+        assert_eq!(counted(&handles).handles, 2);
+        assert_eq!(counted(&handles).peak_bytes, 2 * 16 * 1024);
         // Between passes, arrivals are for the last pass's rows: kept.
-        handles.make(key("c"), &thumbnail("c", 64)).unwrap();
-        assert_eq!(handles.handle_stats().handles, 3);
+        make(&mut handles, key("c"), &thumbnail("c", 64)).unwrap();
+        assert_eq!(counted(&handles).handles, 3);
         // A pass that shows only c: a and b go.
         shown(&mut handles, &key("c"));
         handles.close_pass();
-        assert_eq!(handles.handle_stats().handles, 1);
+        assert_eq!(counted(&handles).handles, 1);
         assert!(shown(&mut handles, &key("c")).is_some());
-        assert_eq!(handles.handle_stats().evicted, 2);
+        assert_eq!(counted(&handles).evicted, 2);
     }
 
     /// Regression: a pass whose first row was new freed, on its insert,
@@ -175,16 +146,18 @@ mod tests {
         // A pass shows a and b, over the budget together.
         let [a, b] = ["a", "b"].map(|url| {
             assert!(shown(&mut handles, &key(url)).is_none());
-            handles.make(key(url), &thumbnail(url, 64)).unwrap().id()
+            make(&mut handles, key(url), &thumbnail(url, 64))
+                .unwrap()
+                .id()
         });
         handles.close_pass();
         // The next pass asks for z (its thumbnail decoded), then a and b.
         assert!(shown(&mut handles, &key("z")).is_none());
-        handles.make(key("z"), &thumbnail("z", 64)).unwrap();
+        make(&mut handles, key("z"), &thumbnail("z", 64)).unwrap();
         assert_eq!(shown(&mut handles, &key("a")).map(|h| h.id()), Some(a));
         assert_eq!(shown(&mut handles, &key("b")).map(|h| h.id()), Some(b));
         handles.close_pass();
-        let stats = handles.handle_stats();
+        let stats = counted(&handles);
         assert_eq!((stats.handles, stats.evicted), (3, 0));
         assert_eq!(
             (stats.bytes, stats.peak_bytes),
@@ -194,10 +167,7 @@ mod tests {
         shown(&mut handles, &key("z"));
         handles.close_pass();
         assert_eq!(
-            (
-                handles.handle_stats().handles,
-                handles.handle_stats().evicted
-            ),
+            (counted(&handles).handles, counted(&handles).evicted),
             (1, 2)
         );
     }
@@ -206,19 +176,16 @@ mod tests {
     fn a_handle_is_made_once_and_shares_the_thumbnails_pixels() {
         let mut handles = Handles::new(1 << 20);
         let thumbnail = thumbnail("a", 8);
-        let first = handles.make(key("a"), &thumbnail).unwrap();
-        let again = handles.make(key("a"), &thumbnail).unwrap();
+        let first = make(&mut handles, key("a"), &thumbnail).unwrap();
+        let again = make(&mut handles, key("a"), &thumbnail).unwrap();
         assert_eq!(first.id(), again.id());
-        assert_eq!(handles.handle_stats().made, 1);
+        assert_eq!(counted(&handles).made, 1);
         let Handle::Rgba { pixels, .. } = first else {
             panic!("an RGBA handle");
         };
         assert_eq!(pixels.as_ptr(), thumbnail.pixels.as_ptr());
         handles.retain(|(url, _)| &**url != "a");
-        assert_eq!(
-            (handles.handle_stats().handles, handles.handle_stats().bytes),
-            (0, 0)
-        );
+        assert_eq!((counted(&handles).handles, counted(&handles).bytes), (0, 0));
     }
 
     #[test]
@@ -226,11 +193,11 @@ mod tests {
         let mut handles = Handles::new(1 << 20);
         let mut short = thumbnail("a", 8);
         short.pixels = vec![0; 10].into();
-        let error = handles.make(key("a"), &short).unwrap_err();
+        let error = make(&mut handles, key("a"), &short).unwrap_err();
         assert!(matches!(error, Error::Decode { .. }), "{error}");
         let mut empty = thumbnail("b", 8);
         empty.width = 0;
-        assert!(handles.make(key("b"), &empty).is_err());
-        assert_eq!(handles.handle_stats().handles, 0);
+        assert!(make(&mut handles, key("b"), &empty).is_err());
+        assert_eq!(counted(&handles).handles, 0);
     }
 }

@@ -134,12 +134,13 @@
 //! # Layout
 //!
 //! An adapter of the crate's UI-side layer (`crate::front`: the rows,
-//! their outcomes, the kept images and the wakes, shared with egui) to
-//! iced's handle and subscription:
+//! their outcomes, the kept images and the wakes, shared with egui; the
+//! rows' images of `front/row_images.rs`) to iced's handle and
+//! subscription:
 //!
 //! - `mod.rs`: [`Thumbnails`] and what a row shows.
 //! - `config`: [`IcedConfig`].
-//! - `handles`: the handles kept under the byte budget.
+//! - `handles`: a thumbnail's handle, and the handles' counters.
 //! - `scrolling`: what a scroll asks for (a coast followed, rows ahead
 //!   prefetched).
 
@@ -148,22 +149,19 @@ mod handles;
 mod scrolling;
 
 use std::hash::Hash;
-use std::sync::Arc;
 
 use futures::StreamExt as _;
 use futures::stream::BoxStream;
 use iced_core::image::Handle;
 use iced_futures::Subscription;
 
-use self::handles::{HandleKey, Handles, MadeInView, handle_of};
 use crate::error::{BuildError, Error};
-use crate::front::kept::not_rgba;
+use crate::front::row_images::{RowImage, RowImages};
 use crate::front::wake::Wakeups;
-use crate::front::{CoastPolicy, Held, ListFront};
+use crate::front::{CoastPolicy, ListFront};
 use crate::metrics::Stats;
 use crate::pipeline::{Pipeline, PipelineBuilder};
 use crate::request::{Priority, TargetSize};
-use crate::thumbnail::Thumbnail;
 
 pub use self::config::IcedConfig;
 pub use crate::front::prefetch::PrefetchWindow;
@@ -198,10 +196,8 @@ pub enum RowThumbnail {
 /// Dropping it cancels every load, ends its subscription and joins its
 /// pipeline's threads.
 pub struct Thumbnails<K> {
-    list: ListFront<K>,
+    rows: RowImages<K, Handle>,
     wakeups: Wakeups,
-    handles: Handles,
-    made_in_view: MadeInView,
 }
 
 impl<K: Hash + Eq + Clone> Thumbnails<K> {
@@ -223,12 +219,9 @@ impl<K: Hash + Eq + Clone> Thumbnails<K> {
         let wakeups = Wakeups::new();
         let waker = wakeups.clone();
         let pipeline = builder.config(config.pipeline).build()?;
-        Ok(Self {
-            list: ListFront::over(pipeline, CoastPolicy::FOLLOWED, move || waker.wake()),
-            wakeups,
-            handles: Handles::new(config.max_handle_bytes),
-            made_in_view: MadeInView::default(),
-        })
+        let list = ListFront::over(pipeline, CoastPolicy::FOLLOWED, move || waker.wake());
+        let rows = RowImages::new(list, config.max_handle_bytes);
+        Ok(Self { rows, wakeups })
     }
 
     /// The subscription that says when thumbnails arrived: map it to a
@@ -245,29 +238,7 @@ impl<K: Hash + Eq + Clone> Thumbnails<K> {
     /// rows where it stopped, and what the coast asked for elsewhere is
     /// cancelled.
     pub fn update(&mut self, _ready: Ready) {
-        self.made_in_view.keep_in(&mut self.handles);
-        let at_rest = self.list.rows_at_rest();
-        if at_rest.is_empty() {
-            return self.receive();
-        }
-        for (row, url, target) in at_rest {
-            self.request(row, &url, target, Priority::Visible);
-        }
-        self.end_pass();
-    }
-
-    /// Gives each row what the pipeline delivered for it: the thumbnails
-    /// that arrived, and the errors a request gets at once (a URL that
-    /// does not parse, too many pending), which wake no one and so are
-    /// taken at the end of every pass too. A row already showing its image
-    /// (found decoded when asked for) keeps its handle.
-    fn receive(&mut self) {
-        for arrived in self.list.receive() {
-            let key: HandleKey = (arrived.url, arrived.target);
-            if self.handles.peek(&key).is_none() {
-                self.make_handle(&arrived.row, key, &arrived.thumbnail);
-            }
-        }
+        self.rows.update();
     }
 
     /// Asks for `row`'s thumbnail of `url`, fitted in (or, with
@@ -276,24 +247,7 @@ impl<K: Hash + Eq + Clone> Thumbnails<K> {
     /// for every row in view, and [`Thumbnails::end_pass`] after them; or
     /// use [`Thumbnails::show_rows`], which does both. Never blocks.
     pub fn request(&mut self, row: K, url: &str, target: TargetSize, priority: Priority) {
-        // A pass begins with its first row, whatever that row shows.
-        self.open_pass();
-        self.list.ask(&row, url, target);
-        // The row's handle, kept (and marked shown in this pass), or made
-        // now from what is held for it: never one drawn uncounted. Keyed
-        // by the row's own copy of its URL, which `ask` just made.
-        let url_kept = self.list.shown(&row).map(|(url, _)| Arc::clone(url));
-        let key: HandleKey = (url_kept.unwrap_or_else(|| Arc::from(url)), target);
-        if self.handles.show(&key).is_none()
-            && let Held::Pixels(thumbnail) = self.list.held(&row, url, target)
-        {
-            self.make_handle(&row, key, &thumbnail);
-        }
-        if priority == Priority::Visible {
-            self.list.request_shown(&row, url, target);
-        } else {
-            self.list.pipeline.request(row, url, target, priority);
-        }
+        self.rows.request(row, url, target, priority);
     }
 
     /// Ends a pass: rows not asked for since the last one are cancelled
@@ -301,13 +255,7 @@ impl<K: Hash + Eq + Clone> Thumbnails<K> {
     /// allows; a row whose request failed at once (a URL that does not
     /// parse) shows its error from this pass on.
     pub fn end_pass(&mut self) {
-        // A pass that asked for no row begins here: thumbnails taken now
-        // are for this pass's rows.
-        self.open_pass();
-        self.list.end_pass();
-        self.list.clear_coast();
-        self.receive();
-        self.handles.close_pass();
+        self.rows.end_pass();
     }
 
     /// A pass over the rows in view: each asked for at
@@ -321,9 +269,10 @@ impl<K: Hash + Eq + Clone> Thumbnails<K> {
         target: TargetSize,
     ) {
         for (row, url) in rows {
-            self.request(row, url.as_ref(), target, Priority::Visible);
+            self.rows
+                .request(row, url.as_ref(), target, Priority::Visible);
         }
-        self.end_pass();
+        self.rows.end_pass();
     }
 
     /// What `row` shows. Never blocks; for `view`. A thumbnail in the
@@ -331,71 +280,38 @@ impl<K: Hash + Eq + Clone> Thumbnails<K> {
     /// since, or read while the window opened) is shown already, with the
     /// handle every later view draws.
     pub fn get(&self, row: &K) -> RowThumbnail {
-        let Some((url, target)) = self.list.shown(row) else {
-            return RowThumbnail::NotShown;
-        };
-        let key = (Arc::clone(url), target);
-        if let Some(handle) = self.handles.peek(&key) {
-            return RowThumbnail::Shown(handle.clone());
-        }
-        match self.list.held(row, url, target) {
-            Held::Failed(error) => RowThumbnail::Failed(error.clone()),
-            Held::Pixels(thumbnail) => self
-                .made_in_view
-                .image(&key, || {
-                    let bytes = thumbnail.pixels.len();
-                    not_rgba(&thumbnail)
-                        .is_none()
-                        .then(|| (handle_of(&thumbnail), bytes))
-                })
-                .map_or(RowThumbnail::Loading, RowThumbnail::Shown),
-            Held::Nothing => RowThumbnail::Loading,
+        match self.rows.get(row) {
+            RowImage::Shown(handle) => RowThumbnail::Shown(handle),
+            RowImage::Loading => RowThumbnail::Loading,
+            RowImage::Failed(error) => RowThumbnail::Failed(error.clone()),
+            RowImage::NotShown => RowThumbnail::NotShown,
         }
     }
 
     /// Forgets `url` at every level: its handles, its cache entries, its
     /// loads; rows showing it load it afresh when next asked for.
     pub fn forget(&mut self, url: &str) {
-        self.handles.retain(|(kept, _)| &**kept != url);
-        self.made_in_view.retain(|(kept, _)| &**kept != url);
-        self.list.forget(url);
+        self.rows.forget(url);
     }
 
     /// Forgets every image at every level.
     pub fn forget_all(&mut self) {
-        self.handles.retain(|_| false);
-        self.made_in_view.retain(|_| false);
-        self.list.forget_all();
+        self.rows.forget_all();
     }
 
     /// The pipeline's counters and gauges now.
     pub fn stats(&self) -> Stats {
-        self.list.pipeline.stats()
+        self.rows.list.pipeline.stats()
     }
 
     /// The handles' counters now.
     pub fn handle_stats(&self) -> HandleStats {
-        self.handles.handle_stats()
+        self.rows.kept_stats().into()
     }
 
     /// The pipeline underneath, for what this type does not wrap.
     pub fn pipeline(&self) -> &Pipeline<K> {
-        &self.list.pipeline
-    }
-
-    /// Opens a pass, unless one is open, after keeping the handles the last
-    /// view made (they are the last pass's rows').
-    fn open_pass(&mut self) {
-        self.made_in_view.keep_in(&mut self.handles);
-        self.handles.open_pass();
-    }
-
-    /// Makes `row`'s handle, `key`'s, from `thumbnail`; a thumbnail that
-    /// cannot be one is the row's error.
-    fn make_handle(&mut self, row: &K, key: HandleKey, thumbnail: &Thumbnail) {
-        if let Err(error) = self.handles.make(key, thumbnail) {
-            self.list.fail(row, error);
-        }
+        &self.rows.list.pipeline
     }
 }
 

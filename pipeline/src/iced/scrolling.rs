@@ -10,11 +10,10 @@
 //! belong to.
 
 use std::hash::Hash;
-use std::sync::Arc;
 
 use super::{ScrollWatch, Thumbnails};
 use crate::coast::{CoastModel, CoastPrediction};
-use crate::request::{Priority, TargetSize};
+use crate::request::TargetSize;
 
 impl<K: Hash + Eq + Clone> Thumbnails<K> {
     /// Follows a coast for this pass: call it first in the pass, before the
@@ -22,8 +21,9 @@ impl<K: Hash + Eq + Clone> Thumbnails<K> {
     /// at rest does nothing). The rows where it rests are asked for at
     /// [`Priority::Destination`], ahead of every other row; a row in view
     /// that will leave sooner than an image takes to arrive is not
-    /// requested (it shows [`RowThumbnail::Loading`](super::RowThumbnail::Loading), or its image if one
-    /// is decoded); a screen ahead is prefetched. `row_at` gives the key
+    /// requested (it shows
+    /// [`RowThumbnail::Loading`](super::RowThumbnail::Loading), or its
+    /// image if one is decoded); a screen ahead is prefetched. `row_at` gives the key
     /// and URL of the row at an index (a grid's cell, numbered row by
     /// row). The prediction is made with a [`CoastModel`] of how the app's
     /// scrolls slow down: [`ScrollWatch`] makes it from the list's scroll
@@ -37,7 +37,7 @@ impl<K: Hash + Eq + Clone> Thumbnails<K> {
         row_at: impl FnMut(usize) -> (K, S),
     ) {
         if let Some(coast) = coast {
-            self.follow(coast, true, target, row_at);
+            self.rows.follow(coast, true, target, row_at);
         }
     }
 
@@ -55,23 +55,9 @@ impl<K: Hash + Eq + Clone> Thumbnails<K> {
         row_at: impl FnMut(usize) -> (K, S),
     ) {
         if let Some(coast) = scrolls.predict() {
-            self.follow(&coast, scrolls.rests_steadily(), target, row_at);
+            let rests = scrolls.rests_steadily();
+            self.rows.follow(&coast, rests, target, row_at);
         }
-    }
-
-    fn follow<M: CoastModel, S: AsRef<str>>(
-        &mut self,
-        coast: &CoastPrediction<M>,
-        rests: bool,
-        target: TargetSize,
-        row_at: impl FnMut(usize) -> (K, S),
-    ) {
-        self.open_pass();
-        let handles = &self.handles;
-        self.list
-            .follow_coast(coast, rests, target, row_at, |url, target| {
-                handles.peek(&(Arc::from(url), target)).is_some()
-            });
     }
 
     /// Asks for `row`'s thumbnail of `url` ahead of need, at
@@ -84,11 +70,10 @@ impl<K: Hash + Eq + Clone> Thumbnails<K> {
     /// loading while it is asked for, and cancelled at the end of a pass
     /// that does not (so is the pass [`Thumbnails::update`] makes once a
     /// coast is still, which asks for the rows in view alone); its handle,
-    /// once made, counts in the byte budget as a row of its pass does. Asks for nothing while a coast followed in this pass
-    /// rests somewhere: it asks for the screen beyond its rest itself.
+    /// once made, counts in the byte budget as a row of its pass does.
+    /// Asks for nothing while a coast followed in this pass rests
+    /// somewhere: it asks for the screen beyond its rest itself.
     pub fn prefetch(&mut self, row: K, url: &str, target: TargetSize) {
-        if !self.list.is_coasting() {
-            self.request(row, url, target, Priority::Prefetch);
-        }
+        self.rows.prefetch(row, url, target);
     }
 }
