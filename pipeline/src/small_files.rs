@@ -4,7 +4,7 @@
 //! the cache that calls them.
 
 use std::fmt::Write as _;
-use std::io::Read as _;
+use std::io::Read;
 
 /// The bytes of `file`, opened already, read to its end; `None` if it
 /// holds more than `cap` bytes. Room is made for what the file holds when
@@ -13,9 +13,39 @@ use std::io::Read as _;
 /// is read is still read no further than one byte past the cap.
 pub(crate) fn read_capped(file: std::fs::File, cap: u64) -> std::io::Result<Option<Vec<u8>>> {
     let len = file.metadata().map_or(0, |metadata| metadata.len());
-    let mut bytes = Vec::with_capacity(usize::try_from(len.min(cap)).unwrap_or(0));
-    file.take(cap.saturating_add(1)).read_to_end(&mut bytes)?;
-    Ok((bytes.len() as u64 <= cap).then_some(bytes))
+    read_at_most(file, len, cap)
+}
+
+/// `reader`'s bytes to its end, `None` past `cap`. Room is made for the
+/// `len` bytes it is expected to hold and one more, so that a reader of
+/// that many is read in one call and its end seen in the next (a `Take`
+/// with `read_to_end` reads a file in 8, 16, 32 KiB steps); more is made,
+/// doubling, only for bytes that came, up to one past the cap.
+fn read_at_most(mut reader: impl Read, len: u64, cap: u64) -> std::io::Result<Option<Vec<u8>>> {
+    let limit = cap.saturating_add(1);
+    let room = |bytes: u64| usize::try_from(bytes.min(limit)).unwrap_or(0);
+    let mut bytes = vec![0; room(len.saturating_add(1))];
+    let mut filled = 0;
+    loop {
+        if filled == bytes.len() {
+            if filled as u64 >= limit {
+                return Ok(None);
+            }
+            let grown = room((filled as u64).saturating_mul(2).max(4096));
+            if grown <= filled {
+                return Ok(None);
+            }
+            bytes.resize(grown, 0);
+        }
+        match reader.read(&mut bytes[filled..]) {
+            Ok(0) => break,
+            Ok(read) => filled += read,
+            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(error) => return Err(error),
+        }
+    }
+    bytes.truncate(filled);
+    Ok(Some(bytes))
 }
 
 /// `bytes` in lowercase hex, two digits a byte.
@@ -44,6 +74,53 @@ mod tests {
             Some(100)
         );
         std::fs::remove_file(&path).unwrap();
+    }
+
+    /// A reader that gives at most `step` bytes a call, and counts calls.
+    struct Chunks<'a> {
+        bytes: &'a [u8],
+        step: usize,
+        calls: usize,
+    }
+
+    impl Read for Chunks<'_> {
+        fn read(&mut self, into: &mut [u8]) -> std::io::Result<usize> {
+            self.calls += 1;
+            let n = into.len().min(self.step).min(self.bytes.len());
+            into[..n].copy_from_slice(&self.bytes[..n]);
+            self.bytes = &self.bytes[n..];
+            Ok(n)
+        }
+    }
+
+    #[test]
+    fn bytes_of_the_expected_length_take_one_read_and_more_are_read_to_the_cap() {
+        let data: Vec<u8> = (0..30_000u32).map(|n| n as u8).collect();
+        let read = |len, cap, step| {
+            let mut chunks = Chunks {
+                bytes: &data,
+                step,
+                calls: 0,
+            };
+            let got = read_at_most(&mut chunks, len, cap).unwrap();
+            (got, chunks.calls)
+        };
+        // As long as expected: one read, and one that finds the end.
+        assert_eq!(read(30_000, 1 << 20, usize::MAX), (Some(data.clone()), 2));
+        // Grown since its length was taken, or a short-reading source:
+        // read whole, up to the cap and no further.
+        assert_eq!(read(100, 1 << 20, usize::MAX).0, Some(data.clone()));
+        assert_eq!(read(0, 1 << 20, 7).0, Some(data.clone()));
+        assert_eq!(read(100, 30_000, 1000).0, Some(data.clone()));
+        assert_eq!(read(100, 29_999, 1000).0, None);
+        assert_eq!(read(40_000, 29_999, usize::MAX).0, None);
+        assert_eq!(read(5, 0, usize::MAX).0, None);
+        let mut empty = Chunks {
+            bytes: &[],
+            step: 1,
+            calls: 0,
+        };
+        assert_eq!(read_at_most(&mut empty, 0, 0).unwrap(), Some(Vec::new()));
     }
 
     #[test]
