@@ -9,42 +9,92 @@
 //! open is relative to it: a directory swapped for a link after its check
 //! is never followed.
 //!
-//! Plain blocking functions, called on the file threads by the tier; each
-//! ends when its file is read or written, or with `None` or an error.
+//! A directory, once opened and checked, is used again for a second
+//! ([`CacheDirs`]), so that a screen of look-ups walks down from the
+//! cache's directory once.
+//!
+//! Blocking functions, called on the file threads by the tier; each ends
+//! when its file is read or written, or with `None` or an error.
+
+use std::collections::HashMap;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use crate::small_files::read_capped;
-use std::io::Write as _;
-use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 /// A thumbnail file larger than this is passed over unread: an xx-large
 /// RGBA thumbnail is at most 4 MiB of pixels, less once compressed.
 const MAX_THUMBNAIL_BYTES: u64 = 16 * 1024 * 1024;
 
-/// The bytes of the thumbnail `name` in the directory `sub` of the cache at
-/// `cache`, if every directory on the way is private and the file is a
-/// regular file of the user's of at most [`MAX_THUMBNAIL_BYTES`]. Blocks.
-pub(super) fn read_small_file(cache: &Path, sub: &[&str], name: &str) -> Option<Vec<u8>> {
-    let dir = PrivateDir::open(cache, sub, false).ok()?;
-    let file = dir.open_file(name).ok()?;
-    let metadata = file.metadata().ok()?;
-    if !metadata.is_file() || !mine(&metadata) || metadata.len() > MAX_THUMBNAIL_BYTES {
-        return None;
-    }
-    read_capped(file, MAX_THUMBNAIL_BYTES).ok().flatten()
+/// How long a directory of the cache, once opened and checked, is used
+/// again before it is opened and checked anew: a first screen's look-ups
+/// walk from the cache's directory once, not once each, and a cache
+/// removed or replaced is found again a second later.
+const REOPEN_AFTER: Duration = Duration::from_secs(1);
+
+/// The shared cache at a path, with the directories of it opened in the
+/// last [`REOPEN_AFTER`]. Shared by the file threads.
+pub(super) struct CacheDirs {
+    cache: PathBuf,
+    opened: Mutex<HashMap<String, (Instant, Arc<PrivateDir>)>>,
 }
 
-/// Writes `bytes` as `name` in the directory `sub` of the cache at `cache`,
-/// each level made (0700) where missing and checked private, through a
-/// temporary file (0600) renamed into place. Blocks.
-pub(super) fn write_privately(
-    cache: &Path,
-    sub: &[String],
-    name: &str,
-    bytes: &[u8],
-) -> std::io::Result<()> {
-    let sub: Vec<&str> = sub.iter().map(String::as_str).collect();
-    PrivateDir::open(cache, &sub, true)?.write_atomically(name, bytes)
+impl CacheDirs {
+    pub(super) fn new(cache: PathBuf) -> Self {
+        Self {
+            cache,
+            opened: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The cache's directory.
+    pub(super) fn path(&self) -> &Path {
+        &self.cache
+    }
+
+    /// The directory `sub` of the cache, private all the way down: the
+    /// one opened in the last [`REOPEN_AFTER`], or opened (and made, if
+    /// `create`) now. Blocks.
+    fn dir(&self, sub: &[&str], create: bool) -> std::io::Result<Arc<PrivateDir>> {
+        let key = sub.join("/");
+        let now = Instant::now();
+        let opened = || self.opened.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((at, dir)) = opened().get(&key)
+            && now.duration_since(*at) < REOPEN_AFTER
+        {
+            return Ok(Arc::clone(dir));
+        }
+        let dir = Arc::new(PrivateDir::open(&self.cache, sub, create)?);
+        opened().insert(key, (now, Arc::clone(&dir)));
+        Ok(dir)
+    }
+
+    /// The bytes of the thumbnail `name` in the directory `sub`, if every
+    /// directory on the way is private and the file is a regular file of
+    /// the user's of at most [`MAX_THUMBNAIL_BYTES`]. Blocks.
+    pub(super) fn read_small_file(&self, sub: &[&str], name: &str) -> Option<Vec<u8>> {
+        let file = self.dir(sub, false).ok()?.open_file(name).ok()?;
+        let metadata = file.metadata().ok()?;
+        if !metadata.is_file() || !mine(&metadata) || metadata.len() > MAX_THUMBNAIL_BYTES {
+            return None;
+        }
+        read_capped(file, MAX_THUMBNAIL_BYTES).ok().flatten()
+    }
+
+    /// Writes `bytes` as `name` in the directory `sub`, each level made
+    /// (0700) where missing and checked private, through a temporary file
+    /// (0600) renamed into place. Blocks.
+    pub(super) fn write_privately(
+        &self,
+        sub: &[&str],
+        name: &str,
+        bytes: &[u8],
+    ) -> std::io::Result<()> {
+        self.dir(sub, true)?.write_atomically(name, bytes)
+    }
 }
 
 /// Whether a file or directory is the user's (on Unix: the process's
@@ -217,4 +267,47 @@ fn temporary_name(name: &str) -> String {
         std::process::id(),
         NEXT.fetch_add(1, Ordering::Relaxed)
     )
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_directory_is_used_again_for_a_second_then_opened_and_checked_anew() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let root = std::env::temp_dir().join(format!("thumbpipe-cachedirs-{}", std::process::id()));
+        let cache = root.join("thumbnails");
+        let _ = std::fs::remove_dir_all(&root);
+        let dirs = CacheDirs::new(cache.clone());
+        dirs.write_privately(&["normal"], "a.png", b"first")
+            .unwrap();
+        assert_eq!(
+            dirs.read_small_file(&["normal"], "a.png").as_deref(),
+            Some(&b"first"[..])
+        );
+        // The directory moved away and another put in its place: the one
+        // opened is read until the second is over...
+        std::fs::rename(cache.join("normal"), root.join("moved")).unwrap();
+        std::fs::create_dir(cache.join("normal")).unwrap();
+        let private = std::fs::Permissions::from_mode(0o700);
+        std::fs::set_permissions(cache.join("normal"), private).unwrap();
+        std::fs::write(cache.join("normal").join("a.png"), b"second").unwrap();
+        assert_eq!(
+            dirs.read_small_file(&["normal"], "a.png").as_deref(),
+            Some(&b"first"[..])
+        );
+        // ...then the new one is opened, and checked: one others may write
+        // to is not read.
+        std::thread::sleep(REOPEN_AFTER + Duration::from_millis(50));
+        assert_eq!(
+            dirs.read_small_file(&["normal"], "a.png").as_deref(),
+            Some(&b"second"[..])
+        );
+        let shared = std::fs::Permissions::from_mode(0o777);
+        std::fs::set_permissions(cache.join("normal"), shared).unwrap();
+        std::thread::sleep(REOPEN_AFTER + Duration::from_millis(50));
+        assert_eq!(dirs.read_small_file(&["normal"], "a.png"), None);
+        std::fs::remove_dir_all(&root).unwrap();
+    }
 }

@@ -23,7 +23,7 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use url::Url;
 
-use super::cache_files::{read_small_file, write_privately};
+use super::cache_files::CacheDirs;
 use super::names::{SizeClass, canonical_uri, fail_dir_name, thumbnail_name};
 use super::png_text::{PngInfo, encode, read_info};
 use crate::body::{Body, FileStamp};
@@ -37,8 +37,8 @@ use crate::thumbnail::Thumbnail;
 
 /// The shared cache's look-ups and writes, for files under the roots.
 pub(crate) struct SharedThumbnails {
-    read: Option<PathBuf>,
-    write: Option<PathBuf>,
+    read: Option<Arc<CacheDirs>>,
+    write: Option<Arc<CacheDirs>>,
     /// The files beneath the roots, opened as the fetch opens them, and
     /// the threads this tier's blocking work runs on.
     files: Arc<LocalFiles>,
@@ -56,9 +56,10 @@ impl SharedThumbnails {
         limits: DecodeLimits,
         metrics: Arc<Metrics>,
     ) -> Self {
+        let dirs = |cache: Option<PathBuf>| cache.map(|cache| Arc::new(CacheDirs::new(cache)));
         Self {
-            read,
-            write,
+            read: dirs(read),
+            write: dirs(write),
             files,
             limits,
             metrics,
@@ -76,10 +77,13 @@ impl SharedThumbnails {
         let (url, files) = (url.clone(), Arc::clone(&self.files));
         let metrics = Arc::clone(&self.metrics);
         self.files.threads().spawn_later(move || {
-            if files.open(&url).map(|file| file.stamp).ok() != Some(stamp) || inside(&url, &cache) {
+            if files.open(&url).map(|file| file.stamp).ok() != Some(stamp)
+                || inside(&url, cache.path())
+            {
                 return;
             }
-            if write_privately(&cache, &sub, &name, &bytes).is_ok() {
+            let sub: Vec<&str> = sub.iter().map(String::as_str).collect();
+            if cache.write_privately(&sub, &name, &bytes).is_ok() {
                 Metrics::add(&metrics.shared_thumbnails_written, 1);
             }
         });
@@ -202,11 +206,14 @@ fn stamp_text(uri: &str, stamp: FileStamp) -> Vec<(&'static str, String)> {
     ]
 }
 
-/// The thumbnail of the file at `path` in the cache at `dir`: thumbpipe's
-/// failure entry for it as an error, or the smallest valid thumbnail that
-/// covers `target`, decoded to it. Blocks.
+/// The thumbnail of the file at `path` in the cache `dir`: the smallest
+/// valid thumbnail that covers `target`, decoded to it, or else
+/// thumbpipe's failure entry for it as an error. A thumbnail comes first:
+/// another program's, or a later decoder's, shows what this one could
+/// not; and a screen of thumbnails found reads no failure directory.
+/// Blocks.
 fn look_up(
-    dir: &Path,
+    dir: &CacheDirs,
     url: &Url,
     path: &Path,
     stamp: FileStamp,
@@ -224,21 +231,8 @@ fn look_up(
                 .is_none_or(|_| info.number("Thumb::Size") == Some(stamp.size))
     };
     let url_text: Arc<str> = Arc::from(url.as_str());
-    if let Some(bytes) = read_small_file(dir, &["fail", &fail_dir_name()], &name)
-        && read_info(&bytes).is_some_and(|info| valid(&info))
-    {
-        return Some(Err(Error::Decode {
-            url: url_text.to_string(),
-            reason: format!(
-                "thumbpipe {} could not decode this file before, at this modification time \
-                 (its failure entry in {}); it is tried again once the file changes",
-                env!("CARGO_PKG_VERSION"),
-                dir.join("fail").join(fail_dir_name()).display()
-            ),
-        }));
-    }
-    SizeClass::ALL.into_iter().find_map(|class| {
-        let bytes = read_small_file(dir, &[class.dir()], &name)?;
+    let found = SizeClass::ALL.into_iter().find_map(|class| {
+        let bytes = dir.read_small_file(&[class.dir()], &name)?;
         let info = read_info(&bytes)?;
         let source = source_size(&info);
         let in_class = info.width.max(info.height) <= class.side();
@@ -248,7 +242,21 @@ fn look_up(
         let mut thumbnail = decode_thumbnail(&url_text, &bytes, target, limits).ok()?;
         thumbnail.source_size = source.unwrap_or((info.width, info.height));
         Some(Ok(thumbnail))
-    })
+    });
+    if found.is_some() {
+        return found;
+    }
+    let failed = dir.read_small_file(&["fail", &fail_dir_name()], &name)?;
+    read_info(&failed).filter(|info| valid(info))?;
+    Some(Err(Error::Decode {
+        url: url_text.to_string(),
+        reason: format!(
+            "thumbpipe {} could not decode this file before, at this modification time \
+             (its failure entry in {}); it is tried again once the file changes",
+            env!("CARGO_PKG_VERSION"),
+            dir.path().join("fail").join(fail_dir_name()).display()
+        ),
+    }))
 }
 
 /// The image size a thumbnail says it was made from, if it says.

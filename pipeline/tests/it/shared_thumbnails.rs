@@ -382,6 +382,15 @@ fn a_file_that_does_not_decode_gets_a_failure_entry_until_it_changes() {
         ),
         (0, 0)
     );
+    // A thumbnail of it from another program, valid for this modification
+    // time, is shown before the failure entry is read.
+    other_writer(&folder.cache(), &[], &[&broken]);
+    let mut third = folder.pipeline();
+    let theirs = load(&mut third, &broken, TargetSize::square(64)).unwrap();
+    assert_eq!(theirs.pixels[..4], [255, 0, 255, 255]);
+    assert_eq!(third.stats().shared_thumbnails_used, 1);
+    drop(third);
+    std::fs::remove_file(thumbnail_path(&folder.cache(), "normal", &broken)).unwrap();
 
     // Mended: a new modification time, decoded again.
     let jpeg = fixture_server::picture::render(9, 300, 200)
