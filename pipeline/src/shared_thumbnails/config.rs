@@ -81,9 +81,9 @@ fn desktop_dir() -> Option<PathBuf> {
 /// in a directory (the cache's, or its size class's) that is a link, is
 /// another user's, or others may write to: what is read is only what the
 /// user alone could have written.
-/// A failure entry thumbpipe wrote (`fail/thumbpipe-VERSION/`) for the
-/// same modification time makes the load [`Error::Decode`](crate::Error::Decode)
-/// at once.
+/// Where there is no valid thumbnail, a failure entry thumbpipe wrote
+/// (`fail/thumbpipe-VERSION/`) for the same modification time makes the
+/// load [`Error::Decode`](crate::Error::Decode) at once.
 ///
 /// Write: a local image decoded by the default decoder (with
 /// [`DecodeConfig::animation`](crate::DecodeConfig::animation) off: an
