@@ -108,14 +108,16 @@ pub struct FetchConfig {
     /// Threads that read local files (`thumbpipe-file-N`), and look up
     /// and write the desktop's shared thumbnails of them: reads wait for
     /// one in the order the rows want them, and a read whose row left
-    /// before a thread reached it is skipped. Default: 2. Measured on a
-    /// folder of camera photos (docs/local-files.md): 1, 2, 4 and 8 load
-    /// a cold first screen in the same time on a local SSD (the decodes
-    /// bound it) and on a disk throttled to 20 MB/s (the disk does), while
-    /// a warm one (thumbnails looked up and decoded on these threads)
-    /// takes 50 ms with 1 and 33 ms with 2 or more on 2 cores; a second
-    /// thread also keeps one read that hangs (a sleeping disk, a network
-    /// share) from holding up every other.
+    /// before a thread reached it is skipped. Default: 4. Measured on a
+    /// folder of camera photos (docs/local-files.md), on 2 cores: 1, 2, 4
+    /// and 8 load a first screen never seen in the same time on a local
+    /// SSD (the photos' decodes bound it) and on a disk throttled to 20
+    /// MB/s (the disk does); a screen whose shared thumbnails are on disk
+    /// but not in memory (the first launch after a restart) waits on the
+    /// disk for each, and 144 of them take 40 ms with 2 threads, 31 with 3
+    /// and 28 with 4 or 6; with them in memory, 23 ms with 2 and 22 with
+    /// 4. More than one also keeps a read that hangs (a sleeping disk, a
+    /// network share) from holding up every other.
     pub file_readers: usize,
     /// Headers sent with every request: an API token, a cookie, your app's
     /// `User-Agent`. A `User-Agent` or `Accept` here replaces thumbpipe's
@@ -183,7 +185,7 @@ impl Default for FetchConfig {
             allow_https_to_http_redirects: false,
             extra_root_certificates: Vec::new(),
             file_roots: Vec::new(),
-            file_readers: 2,
+            file_readers: 4,
             headers: http::HeaderMap::new(),
             header_hook: None,
             proxy: Proxy::FromEnvironment,
