@@ -8,9 +8,10 @@ use std::io::Read;
 
 /// The bytes of `file`, opened already, read to its end; `None` if it
 /// holds more than `cap` bytes. Room is made for what the file holds when
-/// it is opened, never for more than `cap`: a size claimed elsewhere (an
-/// index line, a header) is not evidence, and a file that grows while it
-/// is read is still read no further than one byte past the cap.
+/// it is opened and one byte, never for more than `cap` and one byte: a
+/// size claimed elsewhere (an index line, a header) is not evidence, and
+/// a file that grows while it is read is still read no further than one
+/// byte past the cap.
 pub(crate) fn read_capped(file: std::fs::File, cap: u64) -> std::io::Result<Option<Vec<u8>>> {
     let len = file.metadata().map_or(0, |metadata| metadata.len());
     read_at_most(file, len, cap)
@@ -39,7 +40,9 @@ fn read_at_most(mut reader: impl Read, len: u64, cap: u64) -> std::io::Result<Op
         }
         match reader.read(&mut bytes[filled..]) {
             Ok(0) => break,
-            Ok(read) => filled += read,
+            // A reader that says it gave more than it was given room for
+            // gave only that.
+            Ok(read) => filled += read.min(bytes.len() - filled),
             Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
             Err(error) => return Err(error),
         }

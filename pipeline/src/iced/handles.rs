@@ -38,8 +38,9 @@ pub struct HandleStats {
     pub evicted: u64,
 }
 
-impl From<(usize, KeptStats)> for HandleStats {
-    fn from((handles, kept): (usize, KeptStats)) -> Self {
+impl HandleStats {
+    /// The counters of `handles` handles kept, counted as `kept`.
+    pub(super) fn of(handles: usize, kept: KeptStats) -> Self {
         HandleStats {
             handles,
             bytes: kept.bytes,
@@ -70,7 +71,7 @@ mod tests {
     type Handles = KeptImages<ImageKey, Handle>;
 
     fn counted(handles: &Handles) -> HandleStats {
-        (handles.len(), handles.stats()).into()
+        HandleStats::of(handles.len(), handles.stats())
     }
 
     fn thumbnail(url: &str, side: u32) -> Thumbnail {

@@ -306,7 +306,8 @@ impl<K: Hash + Eq + Clone> Thumbnails<K> {
 
     /// The handles' counters now.
     pub fn handle_stats(&self) -> HandleStats {
-        self.rows.kept_stats().into()
+        let (handles, kept) = self.rows.kept_stats();
+        HandleStats::of(handles, kept)
     }
 
     /// The pipeline underneath, for what this type does not wrap.

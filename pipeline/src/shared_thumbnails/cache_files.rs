@@ -32,20 +32,29 @@ const MAX_THUMBNAIL_BYTES: u64 = 16 * 1024 * 1024;
 /// How long a directory of the cache, once opened and checked, is used
 /// again before it is opened and checked anew: a first screen's look-ups
 /// walk from the cache's directory once, not once each, and a cache
-/// removed or replaced is found again a second later.
+/// removed, replaced or made writable by others is found within it.
 const REOPEN_AFTER: Duration = Duration::from_secs(1);
 
 /// The shared cache at a path, with the directories of it opened in the
-/// last [`REOPEN_AFTER`]. Shared by the file threads.
+/// last [`REOPEN_AFTER`]. Shared by the file threads. A directory stays
+/// open until the first use of the cache a second after it was opened
+/// (at most one a size class, and `fail/`): a removed one's space is
+/// freed then.
 pub(super) struct CacheDirs {
     cache: PathBuf,
+    reopen_after: Duration,
     opened: Mutex<HashMap<String, (Instant, Arc<PrivateDir>)>>,
 }
 
 impl CacheDirs {
     pub(super) fn new(cache: PathBuf) -> Self {
+        Self::reopened_after(cache, REOPEN_AFTER)
+    }
+
+    fn reopened_after(cache: PathBuf, reopen_after: Duration) -> Self {
         Self {
             cache,
+            reopen_after,
             opened: Mutex::new(HashMap::new()),
         }
     }
@@ -56,19 +65,22 @@ impl CacheDirs {
     }
 
     /// The directory `sub` of the cache, private all the way down: the
-    /// one opened in the last [`REOPEN_AFTER`], or opened (and made, if
-    /// `create`) now. Blocks.
+    /// one opened in the last `reopen_after`, or opened (and made, if
+    /// `create`) now. Directories opened longer ago are closed first,
+    /// whether or not this one opens. Blocks.
     fn dir(&self, sub: &[&str], create: bool) -> std::io::Result<Arc<PrivateDir>> {
         let key = sub.join("/");
         let now = Instant::now();
-        let opened = || self.opened.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some((at, dir)) = opened().get(&key)
-            && now.duration_since(*at) < REOPEN_AFTER
         {
-            return Ok(Arc::clone(dir));
+            let mut opened = self.opened.lock().unwrap_or_else(PoisonError::into_inner);
+            opened.retain(|_, (at, _)| now.duration_since(*at) < self.reopen_after);
+            if let Some((_, dir)) = opened.get(&key) {
+                return Ok(Arc::clone(dir));
+            }
         }
         let dir = Arc::new(PrivateDir::open(&self.cache, sub, create)?);
-        opened().insert(key, (now, Arc::clone(&dir)));
+        let mut opened = self.opened.lock().unwrap_or_else(PoisonError::into_inner);
+        opened.insert(key, (now, Arc::clone(&dir)));
         Ok(dir)
     }
 
@@ -274,40 +286,35 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_directory_is_used_again_for_a_second_then_opened_and_checked_anew() {
+    fn a_directory_is_used_again_for_a_while_then_opened_and_checked_anew() {
         use std::os::unix::fs::PermissionsExt as _;
         let root = std::env::temp_dir().join(format!("thumbpipe-cachedirs-{}", std::process::id()));
         let cache = root.join("thumbnails");
         let _ = std::fs::remove_dir_all(&root);
-        let dirs = CacheDirs::new(cache.clone());
-        dirs.write_privately(&["normal"], "a.png", b"first")
+        let read = |dirs: &CacheDirs| dirs.read_small_file(&["normal"], "a.png");
+        // Used again for an hour, or not at all.
+        let kept = CacheDirs::reopened_after(cache.clone(), Duration::from_secs(3600));
+        let fresh = CacheDirs::reopened_after(cache.clone(), Duration::ZERO);
+        kept.write_privately(&["normal"], "a.png", b"first")
             .unwrap();
-        assert_eq!(
-            dirs.read_small_file(&["normal"], "a.png").as_deref(),
-            Some(&b"first"[..])
-        );
+        assert_eq!(read(&kept).as_deref(), Some(&b"first"[..]));
         // The directory moved away and another put in its place: the one
-        // opened is read until the second is over...
+        // opened is read while it is used again...
         std::fs::rename(cache.join("normal"), root.join("moved")).unwrap();
         std::fs::create_dir(cache.join("normal")).unwrap();
         let private = std::fs::Permissions::from_mode(0o700);
         std::fs::set_permissions(cache.join("normal"), private).unwrap();
         std::fs::write(cache.join("normal").join("a.png"), b"second").unwrap();
-        assert_eq!(
-            dirs.read_small_file(&["normal"], "a.png").as_deref(),
-            Some(&b"first"[..])
-        );
-        // ...then the new one is opened, and checked: one others may write
-        // to is not read.
-        std::thread::sleep(REOPEN_AFTER + Duration::from_millis(50));
-        assert_eq!(
-            dirs.read_small_file(&["normal"], "a.png").as_deref(),
-            Some(&b"second"[..])
-        );
+        assert_eq!(read(&kept).as_deref(), Some(&b"first"[..]));
+        // ...and the new one once opened anew, and checked: one others
+        // may write to is not read.
+        assert_eq!(read(&fresh).as_deref(), Some(&b"second"[..]));
         let shared = std::fs::Permissions::from_mode(0o777);
         std::fs::set_permissions(cache.join("normal"), shared).unwrap();
-        std::thread::sleep(REOPEN_AFTER + Duration::from_millis(50));
-        assert_eq!(dirs.read_small_file(&["normal"], "a.png"), None);
+        assert_eq!(read(&fresh), None);
+        // A directory no longer used again is closed at the next use.
+        assert_eq!(fresh.opened.lock().unwrap().len(), 0);
+        assert_eq!(kept.opened.lock().unwrap().len(), 1);
         std::fs::remove_dir_all(&root).unwrap();
     }
 }

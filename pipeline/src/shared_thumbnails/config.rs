@@ -79,8 +79,9 @@ fn desktop_dir() -> Option<PathBuf> {
 /// does not match, does not parse, or is not a regular file of the user's
 /// of at most 16 MiB is passed over, never deleted; so is every thumbnail
 /// in a directory (the cache's, or its size class's) that is a link, is
-/// another user's, or others may write to: what is read is only what the
-/// user alone could have written.
+/// another user's, or others may write to, checked when the directory is
+/// opened and again each second: what is read is only what the user alone
+/// could have written.
 /// Where there is no valid thumbnail, a failure entry thumbpipe wrote
 /// (`fail/thumbpipe-VERSION/`) for the same modification time makes the
 /// load [`Error::Decode`](crate::Error::Decode) at once.

@@ -57,9 +57,17 @@ impl SharedThumbnails {
         metrics: Arc<Metrics>,
     ) -> Self {
         let dirs = |cache: Option<PathBuf>| cache.map(|cache| Arc::new(CacheDirs::new(cache)));
+        // One set of open directories where the app reads and writes one
+        // cache (the desktop's, by default).
+        let (read, write) = match (dirs(read), write) {
+            (Some(read), Some(write)) if read.path() == write => {
+                (Some(Arc::clone(&read)), Some(read))
+            }
+            (read, write) => (read, dirs(write)),
+        };
         Self {
-            read: dirs(read),
-            write: dirs(write),
+            read,
+            write,
             files,
             limits,
             metrics,
