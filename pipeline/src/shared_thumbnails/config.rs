@@ -91,7 +91,8 @@ fn desktop_dir() -> Option<PathBuf> {
 /// animation's frames are not the standard's still thumbnail) is decoded
 /// in the size class that covers the target (`normal` for targets up to
 /// 128 px; a cover crop takes the class twice its side), scaled down to
-/// the target, and written in that class: an 8-bit PNG (RGB when the image
+/// the target, and written in that class: an 8-bit PNG, not deflated up
+/// to 256 px unless [`compress_writes`](Self::compress_writes) (RGB when the image
 /// is opaque, RGBA otherwise: the standard asks for alpha, and GNOME's and
 /// KDE's thumbnailers write a photo as RGB too, which every reader of the
 /// cache reads) with the EXIF orientation applied and
@@ -143,6 +144,16 @@ pub struct SharedThumbnailsConfig {
     /// decoded past that is not written (a later load of the file writes
     /// it).
     pub write: ThumbnailStore,
+    /// Whether written thumbnails of the `normal` and `large` classes
+    /// (128 and 256 px) are deflated too; those of the larger classes
+    /// always are. Default `false`: stored as they are (a valid PNG every
+    /// reader of the cache reads), about a third larger (a camera photo's
+    /// at 128 px: 37 KB rather than 21-28) and decoded 20 times faster (5
+    /// us rather than 100), which is half the cost of showing one: a warm
+    /// folder's first screen of 144 shows a frame sooner. `true` for an
+    /// app whose users keep many thumbnails on small disks. Thumbnails
+    /// other programs wrote are read either way.
+    pub compress_writes: bool,
 }
 
 impl Default for SharedThumbnailsConfig {
@@ -150,6 +161,7 @@ impl Default for SharedThumbnailsConfig {
         Self {
             read: ThumbnailStore::platform_default(),
             write: ThumbnailStore::platform_default(),
+            compress_writes: false,
         }
     }
 }

@@ -67,6 +67,7 @@ pub(crate) fn tier(
             files,
             (&config.decode).into(),
             Arc::clone(metrics),
+            config.shared_thumbnails.compress_writes,
         );
         Ok(Some(Arc::new(tier)))
     }

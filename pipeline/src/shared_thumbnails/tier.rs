@@ -35,6 +35,13 @@ use crate::metrics::Metrics;
 use crate::request::{Fit, TargetSize};
 use crate::thumbnail::Thumbnail;
 
+/// The largest class written stored, not deflated (unless the app asks):
+/// the classes of a grid's cells, looked up a screen at a time, where the
+/// inflate is half a look-up's cost. A stored thumbnail above it would
+/// take 0.6-2.4 MB of disk (and of the writes waiting, at most 64) for
+/// one look-up of the few a screen that large shows.
+const STORED_UP_TO: u32 = 256;
+
 /// The shared cache's look-ups and writes, for files under the roots.
 pub(crate) struct SharedThumbnails {
     read: Option<Arc<CacheDirs>>,
@@ -44,6 +51,8 @@ pub(crate) struct SharedThumbnails {
     files: Arc<LocalFiles>,
     limits: DecodeLimits,
     metrics: Arc<Metrics>,
+    /// [`SharedThumbnailsConfig::compress_writes`](crate::SharedThumbnailsConfig::compress_writes).
+    compress_writes: bool,
 }
 
 impl SharedThumbnails {
@@ -55,6 +64,7 @@ impl SharedThumbnails {
         files: Arc<LocalFiles>,
         limits: DecodeLimits,
         metrics: Arc<Metrics>,
+        compress_writes: bool,
     ) -> Self {
         let dirs = |cache: Option<PathBuf>| cache.map(|cache| Arc::new(CacheDirs::new(cache)));
         // One set of open directories where the app reads and writes one
@@ -71,7 +81,14 @@ impl SharedThumbnails {
             files,
             limits,
             metrics,
+            compress_writes,
         }
+    }
+
+    /// Whether a thumbnail of `class` is written deflated: when the app
+    /// asks, and above [`STORED_UP_TO`].
+    fn deflates(&self, class: SizeClass) -> bool {
+        self.compress_writes || class.side() > STORED_UP_TO
     }
 
     /// Writes `bytes` as `name` in `cache`'s subdirectory `sub` on a file
@@ -169,7 +186,13 @@ impl ThumbnailTier for SharedThumbnails {
         }
         text.push(("Thumb::Image::Width", thumbnail.source_size.0.to_string()));
         text.push(("Thumb::Image::Height", thumbnail.source_size.1.to_string()));
-        let Ok(bytes) = encode(width, height, &thumbnail.pixels, &text) else {
+        let Ok(bytes) = encode(
+            width,
+            height,
+            &thumbnail.pixels,
+            &text,
+            self.deflates(class),
+        ) else {
             return;
         };
         self.write_later(&[class.dir()], thumbnail_name(&uri), bytes, url, stamp);
@@ -186,7 +209,7 @@ impl ThumbnailTier for SharedThumbnails {
         let Some(uri) = uri_of(url).filter(|_| known && self.write.is_some()) else {
             return;
         };
-        let Ok(bytes) = encode(1, 1, &[0; 4], &stamp_text(&uri, stamp)) else {
+        let Ok(bytes) = encode(1, 1, &[0; 4], &stamp_text(&uri, stamp), true) else {
             return;
         };
         let version = fail_dir_name();

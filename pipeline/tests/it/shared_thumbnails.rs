@@ -40,11 +40,16 @@ impl Folder {
 
     /// A pipeline over `photos/`, reading and writing the cache.
     pub(super) fn pipeline(&self) -> Pipeline<usize> {
+        Pipeline::new(self.config()).unwrap()
+    }
+
+    /// The config of [`Folder::pipeline`].
+    pub(super) fn config(&self) -> Config {
         let mut config = Config::default();
         config.fetch.file_roots = vec![self.scratch.0.join("photos")];
         config.shared_thumbnails.read = ThumbnailStore::Dir(self.cache());
         config.shared_thumbnails.write = ThumbnailStore::Dir(self.cache());
-        Pipeline::new(config).unwrap()
+        config
     }
 }
 
@@ -159,6 +164,10 @@ fn a_decoded_photo_is_written_as_the_standard_says_and_the_next_launch_reads_not
     assert_eq!((image.width(), image.height()), (128, 85));
     // A photo is opaque: RGB, a quarter smaller than RGBA.
     assert_eq!(image.color(), image::ColorType::Rgb8);
+    // Not deflated: the file holds its rows as they are (a filter byte
+    // and 128 RGB pixels each).
+    let rows_bytes = 85 * (1 + 128 * 3);
+    assert!(std::fs::metadata(&written).unwrap().len() > rows_bytes);
     let text = png_text(&written);
     let uri = uri_and_name(&photo).0;
     assert!(uri.ends_with("/a%20b%3B%23%C3%A9.jpg"), "{uri}");
@@ -200,6 +209,48 @@ fn a_decoded_photo_is_written_as_the_standard_says_and_the_next_launch_reads_not
     let stats = second.stats();
     assert_eq!(stats.shared_thumbnails_used, 1);
     assert_eq!((stats.decodes_started, stats.file_bytes_read), (0, 0));
+}
+
+#[test]
+fn compress_writes_deflates_the_same_pixels() {
+    let stored = Folder::new("shared-stored");
+    let deflated = Folder::new("shared-deflated");
+    let mut written = Vec::new();
+    for (folder, compress) in [(&stored, false), (&deflated, true)] {
+        let photo = folder.photo("a.jpg", 3);
+        let mut config = folder.config();
+        config.shared_thumbnails.compress_writes = compress;
+        let mut pipeline = Pipeline::new(config).unwrap();
+        load(&mut pipeline, &photo, TargetSize::square(64)).unwrap();
+        stats_when(&pipeline, |s| s.shared_thumbnails_written == 1);
+        written.push(std::fs::read(thumbnail_path(&folder.cache(), "normal", &photo)).unwrap());
+    }
+    let rows_bytes = 85 * (1 + 128 * 3);
+    let (stored, deflated) = (&written[0], &written[1]);
+    assert!(stored.len() > rows_bytes, "stored: {} bytes", stored.len());
+    assert!(
+        deflated.len() < rows_bytes,
+        "deflated: {} bytes",
+        deflated.len()
+    );
+    let pixels = |png: &[u8]| image::load_from_memory(png).unwrap().into_rgb8();
+    assert_eq!(pixels(stored), pixels(deflated));
+}
+
+#[test]
+fn a_thumbnail_above_256_px_is_deflated_by_default() {
+    let folder = Folder::new("shared-x-large");
+    let photo = folder.photo("a.jpg", 4);
+    let mut pipeline = folder.pipeline();
+    let thumbnail = load(&mut pipeline, &photo, TargetSize::square(300)).unwrap();
+    assert_eq!((thumbnail.width, thumbnail.height), (300, 200));
+    stats_when(&pipeline, |s| s.shared_thumbnails_written == 1);
+    let written = thumbnail_path(&folder.cache(), "x-large", &photo);
+    let image = image::open(&written).unwrap();
+    assert_eq!((image.width(), image.height()), (512, 341));
+    let rows_bytes = 341 * (1 + 512 * 3);
+    let len = std::fs::metadata(&written).unwrap().len();
+    assert!(len < rows_bytes, "x-large: {len} bytes");
 }
 
 #[test]
