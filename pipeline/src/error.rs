@@ -32,7 +32,9 @@ pub enum Error {
         reason: String,
     },
     /// The TLS handshake failed: most often the server's certificate is not
-    /// valid for its name or not signed by a root the platform trusts.
+    /// valid for its name or not signed by a root the platform trusts. Or
+    /// no TLS could be set up at all: the system has no CA certificates
+    /// for the pipeline's HTTP client (any `http` or `https` load then).
     #[error("failed to fetch '{url}': TLS failed: {reason}")]
     Tls {
         /// The URL.
@@ -186,7 +188,12 @@ pub enum BuildError {
     /// A runtime or a thread could not be started.
     #[error("could not start thumbpipe's threads: {0}")]
     Threads(#[from] std::io::Error),
-    /// The HTTP client could not be built.
+    /// The HTTP client could not be built: by [`crate::HttpFetcher::new`],
+    /// or for a pipeline with
+    /// [`FetchConfig::extra_root_certificates`](crate::FetchConfig::extra_root_certificates).
+    /// A pipeline's own client without them is made at its first `http`
+    /// or `https` load, and one that cannot be made (no CA certificates on
+    /// the system) fails each such load with [`Error::Tls`].
     #[error("could not build the HTTP client: {0}")]
     Client(String),
     /// `thumbpipe::egui::install` (cargo feature `egui`) was called a

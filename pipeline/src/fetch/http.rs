@@ -23,7 +23,7 @@ pub(super) async fn fetch_http(
     // Sent once, so moved into the GET rather than copied.
     let headers = std::mem::take(&mut request.headers);
     let net = Network {
-        client: &fetcher.client,
+        client: fetcher.client.get(&request.url).await?,
         limits: &fetcher.limits,
         conditional,
         request: &request,

@@ -8,8 +8,8 @@
 //! [`Fetch`] too. A fetch is a future on the pipeline's I/O runtime; it is
 //! cancelled by dropping it, which closes its connection. The sources live
 //! as long as the pipeline. What a fetch is given and answers is
-//! `exchange.rs`, an `http` fetch `http.rs`, its errors `errors.rs`, the
-//! bytes bodies may hold `budget.rs`.
+//! `exchange.rs`, an `http` fetch `http.rs`, its client `client.rs`, its
+//! errors `errors.rs`, the bytes bodies may hold `budget.rs`.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -22,6 +22,7 @@ use url::Url;
 use crate::error::{BuildError, Error};
 
 mod budget;
+mod client;
 pub(crate) mod config;
 mod errors;
 mod exchange;
@@ -34,8 +35,8 @@ mod sources;
 pub(crate) mod stop;
 
 pub(crate) use budget::BodyBudget;
+use client::Client;
 pub use config::{FetchConfig, Proxy};
-use errors::{causes, redirect_policy};
 pub(crate) use exchange::check_status;
 pub use exchange::{FetchRequest, FetchResponse};
 pub(crate) use file::FileSource;
@@ -200,7 +201,7 @@ where
 /// ```
 #[derive(Clone, Debug)]
 pub struct HttpFetcher {
-    client: reqwest::Client,
+    client: Arc<Client>,
     limits: Arc<FetchLimits>,
 }
 
@@ -219,49 +220,26 @@ impl HttpFetcher {
     /// [`FetchConfig::extra_root_certificates`] cannot be read, or the
     /// config is not valid.
     pub fn new(config: &FetchConfig) -> Result<Self, BuildError> {
-        Self::with_headers(config, &config.headers)
+        Self::with_client(config, Client::now(config, &config.headers))
     }
 
     /// The pipeline's default fetcher: [`HttpFetcher::new`] without the app's
     /// headers as the client's defaults, since the pipeline puts them (and
-    /// the hook's changes to them, removals included) into every request.
+    /// the hook's changes to them, removals included) into every request;
+    /// its client made at its first request (`client.rs`).
     pub(crate) fn for_pipeline(config: &FetchConfig) -> Result<Self, BuildError> {
-        Self::with_headers(config, &::http::HeaderMap::new())
+        let client = Client::at_first_use(config, &::http::HeaderMap::new());
+        Self::with_client(config, client)
     }
 
-    /// A client whose default headers are thumbpipe's and `app`'s.
-    fn with_headers(config: &FetchConfig, app: &::http::HeaderMap) -> Result<Self, BuildError> {
-        config.validate()?;
-        let mut client = reqwest::Client::builder()
-            // The total timeout is the fetch's own deadline, which does not
-            // count time spent waiting for the body budget.
-            .connect_timeout(config.connect_timeout)
-            .redirect(redirect_policy(
-                config.max_redirects,
-                config.allow_https_to_http_redirects,
-            ))
-            .pool_max_idle_per_host(config.max_per_host)
-            .default_headers(headers::client_defaults(app, accept_images()));
-        client = match &config.proxy {
-            Proxy::FromEnvironment => client,
-            Proxy::Direct => client.no_proxy(),
-            Proxy::Url(url) => {
-                let proxy = reqwest::Proxy::all(url.as_str())
-                    .map_err(|e| BuildError::Config(format!("fetch.proxy: {}", causes(&e))))?;
-                client.proxy(proxy)
-            }
-        };
-        let extra_roots = !config.extra_root_certificates.is_empty();
-        client = tls(client, &config.extra_root_certificates)?;
-        let client = client.build().map_err(|e| {
-            let mut reason = causes(&e);
-            if extra_roots {
-                reason.push_str(" (is each of fetch.extra_root_certificates one DER certificate?)");
-            }
-            BuildError::Client(reason)
-        })?;
+    /// A fetcher whose client's default headers are thumbpipe's and
+    /// `app`'s, made by `client`.
+    fn with_client(
+        config: &FetchConfig,
+        client: Result<Client, BuildError>,
+    ) -> Result<Self, BuildError> {
         Ok(Self {
-            client,
+            client: Arc::new(client?),
             limits: Arc::new(FetchLimits {
                 connect_timeout: config.connect_timeout,
                 total_timeout: config.total_timeout,
@@ -269,50 +247,6 @@ impl HttpFetcher {
             }),
         })
     }
-}
-
-/// `client` with rustls, trusting `roots` besides the platform's. With
-/// ring, ring becomes rustls' process-wide provider unless the app has
-/// installed one (reqwest builds its TLS with the process's provider).
-#[cfg(any(feature = "rustls-aws-lc", feature = "rustls-ring"))]
-fn tls(
-    client: reqwest::ClientBuilder,
-    roots: &[Vec<u8>],
-) -> Result<reqwest::ClientBuilder, BuildError> {
-    #[cfg(not(feature = "rustls-aws-lc"))]
-    {
-        // Err: a provider is installed already, which reqwest will use.
-        let _ = rustls::crypto::ring::default_provider().install_default();
-    }
-    let roots = roots
-        .iter()
-        .map(|der| reqwest::Certificate::from_der(der))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| BuildError::Config(format!("fetch.extra_root_certificates: {e}")))?;
-    Ok(if roots.is_empty() {
-        client
-    } else {
-        client.tls_certs_merge(roots)
-    })
-}
-
-/// Without a TLS feature there is no `https`, and no roots to add: a config
-/// with extra roots was refused by its validation.
-#[cfg(not(any(feature = "rustls-aws-lc", feature = "rustls-ring")))]
-fn tls(
-    client: reqwest::ClientBuilder,
-    _roots: &[Vec<u8>],
-) -> Result<reqwest::ClientBuilder, BuildError> {
-    Ok(client)
-}
-
-/// The media types of the formats the default decoder reads in this build
-/// (the format table, `decode/formats.rs`): the `Accept` header of every
-/// request unless the app sets its own, so that a server that picks a
-/// format by it never sends one the decoder refuses.
-fn accept_images() -> ::http::HeaderValue {
-    ::http::HeaderValue::try_from(crate::decode::formats::accept_header())
-        .unwrap_or(::http::HeaderValue::from_static("image/*"))
 }
 
 /// [`Fetch::fetch`] for a fetcher whose work is its

@@ -24,6 +24,16 @@ fn load(pipeline: &mut Pipeline<usize>, urls: &[String]) -> Vec<Result<u32, Erro
         .collect()
 }
 
+/// A config reading files under `root`, hermetic: not the desktop's
+/// thumbnails of this machine.
+fn files_under(root: &Path) -> Config {
+    let mut config = Config::default();
+    config.fetch.file_roots = vec![root.to_path_buf()];
+    config.shared_thumbnails.read = thumbpipe::ThumbnailStore::Off;
+    config.shared_thumbnails.write = thumbpipe::ThumbnailStore::Off;
+    config
+}
+
 #[test]
 fn file_urls_are_refused_by_default() {
     let scratch = Scratch::new("off");
@@ -97,11 +107,7 @@ fn files_load_as_thumbnails_and_the_cap_applies() {
     let image = root.png("pic.png", 21);
     let size = std::fs::metadata(&image).unwrap().len();
     let config = |max_body_bytes| {
-        let mut config = Config::default();
-        config.fetch.file_roots = vec![root.0.clone()];
-        // Hermetic: not the desktop's thumbnails of this machine.
-        config.shared_thumbnails.read = thumbpipe::ThumbnailStore::Off;
-        config.shared_thumbnails.write = thumbpipe::ThumbnailStore::Off;
+        let mut config = files_under(&root.0);
         config.fetch.max_body_bytes = max_body_bytes;
         config
     };
@@ -200,11 +206,7 @@ fn a_path_outside_the_roots_is_refused_alike_whether_or_not_it_exists() {
     let root = Scratch::new("oracle-root");
     let outside = Scratch::new("oracle-outside");
     let there = outside.png("there.png", 41);
-    let mut config = Config::default();
-    config.fetch.file_roots = vec![root.0.clone()];
-    config.shared_thumbnails.read = thumbpipe::ThumbnailStore::Off;
-    config.shared_thumbnails.write = thumbpipe::ThumbnailStore::Off;
-    let mut pipeline = Pipeline::<usize>::new(config).unwrap();
+    let mut pipeline = Pipeline::<usize>::new(files_under(&root.0)).unwrap();
     let results = load(
         &mut pipeline,
         &[url(&there), url(&outside.0.join("missing.png"))],
@@ -268,4 +270,59 @@ fn a_raw_over_the_cap_is_shown_when_its_preview_lies_within_it() {
         "{:?}",
         pipeline.stats()
     );
+}
+
+/// The environment of [`local_files_load_where_the_system_has_no_roots`]'s
+/// child: no CA certificates for rustls-native-certs to find.
+const NO_ROOTS: &str = "THUMBPIPE_TEST_NO_ROOTS";
+
+/// A pipeline of local files builds and loads them where the system has
+/// no CA certificates (a bare container, a sandbox), and an `http` load
+/// there is a typed TLS error. In a child process of this test binary,
+/// since the roots are found through the environment, which every test
+/// of the process shares.
+#[test]
+fn local_files_load_where_the_system_has_no_roots() {
+    let empty = Scratch::new("no-roots");
+    let child = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "files::without_roots",
+            "--exact",
+            "--ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(NO_ROOTS, "1")
+        .env("SSL_CERT_FILE", empty.0.join("none.pem"))
+        .env("SSL_CERT_DIR", &empty.0)
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&child.stdout);
+    let err = String::from_utf8_lossy(&child.stderr);
+    assert!(child.status.success(), "{out}\n{err}");
+    assert!(out.contains("1 passed"), "{out}");
+}
+
+#[test]
+#[ignore = "run by local_files_load_where_the_system_has_no_roots, in a process without roots"]
+fn without_roots() {
+    assert!(
+        std::env::var_os(NO_ROOTS).is_some(),
+        "run by local_files_load_where_the_system_has_no_roots, which sets its environment"
+    );
+    let root = Scratch::new("no-roots-files");
+    let image = root.png("pic.png", 8);
+    let mut pipeline = Pipeline::<usize>::new(files_under(&root.0)).unwrap();
+    let results = load(
+        &mut pipeline,
+        &[url(&image), "http://127.0.0.1:9/a.png".into()],
+    );
+    assert_eq!(results[0].as_ref().unwrap(), &8);
+    match &results[1] {
+        Err(Error::Tls { reason, .. }) => assert!(reason.contains("CA certificates"), "{reason}"),
+        other => panic!("{other:?}"),
+    }
+    // Each http load is told so, not only the first.
+    let again = load(&mut pipeline, &["http://127.0.0.1:9/b.png".into()]);
+    assert!(matches!(again[0], Err(Error::Tls { .. })), "{again:?}");
 }
