@@ -151,7 +151,7 @@ pub trait Decode: Send + Sync + 'static {
 /// The default decoder: [`thumbnail_from_bytes`]'s work under a
 /// [`DecodeConfig`]'s limits.
 ///
-/// It decodes the [`SUPPORTED_FORMATS`]; of an animated GIF or WebP, the
+/// It decodes the [`SUPPORTED_FORMATS`](crate::SUPPORTED_FORMATS); of an animated GIF or WebP, the
 /// first frame, or every frame with [`DecodeConfig::animation`]. A photo whose EXIF orientation says it was taken turned
 /// (JPEG, and WebP and PNG where they carry EXIF) comes out upright, its
 /// width and height swapped for a quarter turn, and fitted to the target

@@ -19,7 +19,7 @@ impl<K: Hash + Eq + Clone> Thumbnails<K> {
     /// Follows a coast for this pass: call it first in the pass, before the
     /// rows are asked for, with where the list's scroll will rest (`None`
     /// at rest does nothing). The rows where it rests are asked for at
-    /// [`Priority::Destination`], ahead of every other row; a row in view
+    /// [`Priority::Destination`](crate::Priority::Destination), ahead of every other row; a row in view
     /// that will leave sooner than an image takes to arrive is not
     /// requested (it shows
     /// [`RowThumbnail::Loading`](super::RowThumbnail::Loading), or its
@@ -61,10 +61,10 @@ impl<K: Hash + Eq + Clone> Thumbnails<K> {
     }
 
     /// Asks for `row`'s thumbnail of `url` ahead of need, at
-    /// [`Priority::Prefetch`]: call it in each pass for the rows a
+    /// [`Priority::Prefetch`](crate::Priority::Prefetch): call it in each pass for the rows a
     /// [`PrefetchWindow`](super::PrefetchWindow) gives (one screen beyond
     /// those in view, in the direction the list moves), after the rows in
-    /// view ([`Thumbnails::request`] at [`Priority::Visible`]) and before
+    /// view ([`Thumbnails::request`] at [`Priority::Visible`](crate::Priority::Visible)) and before
     /// [`Thumbnails::end_pass`]: a local file's look-ups run in the order
     /// asked, and the rows in view come first. A prefetched row is kept
     /// loading while it is asked for, and cancelled at the end of a pass
