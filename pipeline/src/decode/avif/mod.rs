@@ -5,7 +5,8 @@
 //! header says the decoder will allocate (the container's `av1C` only sums
 //! that up, and may be wrong: the image is decoded as its sequence header
 //! says, as libavif and browsers do); each AV1 image (the colour, each
-//! tile of a grid, the alpha) is decoded by rav1d (`dav1d.rs`) and turned
+//! tile of a grid, the alpha; its coding read first, `coding.rs`) is
+//! decoded by rav1d (`dav1d.rs`) and turned
 //! into RGBA on one canvas of the part the clean aperture keeps (`yuv.rs`),
 //! one picture at a time; the usual resize and turn (`upright.rs`) make
 //! the thumbnail, the file's `irot` and `imir` applied as an EXIF
@@ -14,6 +15,7 @@
 //! Runs on the decode thread that calls it, start to end (rav1d starts no
 //! thread); keeps nothing.
 
+mod coding;
 mod container;
 mod dav1d;
 mod sequence;
@@ -25,7 +27,8 @@ use std::sync::Arc;
 
 use image::metadata::Orientation;
 
-use self::dav1d::{Coding, Picture};
+use self::coding::Coding;
+use self::dav1d::Picture;
 use self::still::{Coded, Data, Still, Transforms};
 use self::yuv::{Canvas, Rect};
 use super::DecodeLimits;
