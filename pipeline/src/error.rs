@@ -33,8 +33,10 @@ pub enum Error {
     },
     /// The TLS handshake failed: most often the server's certificate is not
     /// valid for its name or not signed by a root the platform trusts. Or
-    /// no TLS could be set up at all: the system has no CA certificates
-    /// for the pipeline's HTTP client (any `http` or `https` load then).
+    /// the pipeline's HTTP client, made at its first `http` or `https`
+    /// load, could not be made (most often: the system has no CA
+    /// certificates): every such load fails so, with the reason, until
+    /// one a minute or more later makes it.
     #[error("failed to fetch '{url}': TLS failed: {reason}")]
     Tls {
         /// The URL.
@@ -193,7 +195,7 @@ pub enum BuildError {
     /// [`FetchConfig::extra_root_certificates`](crate::FetchConfig::extra_root_certificates).
     /// A pipeline's own client without them is made at its first `http`
     /// or `https` load, and one that cannot be made (no CA certificates on
-    /// the system) fails each such load with [`Error::Tls`].
+    /// the system) fails each such load with [`Error::Tls`] instead.
     #[error("could not build the HTTP client: {0}")]
     Client(String),
     /// `thumbpipe::egui::install` (cargo feature `egui`) was called a

@@ -13,7 +13,11 @@
 //!
 //! [`HttpFetcher`]: super::HttpFetcher
 
-use tokio::sync::OnceCell;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use futures::FutureExt as _;
+use futures::future::{BoxFuture, Shared};
 use url::Url;
 
 use super::config::{FetchConfig, Proxy};
@@ -21,13 +25,36 @@ use super::errors::{causes, redirect_policy};
 use super::headers;
 use crate::error::{BuildError, Error};
 
+/// How long a client that could not be made is not tried again: the
+/// system's certificates installed meanwhile are found at the next load
+/// after it.
+const RETRY_AFTER: Duration = Duration::from_secs(60);
+
+/// The making of a client, awaited by every load that needs it: the
+/// client, or why it could not be made.
+type Making = Shared<BoxFuture<'static, Result<reqwest::Client, NotMade>>>;
+
+/// Why a client could not be made: the reason, and reqwest's error.
+#[derive(Clone, Debug)]
+struct NotMade {
+    reason: String,
+    source: Option<Arc<dyn std::error::Error + Send + Sync>>,
+}
+
 /// A reqwest client, made now or at its first use.
-#[derive(Debug)]
 pub(super) struct Client {
-    made: OnceCell<Result<reqwest::Client, String>>,
+    /// The client's making, once begun, and when.
+    making: Mutex<Option<(Making, Instant)>>,
     /// What to make it from, for a client made at its first use: the
     /// config, and the app's headers as the client's defaults.
     recipe: Option<(FetchConfig, ::http::HeaderMap)>,
+}
+
+impl std::fmt::Debug for Client {
+    // Not the recipe: its headers may hold an app's credentials.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client").finish_non_exhaustive()
+    }
 }
 
 impl Client {
@@ -35,8 +62,9 @@ impl Client {
     /// now.
     pub(super) fn now(config: &FetchConfig, app: &::http::HeaderMap) -> Result<Self, BuildError> {
         let client = make(config, app)?;
+        let made = futures::future::ready(Ok(client)).boxed().shared();
         Ok(Self {
-            made: OnceCell::new_with(Some(Ok(client))),
+            making: Mutex::new(Some((made, Instant::now()))),
             recipe: None,
         })
     }
@@ -53,33 +81,64 @@ impl Client {
         // What can be wrong with the config, found now; the build is left.
         builder(config, app).map(drop)?;
         Ok(Self {
-            made: OnceCell::new(),
+            making: Mutex::new(None),
             recipe: Some((config.clone(), app.clone())),
         })
     }
 
-    /// The client, made on the runtime's blocking thread if this is its
-    /// first use (a request asking at the same time waits for it without
-    /// a thread). A client that could not be made is
-    /// [`Error::Tls`] for `url`, the reason the platform's roots or TLS
-    /// gave, each time.
-    pub(super) async fn get(&self, url: &Url) -> Result<&reqwest::Client, Error> {
-        let made = self
-            .made
-            .get_or_init(|| async {
-                let Some((config, app)) = self.recipe.clone() else {
-                    return Err("no client and nothing to make one from".to_owned());
-                };
-                tokio::task::spawn_blocking(move || make(&config, &app).map_err(|e| e.to_string()))
-                    .await
-                    .unwrap_or_else(|e| Err(format!("making the HTTP client stopped: {e}")))
-            })
-            .await;
-        made.as_ref().map_err(|reason| Error::Tls {
+    /// The client. At its first use it is made on the runtime's blocking
+    /// thread, once, whichever load asked first and whether or not that
+    /// load is cancelled meanwhile; every load waits for it without a
+    /// thread. One that could not be made is each load's [`Error::Tls`]
+    /// for `url`, saying why, and is tried again at the first load
+    /// [`RETRY_AFTER`] later. Must run on a tokio runtime.
+    pub(super) async fn get(&self, url: &Url) -> Result<reqwest::Client, Error> {
+        let making = self.making();
+        making.await.map_err(|not_made| Error::Tls {
             url: url.to_string(),
-            reason: reason.clone(),
-            source: None,
+            reason: not_made.reason,
+            source: not_made.source,
         })
+    }
+
+    /// The making under way or done, or one begun now: the first, or
+    /// again after one that failed [`RETRY_AFTER`] ago.
+    fn making(&self) -> Making {
+        let mut making = self.making.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((under_way, begun)) = making.as_ref() {
+            let failed = matches!(under_way.peek(), Some(Err(_)));
+            if !failed || begun.elapsed() < RETRY_AFTER || self.recipe.is_none() {
+                return under_way.clone();
+            }
+        }
+        let recipe = self.recipe.clone();
+        let build = tokio::task::spawn_blocking(move || {
+            let Some((config, app)) = recipe else {
+                return Err(BuildError::Client("nothing to make the client from".into()));
+            };
+            make(&config, &app)
+        });
+        let begun = async move {
+            match build.await {
+                Ok(Ok(client)) => Ok(client),
+                Ok(Err(error)) => Err(NotMade {
+                    reason: format!(
+                        "{error} (no http or https load until it is: where the system has \
+                         no CA certificates, install them, such as Debian's \
+                         ca-certificates, or name them in SSL_CERT_FILE or SSL_CERT_DIR)"
+                    ),
+                    source: Some(Arc::new(error)),
+                }),
+                Err(stopped) => Err(NotMade {
+                    reason: format!("making the HTTP client stopped: {stopped}"),
+                    source: None,
+                }),
+            }
+        }
+        .boxed()
+        .shared();
+        *making = Some((begun.clone(), Instant::now()));
+        begun
     }
 }
 
@@ -167,4 +226,28 @@ fn tls(
 fn accept_images() -> ::http::HeaderValue {
     ::http::HeaderValue::try_from(crate::decode::formats::accept_header())
         .unwrap_or(::http::HeaderValue::from_static("image/*"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+    async fn a_client_is_made_once_at_first_use_even_if_the_first_load_is_cancelled() {
+        let config = FetchConfig::default();
+        let client = Client::at_first_use(&config, &::http::HeaderMap::new()).unwrap();
+        let begun = || client.making.lock().unwrap().as_ref().map(|m| m.0.clone());
+        assert!(begun().is_none(), "made when the pipeline was built");
+        let url = Url::parse("http://127.0.0.1:9/").unwrap();
+        // The first load to ask is dropped after asking once.
+        {
+            let first = client.get(&url);
+            futures::pin_mut!(first);
+            let _ = futures::poll!(first.as_mut());
+        }
+        let first = begun().expect("begun by the first load");
+        let (a, b) = tokio::join!(client.get(&url), client.get(&url));
+        assert!(a.is_ok() && b.is_ok(), "{a:?} {b:?}");
+        assert!(first.ptr_eq(&begun().unwrap()), "made again");
+    }
 }

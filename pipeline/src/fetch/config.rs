@@ -160,7 +160,9 @@ pub enum Proxy {
     /// Through the proxy the environment names, as curl reads it:
     /// `HTTPS_PROXY` for `https` URLs, `HTTP_PROXY` for `http` ones,
     /// `ALL_PROXY` for both, and none for the hosts of `NO_PROXY`; directly
-    /// when none is set.
+    /// when none is set. Read when the HTTP client is made: a pipeline's
+    /// at its first `http` or `https` load (with
+    /// [`FetchConfig::extra_root_certificates`], when it is built).
     #[default]
     FromEnvironment,
     /// Directly, whatever the environment says.

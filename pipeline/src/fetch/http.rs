@@ -22,14 +22,31 @@ pub(super) async fn fetch_http(
     let conditional = request.is_conditional();
     // Sent once, so moved into the GET rather than copied.
     let headers = std::mem::take(&mut request.headers);
+    let limits = &fetcher.limits;
+    // The whole fetch's deadline, the wait for the client (made at the
+    // pipeline's first load) included.
+    let deadline = later_by(tokio::time::Instant::now(), limits.total_timeout);
+    let client = tokio::time::timeout_at(deadline, fetcher.client.get(&request.url))
+        .await
+        .map_err(|_| timed_out(&request, limits))??;
     let net = Network {
-        client: fetcher.client.get(&request.url).await?,
-        limits: &fetcher.limits,
+        client: &client,
+        limits,
         conditional,
         request: &request,
     };
-    let (response, deadline) = net.send(headers).await?;
+    let response = net.send(headers, deadline).await?;
     net.receive(response, deadline).await
+}
+
+/// The error of a fetch of `request` past its deadline.
+fn timed_out(request: &FetchRequest, limits: &FetchLimits) -> Error {
+    Error::Timeout {
+        url: request.url.to_string(),
+        phase: "complete response",
+        limit: limits.total_timeout,
+        setting: "fetch.total_timeout",
+    }
 }
 
 /// One fetch's network side: the client, its limits and the request (its
@@ -44,22 +61,17 @@ struct Network<'a> {
 
 impl Network<'_> {
     fn timed_out(&self) -> Error {
-        Error::Timeout {
-            url: self.request.url.to_string(),
-            phase: "complete response",
-            limit: self.limits.total_timeout,
-            setting: "fetch.total_timeout",
-        }
+        timed_out(self.request, self.limits)
     }
 
-    /// Sends the GET, with the request's `headers` added; returns the
-    /// response (headers read) and the deadline for its body.
+    /// Sends the GET, with the request's `headers` added, by `deadline`;
+    /// returns the response (headers read).
     async fn send(
         &self,
         headers: http::HeaderMap,
-    ) -> Result<(reqwest::Response, tokio::time::Instant), Error> {
+        deadline: tokio::time::Instant,
+    ) -> Result<reqwest::Response, Error> {
         let url = &self.request.url;
-        let deadline = later_by(tokio::time::Instant::now(), self.limits.total_timeout);
         let mut get = self.client.get(url.clone());
         if !headers.is_empty() {
             get = get.headers(headers);
@@ -68,7 +80,7 @@ impl Network<'_> {
             .await
             .map_err(|_| self.timed_out())?
             .map_err(|error| classify(url, error, self.limits))?;
-        Ok((response, deadline))
+        Ok(response)
     }
 
     /// Checks the status and reads the body of `response` within the body

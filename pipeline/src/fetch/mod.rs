@@ -216,9 +216,11 @@ impl HttpFetcher {
     /// A client with `config`'s timeouts, redirect limit, trusted roots,
     /// headers and proxy. [`FetchConfig::header_hook`] is the pipeline's: it
     /// runs as the pipeline makes each request, not here.
-    /// Fails if a certificate of
-    /// [`FetchConfig::extra_root_certificates`] cannot be read, or the
-    /// config is not valid.
+    /// The client is made now, which reads the platform's CA
+    /// certificates (a few milliseconds). Fails if a certificate of
+    /// [`FetchConfig::extra_root_certificates`] cannot be read, if the
+    /// system has no CA certificates and the config names none, or if
+    /// the config is not valid.
     pub fn new(config: &FetchConfig) -> Result<Self, BuildError> {
         Self::with_client(config, Client::now(config, &config.headers))
     }
@@ -226,7 +228,8 @@ impl HttpFetcher {
     /// The pipeline's default fetcher: [`HttpFetcher::new`] without the app's
     /// headers as the client's defaults, since the pipeline puts them (and
     /// the hook's changes to them, removals included) into every request;
-    /// its client made at its first request (`client.rs`).
+    /// its client made at its first request (`client.rs`), or now when
+    /// the config has extra roots.
     pub(crate) fn for_pipeline(config: &FetchConfig) -> Result<Self, BuildError> {
         let client = Client::at_first_use(config, &::http::HeaderMap::new());
         Self::with_client(config, client)

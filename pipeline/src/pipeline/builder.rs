@@ -329,8 +329,10 @@ fn default_fetcher(config: &Config, handle: &Handle) -> Result<Arc<dyn Fetch>, B
 fn io_runtime(threads: usize) -> std::io::Result<Runtime> {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(threads)
-        // reqwest resolves host names on the blocking pool: one thread is
-        // enough, and bounds it. File URLs have a thread of their own.
+        // reqwest resolves host names on the blocking pool, and the HTTP
+        // client is made there at the first http load (`fetch/client.rs`):
+        // one thread is enough, and bounds it. File URLs have threads of
+        // their own.
         .max_blocking_threads(1)
         .thread_name_fn(|| {
             use std::sync::atomic::{AtomicUsize, Ordering};
