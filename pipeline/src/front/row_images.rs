@@ -38,7 +38,7 @@ pub(crate) enum RowImage<'a, I> {
 
 /// A list's rows and the toolkit's images of them.
 pub(crate) struct RowImages<K, I> {
-    pub(crate) list: ListFront<K>,
+    list: ListFront<K>,
     kept: KeptImages<ImageKey, I>,
     made_in_view: MadeInView<ImageKey, I>,
 }
@@ -51,6 +51,11 @@ impl<K: Hash + Eq + Clone, I: ToolkitImage> RowImages<K, I> {
             kept: KeptImages::new(budget),
             made_in_view: MadeInView::default(),
         }
+    }
+
+    /// The pipeline the rows are loaded by.
+    pub(crate) fn pipeline(&self) -> &crate::Pipeline<K> {
+        &self.list.pipeline
     }
 
     /// After a wake: once a list that flew past rows has been still for a

@@ -301,7 +301,7 @@ impl<K: Hash + Eq + Clone> Thumbnails<K> {
 
     /// The pipeline's counters and gauges now.
     pub fn stats(&self) -> Stats {
-        self.rows.list.pipeline.stats()
+        self.rows.pipeline().stats()
     }
 
     /// The handles' counters now.
@@ -312,7 +312,7 @@ impl<K: Hash + Eq + Clone> Thumbnails<K> {
 
     /// The pipeline underneath, for what this type does not wrap.
     pub fn pipeline(&self) -> &Pipeline<K> {
-        &self.rows.list.pipeline
+        self.rows.pipeline()
     }
 }
 

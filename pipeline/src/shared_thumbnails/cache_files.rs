@@ -33,7 +33,13 @@ const MAX_THUMBNAIL_BYTES: u64 = 16 * 1024 * 1024;
 /// again before it is opened and checked anew: a first screen's look-ups
 /// walk from the cache's directory once, not once each, and a cache
 /// removed, replaced or made writable by others is found within it.
-const REOPEN_AFTER: Duration = Duration::from_secs(1);
+/// Elsewhere than Unix, a directory is a path checked again at each use
+/// (nothing is held open that a check could vouch for): never reused.
+const REOPEN_AFTER: Duration = if cfg!(unix) {
+    Duration::from_secs(1)
+} else {
+    Duration::ZERO
+};
 
 /// The shared cache at a path, with the directories of it opened in the
 /// last [`REOPEN_AFTER`]. Shared by the file threads. A directory stays

@@ -121,6 +121,8 @@ pub(super) fn encode(
         encoder.set_compression(png::Compression::Fast);
     } else {
         encoder.set_compression(png::Compression::NoCompression);
+        // What png 0.18 writes with no compression anyway; said, so that
+        // no other version filters rows that nothing will pack.
         encoder.set_filter(png::Filter::NoFilter);
     }
     for (key, value) in text {

@@ -37,9 +37,9 @@ use crate::thumbnail::Thumbnail;
 
 /// The largest class written stored, not deflated (unless the app asks):
 /// the classes of a grid's cells, looked up a screen at a time, where the
-/// inflate is half a look-up's cost. A stored thumbnail above it would
-/// take 0.6-2.4 MB of disk (and of the writes waiting, at most 64) for
-/// one look-up of the few a screen that large shows.
+/// inflate is about 40% of a look-up's cost. A stored thumbnail above it
+/// would take 0.6-2.4 MB of disk (and of the writes waiting, at most 64)
+/// for one look-up of the few a screen that large shows.
 const STORED_UP_TO: u32 = 256;
 
 /// The shared cache's look-ups and writes, for files under the roots.

@@ -238,6 +238,19 @@ fn compress_writes_deflates_the_same_pixels() {
 }
 
 #[test]
+fn a_256_px_thumbnail_is_stored_by_default() {
+    let folder = Folder::new("shared-large");
+    let photo = folder.photo("a.jpg", 5);
+    let mut pipeline = folder.pipeline();
+    load(&mut pipeline, &photo, TargetSize::square(200)).unwrap();
+    stats_when(&pipeline, |s| s.shared_thumbnails_written == 1);
+    let written = thumbnail_path(&folder.cache(), "large", &photo);
+    let rows_bytes = 171 * (1 + 256 * 3);
+    let len = std::fs::metadata(&written).unwrap().len();
+    assert!(len > rows_bytes, "large: {len} bytes");
+}
+
+#[test]
 fn a_thumbnail_above_256_px_is_deflated_by_default() {
     let folder = Folder::new("shared-x-large");
     let photo = folder.photo("a.jpg", 4);
