@@ -34,9 +34,9 @@ pub enum Error {
     /// The TLS handshake failed: most often the server's certificate is not
     /// valid for its name or not signed by a root the platform trusts. Or
     /// the pipeline's HTTP client, made at its first `http` or `https`
-    /// load, could not be made (most often: the system has no CA
-    /// certificates): every such load fails so, with the reason, until
-    /// one a minute or more later makes it.
+    /// load, could not be made (most often, on Linux and the BSDs: the
+    /// system has no CA certificates): every such load fails so, with the
+    /// reason, until one a minute or more after the failure makes it.
     #[error("failed to fetch '{url}': TLS failed: {reason}")]
     Tls {
         /// The URL.
@@ -71,7 +71,9 @@ pub enum Error {
     Timeout {
         /// The URL.
         url: String,
-        /// What did not finish: "connection" or "complete response".
+        /// What did not finish: "connection" or "complete response"; or
+        /// "HTTP client", the pipeline's client made at its first load
+        /// (its making held up on the I/O runtime's blocking thread).
         phase: &'static str,
         /// The limit that ran out.
         limit: Duration,
@@ -195,7 +197,7 @@ pub enum BuildError {
     /// [`FetchConfig::extra_root_certificates`](crate::FetchConfig::extra_root_certificates).
     /// A pipeline's own client without them is made at its first `http`
     /// or `https` load, and one that cannot be made (no CA certificates on
-    /// the system) fails each such load with [`Error::Tls`] instead.
+    /// a Linux or BSD system) fails each such load with [`Error::Tls`] instead.
     #[error("could not build the HTTP client: {0}")]
     Client(String),
     /// `thumbpipe::egui::install` (cargo feature `egui`) was called a

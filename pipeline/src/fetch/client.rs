@@ -3,18 +3,21 @@
 //! roots.
 //!
 //! The pipeline's own client is made at its first request, on the I/O
-//! runtime's blocking thread: reading the platform's roots takes a few
-//! milliseconds (about 3 on a desktop's `/etc/ssl/certs`), which an app's
-//! start on its UI thread need not wait for; a pipeline of local files
-//! alone never makes one, nor fails where the system has no roots. The
+//! runtime's blocking thread: on Linux and the BSDs, reading the
+//! platform's roots takes a few milliseconds (about 3 for a desktop's
+//! `/etc/ssl/certs`), which an app's start on its UI thread need not wait
+//! for, and fails where the system has none, which a pipeline of local
+//! files alone never meets. The
 //! config is checked when the pipeline is built all the same, and a client
 //! with extra roots is made then, so that a bad certificate is a
 //! [`BuildError`] at once. Lives as long as its fetcher's clones.
 //!
 //! [`HttpFetcher`]: super::HttpFetcher
 
-use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, Instant};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use futures::FutureExt as _;
 use futures::future::{BoxFuture, Shared};
@@ -41,17 +44,25 @@ struct NotMade {
     source: Option<Arc<dyn std::error::Error + Send + Sync>>,
 }
 
+/// What makes a client: blocks (the platform's roots are read).
+type Maker = Arc<dyn Fn() -> Result<reqwest::Client, BuildError> + Send + Sync>;
+
+/// One making of the client: awaited by the loads, and when it failed.
+struct Attempt {
+    making: Making,
+    failed_at: Arc<OnceLock<Instant>>,
+}
+
 /// A reqwest client, made now or at its first use.
 pub(super) struct Client {
-    /// The client's making, once begun, and when.
-    making: Mutex<Option<(Making, Instant)>>,
-    /// What to make it from, for a client made at its first use: the
-    /// config, and the app's headers as the client's defaults.
-    recipe: Option<(FetchConfig, ::http::HeaderMap)>,
+    /// The last making begun, if any.
+    attempt: Mutex<Option<Attempt>>,
+    /// What makes it, for a client made at its first use.
+    maker: Option<Maker>,
 }
 
 impl std::fmt::Debug for Client {
-    // Not the recipe: its headers may hold an app's credentials.
+    // Not the maker's config: its headers may hold an app's credentials.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Client").finish_non_exhaustive()
     }
@@ -62,10 +73,13 @@ impl Client {
     /// now.
     pub(super) fn now(config: &FetchConfig, app: &::http::HeaderMap) -> Result<Self, BuildError> {
         let client = make(config, app)?;
-        let made = futures::future::ready(Ok(client)).boxed().shared();
+        let attempt = Attempt {
+            making: futures::future::ready(Ok(client)).boxed().shared(),
+            failed_at: Arc::default(),
+        };
         Ok(Self {
-            making: Mutex::new(Some((made, Instant::now()))),
-            recipe: None,
+            attempt: Mutex::new(Some(attempt)),
+            maker: None,
         })
     }
 
@@ -80,18 +94,24 @@ impl Client {
         }
         // What can be wrong with the config, found now; the build is left.
         builder(config, app).map(drop)?;
-        Ok(Self {
-            making: Mutex::new(None),
-            recipe: Some((config.clone(), app.clone())),
-        })
+        let (config, app) = (config.clone(), app.clone());
+        Ok(Self::made_by(Arc::new(move || make(&config, &app))))
+    }
+
+    /// A client `maker` makes at its first use.
+    fn made_by(maker: Maker) -> Self {
+        Self {
+            attempt: Mutex::new(None),
+            maker: Some(maker),
+        }
     }
 
     /// The client. At its first use it is made on the runtime's blocking
     /// thread, once, whichever load asked first and whether or not that
     /// load is cancelled meanwhile; every load waits for it without a
     /// thread. One that could not be made is each load's [`Error::Tls`]
-    /// for `url`, saying why, and is tried again at the first load
-    /// [`RETRY_AFTER`] later. Must run on a tokio runtime.
+    /// for `url`, saying why, and is made again at the first load
+    /// [`RETRY_AFTER`] after it failed. Must run on a tokio runtime.
     pub(super) async fn get(&self, url: &Url) -> Result<reqwest::Client, Error> {
         let making = self.making();
         making.await.map_err(|not_made| Error::Tls {
@@ -102,31 +122,42 @@ impl Client {
     }
 
     /// The making under way or done, or one begun now: the first, or
-    /// again after one that failed [`RETRY_AFTER`] ago.
+    /// again once the last failed [`RETRY_AFTER`] ago.
     fn making(&self) -> Making {
-        let mut making = self.making.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some((under_way, begun)) = making.as_ref() {
-            let failed = matches!(under_way.peek(), Some(Err(_)));
-            if !failed || begun.elapsed() < RETRY_AFTER || self.recipe.is_none() {
-                return under_way.clone();
+        let mut attempt = self.attempt.lock().unwrap_or_else(PoisonError::into_inner);
+        let Some(maker) = &self.maker else {
+            if let Some(attempt) = attempt.as_ref() {
+                return attempt.making.clone();
+            }
+            let no_maker = NotMade {
+                reason: "the HTTP client has nothing to be made from".into(),
+                source: None,
+            };
+            return futures::future::ready(Err(no_maker)).boxed().shared();
+        };
+        if let Some(attempt) = attempt.as_ref() {
+            let failed_at = attempt.failed_at.get();
+            if failed_at.is_none_or(|at| at.elapsed() < RETRY_AFTER) {
+                return attempt.making.clone();
             }
         }
-        let recipe = self.recipe.clone();
+        let failed_at: Arc<OnceLock<Instant>> = Arc::default();
+        let (maker, failed) = (Arc::clone(maker), Arc::clone(&failed_at));
         let build = tokio::task::spawn_blocking(move || {
-            let Some((config, app)) = recipe else {
-                return Err(BuildError::Client("nothing to make the client from".into()));
-            };
-            make(&config, &app)
+            // Set however the making ends but with a client: an error, or
+            // a panic (the guard's drop).
+            let guard = FailedAt(failed);
+            let made = maker();
+            if made.is_ok() {
+                std::mem::forget(guard);
+            }
+            made
         });
-        let begun = async move {
+        let making = async move {
             match build.await {
                 Ok(Ok(client)) => Ok(client),
                 Ok(Err(error)) => Err(NotMade {
-                    reason: format!(
-                        "{error} (no http or https load until it is: where the system has \
-                         no CA certificates, install them, such as Debian's \
-                         ca-certificates, or name them in SSL_CERT_FILE or SSL_CERT_DIR)"
-                    ),
+                    reason: with_remedy(&error),
                     source: Some(Arc::new(error)),
                 }),
                 Err(stopped) => Err(NotMade {
@@ -137,9 +168,36 @@ impl Client {
         }
         .boxed()
         .shared();
-        *making = Some((begun.clone(), Instant::now()));
-        begun
+        *attempt = Some(Attempt {
+            making: making.clone(),
+            failed_at,
+        });
+        making
     }
+}
+
+/// Sets when a making failed, when dropped.
+struct FailedAt(Arc<OnceLock<Instant>>);
+
+impl Drop for FailedAt {
+    fn drop(&mut self) {
+        let _ = self.0.set(Instant::now());
+    }
+}
+
+/// `error`'s reason, with what to do where the system has no CA
+/// certificates (the one failure of a valid config's client seen).
+fn with_remedy(error: &BuildError) -> String {
+    let reason = error.to_string();
+    if !reason.contains("CA certificates") {
+        return reason;
+    }
+    format!(
+        "{reason} (every http or https load fails so until it is made, tried again a minute \
+         after: install the system's CA certificates, such as Debian's ca-certificates, name \
+         them in SSL_CERT_FILE or SSL_CERT_DIR in the app's environment, or give \
+         fetch.extra_root_certificates)"
+    )
 }
 
 /// The client `config` describes, with `app`'s headers as defaults.
@@ -230,24 +288,88 @@ fn accept_images() -> ::http::HeaderValue {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
     use super::*;
 
+    /// A client that needs no roots.
+    fn plain() -> reqwest::Client {
+        let builder = reqwest::Client::builder().no_proxy();
+        #[cfg(any(feature = "rustls-aws-lc", feature = "rustls-ring"))]
+        let builder = builder.tls_certs_only(Vec::new());
+        builder.build().unwrap()
+    }
+
+    /// A client made by a maker that counts its calls and, with `gate`,
+    /// waits for it to open first; it fails unless `succeeds`.
+    fn counted(
+        succeeds: bool,
+        gate: Option<std::sync::mpsc::Receiver<()>>,
+    ) -> (Client, Arc<AtomicUsize>) {
+        let calls = Arc::new(AtomicUsize::new(0));
+        let counter = Arc::clone(&calls);
+        let gate = Mutex::new(gate);
+        let client = Client::made_by(Arc::new(move || {
+            counter.fetch_add(1, Ordering::SeqCst);
+            if let Some(gate) = gate.lock().unwrap().as_ref() {
+                gate.recv().unwrap();
+            }
+            if succeeds {
+                Ok(plain())
+            } else {
+                Err(BuildError::Client(
+                    "No CA certificates were loaded from the system".into(),
+                ))
+            }
+        }));
+        (client, calls)
+    }
+
+    fn url() -> Url {
+        Url::parse("http://127.0.0.1:9/").unwrap()
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
-    async fn a_client_is_made_once_at_first_use_even_if_the_first_load_is_cancelled() {
-        let config = FetchConfig::default();
-        let client = Client::at_first_use(&config, &::http::HeaderMap::new()).unwrap();
-        let begun = || client.making.lock().unwrap().as_ref().map(|m| m.0.clone());
-        assert!(begun().is_none(), "made when the pipeline was built");
-        let url = Url::parse("http://127.0.0.1:9/").unwrap();
-        // The first load to ask is dropped after asking once.
+    async fn a_client_is_made_once_off_the_runtime_even_if_the_first_load_is_cancelled() {
+        let (open, gate) = std::sync::mpsc::channel();
+        let (client, calls) = counted(true, Some(gate));
+        assert!(client.attempt.lock().unwrap().is_none(), "made before use");
+        let url = url();
+        // The first load to ask gives up while the client is being made.
         {
             let first = client.get(&url);
             futures::pin_mut!(first);
-            let _ = futures::poll!(first.as_mut());
+            assert!(futures::poll!(first.as_mut()).is_pending());
         }
-        let first = begun().expect("begun by the first load");
+        open.send(()).unwrap();
         let (a, b) = tokio::join!(client.get(&url), client.get(&url));
         assert!(a.is_ok() && b.is_ok(), "{a:?} {b:?}");
-        assert!(first.ptr_eq(&begun().unwrap()), "made again");
+        assert_eq!(calls.load(Ordering::SeqCst), 1);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_client_not_made_is_tried_again_a_minute_after_it_failed_and_not_before() {
+        let (client, calls) = counted(false, None);
+        let Err(Error::Tls { reason, source, .. }) = client.get(&url()).await else {
+            panic!("made");
+        };
+        assert!(reason.contains("SSL_CERT_FILE"), "{reason}");
+        assert!(source.is_some());
+        tokio::time::advance(RETRY_AFTER - Duration::from_secs(1)).await;
+        assert!(client.get(&url()).await.is_err());
+        assert_eq!(calls.load(Ordering::SeqCst), 1, "tried again too soon");
+        tokio::time::advance(Duration::from_secs(2)).await;
+        assert!(client.get(&url()).await.is_err());
+        assert_eq!(calls.load(Ordering::SeqCst), 2, "not tried again");
+        assert!(client.get(&url()).await.is_err());
+        assert_eq!(calls.load(Ordering::SeqCst), 2, "tried at every load");
+    }
+
+    #[test]
+    fn the_remedy_is_given_for_missing_certificates_alone() {
+        let missing = BuildError::Client("No CA certificates were loaded from the system".into());
+        assert!(with_remedy(&missing).contains("extra_root_certificates"));
+        let other = BuildError::Client("invalid TLS versions".into());
+        assert_eq!(with_remedy(&other), other.to_string());
     }
 }

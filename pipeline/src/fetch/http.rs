@@ -28,7 +28,12 @@ pub(super) async fn fetch_http(
     let deadline = later_by(tokio::time::Instant::now(), limits.total_timeout);
     let client = tokio::time::timeout_at(deadline, fetcher.client.get(&request.url))
         .await
-        .map_err(|_| timed_out(&request, limits))??;
+        .map_err(|_| Error::Timeout {
+            url: request.url.to_string(),
+            phase: "HTTP client",
+            limit: limits.total_timeout,
+            setting: "fetch.total_timeout",
+        })??;
     let net = Network {
         client: &client,
         limits,

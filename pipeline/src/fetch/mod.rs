@@ -219,7 +219,8 @@ impl HttpFetcher {
     /// The client is made now, which reads the platform's CA
     /// certificates (a few milliseconds). Fails if a certificate of
     /// [`FetchConfig::extra_root_certificates`] cannot be read, if the
-    /// system has no CA certificates and the config names none, or if
+    /// system has no CA certificates (Linux, the BSDs) and the config
+    /// names none, or if
     /// the config is not valid.
     pub fn new(config: &FetchConfig) -> Result<Self, BuildError> {
         Self::with_client(config, Client::now(config, &config.headers))
