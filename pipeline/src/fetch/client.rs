@@ -14,6 +14,7 @@
 //!
 //! [`HttpFetcher`]: super::HttpFetcher
 
+use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
@@ -57,8 +58,8 @@ struct Attempt {
 pub(super) struct Client {
     /// The last making begun, if any.
     attempt: Mutex<Option<Attempt>>,
-    /// What makes it, for a client made at its first use.
-    maker: Option<Maker>,
+    /// What makes it (again, after a failure).
+    maker: Maker,
 }
 
 impl std::fmt::Debug for Client {
@@ -73,14 +74,12 @@ impl Client {
     /// now.
     pub(super) fn now(config: &FetchConfig, app: &::http::HeaderMap) -> Result<Self, BuildError> {
         let client = make(config, app)?;
-        let attempt = Attempt {
+        let made = Self::made_by(maker(config, app));
+        *made.attempt.lock().unwrap_or_else(PoisonError::into_inner) = Some(Attempt {
             making: futures::future::ready(Ok(client)).boxed().shared(),
             failed_at: Arc::default(),
-        };
-        Ok(Self {
-            attempt: Mutex::new(Some(attempt)),
-            maker: None,
-        })
+        });
+        Ok(made)
     }
 
     /// The same, made at the first [`Client::get`] unless `config` has
@@ -94,15 +93,14 @@ impl Client {
         }
         // What can be wrong with the config, found now; the build is left.
         builder(config, app).map(drop)?;
-        let (config, app) = (config.clone(), app.clone());
-        Ok(Self::made_by(Arc::new(move || make(&config, &app))))
+        Ok(Self::made_by(maker(config, app)))
     }
 
     /// A client `maker` makes at its first use.
     fn made_by(maker: Maker) -> Self {
         Self {
             attempt: Mutex::new(None),
-            maker: Some(maker),
+            maker,
         }
     }
 
@@ -125,16 +123,6 @@ impl Client {
     /// again once the last failed [`RETRY_AFTER`] ago.
     fn making(&self) -> Making {
         let mut attempt = self.attempt.lock().unwrap_or_else(PoisonError::into_inner);
-        let Some(maker) = &self.maker else {
-            if let Some(attempt) = attempt.as_ref() {
-                return attempt.making.clone();
-            }
-            let no_maker = NotMade {
-                reason: "the HTTP client has nothing to be made from".into(),
-                source: None,
-            };
-            return futures::future::ready(Err(no_maker)).boxed().shared();
-        };
         if let Some(attempt) = attempt.as_ref() {
             let failed_at = attempt.failed_at.get();
             if failed_at.is_none_or(|at| at.elapsed() < RETRY_AFTER) {
@@ -142,14 +130,14 @@ impl Client {
             }
         }
         let failed_at: Arc<OnceLock<Instant>> = Arc::default();
-        let (maker, failed) = (Arc::clone(maker), Arc::clone(&failed_at));
+        let (maker, failed) = (Arc::clone(&self.maker), Arc::clone(&failed_at));
         let build = tokio::task::spawn_blocking(move || {
-            // Set however the making ends but with a client: an error, or
-            // a panic (the guard's drop).
-            let guard = FailedAt(failed);
-            let made = maker();
-            if made.is_ok() {
-                std::mem::forget(guard);
+            let made =
+                std::panic::catch_unwind(AssertUnwindSafe(|| maker())).unwrap_or_else(|_| {
+                    Err(BuildError::Client("making the HTTP client panicked".into()))
+                });
+            if made.is_err() {
+                let _ = failed.set(Instant::now());
             }
             made
         });
@@ -176,13 +164,10 @@ impl Client {
     }
 }
 
-/// Sets when a making failed, when dropped.
-struct FailedAt(Arc<OnceLock<Instant>>);
-
-impl Drop for FailedAt {
-    fn drop(&mut self) {
-        let _ = self.0.set(Instant::now());
-    }
+/// What makes `config`'s client, with `app`'s headers as defaults.
+fn maker(config: &FetchConfig, app: &::http::HeaderMap) -> Maker {
+    let (config, app) = (config.clone(), app.clone());
+    Arc::new(move || make(&config, &app))
 }
 
 /// `error`'s reason, with what to do where the system has no CA

@@ -28,12 +28,7 @@ pub(super) async fn fetch_http(
     let deadline = later_by(tokio::time::Instant::now(), limits.total_timeout);
     let client = tokio::time::timeout_at(deadline, fetcher.client.get(&request.url))
         .await
-        .map_err(|_| Error::Timeout {
-            url: request.url.to_string(),
-            phase: "HTTP client",
-            limit: limits.total_timeout,
-            setting: "fetch.total_timeout",
-        })??;
+        .map_err(|_| timed_out(&request, limits, "HTTP client"))??;
     let net = Network {
         client: &client,
         limits,
@@ -44,11 +39,11 @@ pub(super) async fn fetch_http(
     net.receive(response, deadline).await
 }
 
-/// The error of a fetch of `request` past its deadline.
-fn timed_out(request: &FetchRequest, limits: &FetchLimits) -> Error {
+/// The error of a fetch of `request` past its deadline in `phase`.
+fn timed_out(request: &FetchRequest, limits: &FetchLimits, phase: &'static str) -> Error {
     Error::Timeout {
         url: request.url.to_string(),
-        phase: "complete response",
+        phase,
         limit: limits.total_timeout,
         setting: "fetch.total_timeout",
     }
@@ -66,7 +61,7 @@ struct Network<'a> {
 
 impl Network<'_> {
     fn timed_out(&self) -> Error {
-        timed_out(self.request, self.limits)
+        timed_out(self.request, self.limits, "complete response")
     }
 
     /// Sends the GET, with the request's `headers` added, by `deadline`;
