@@ -211,22 +211,31 @@ fn a_decoded_photo_is_written_as_the_standard_says_and_the_next_launch_reads_not
     assert_eq!((stats.decodes_started, stats.file_bytes_read), (0, 0));
 }
 
+/// A 600x400 photo loaded at `target` by a pipeline over a new folder
+/// `name`, with `compress_writes`: the thumbnail, and the file written in
+/// the size class `class` once the write is done.
+fn written(
+    name: &str,
+    target: TargetSize,
+    class: &str,
+    compress_writes: bool,
+) -> (Thumbnail, Vec<u8>) {
+    let folder = Folder::new(name);
+    let photo = folder.photo("a.jpg", 3);
+    let mut config = folder.config();
+    config.shared_thumbnails.compress_writes = compress_writes;
+    let mut pipeline = Pipeline::new(config).unwrap();
+    let thumbnail = load(&mut pipeline, &photo, target).unwrap();
+    stats_when(&pipeline, |s| s.shared_thumbnails_written == 1);
+    let file = std::fs::read(thumbnail_path(&folder.cache(), class, &photo)).unwrap();
+    (thumbnail, file)
+}
+
 #[test]
 fn compress_writes_deflates_the_same_pixels() {
-    let stored = Folder::new("shared-stored");
-    let deflated = Folder::new("shared-deflated");
-    let mut written = Vec::new();
-    for (folder, compress) in [(&stored, false), (&deflated, true)] {
-        let photo = folder.photo("a.jpg", 3);
-        let mut config = folder.config();
-        config.shared_thumbnails.compress_writes = compress;
-        let mut pipeline = Pipeline::new(config).unwrap();
-        load(&mut pipeline, &photo, TargetSize::square(64)).unwrap();
-        stats_when(&pipeline, |s| s.shared_thumbnails_written == 1);
-        written.push(std::fs::read(thumbnail_path(&folder.cache(), "normal", &photo)).unwrap());
-    }
+    let (_, stored) = written("shared-stored", TargetSize::square(64), "normal", false);
+    let (_, deflated) = written("shared-deflated", TargetSize::square(64), "normal", true);
     let rows_bytes = 85 * (1 + 128 * 3);
-    let (stored, deflated) = (&written[0], &written[1]);
     assert!(stored.len() > rows_bytes, "stored: {} bytes", stored.len());
     assert!(
         deflated.len() < rows_bytes,
@@ -234,36 +243,24 @@ fn compress_writes_deflates_the_same_pixels() {
         deflated.len()
     );
     let pixels = |png: &[u8]| image::load_from_memory(png).unwrap().into_rgb8();
-    assert_eq!(pixels(stored), pixels(deflated));
+    assert_eq!(pixels(&stored), pixels(&deflated));
 }
 
 #[test]
 fn a_256_px_thumbnail_is_stored_by_default() {
-    let folder = Folder::new("shared-large");
-    let photo = folder.photo("a.jpg", 5);
-    let mut pipeline = folder.pipeline();
-    load(&mut pipeline, &photo, TargetSize::square(200)).unwrap();
-    stats_when(&pipeline, |s| s.shared_thumbnails_written == 1);
-    let written = thumbnail_path(&folder.cache(), "large", &photo);
+    let (_, file) = written("shared-large", TargetSize::square(200), "large", false);
     let rows_bytes = 171 * (1 + 256 * 3);
-    let len = std::fs::metadata(&written).unwrap().len();
-    assert!(len > rows_bytes, "large: {len} bytes");
+    assert!(file.len() > rows_bytes, "large: {} bytes", file.len());
 }
 
 #[test]
 fn a_thumbnail_above_256_px_is_deflated_by_default() {
-    let folder = Folder::new("shared-x-large");
-    let photo = folder.photo("a.jpg", 4);
-    let mut pipeline = folder.pipeline();
-    let thumbnail = load(&mut pipeline, &photo, TargetSize::square(300)).unwrap();
+    let (thumbnail, file) = written("shared-x-large", TargetSize::square(300), "x-large", false);
     assert_eq!((thumbnail.width, thumbnail.height), (300, 200));
-    stats_when(&pipeline, |s| s.shared_thumbnails_written == 1);
-    let written = thumbnail_path(&folder.cache(), "x-large", &photo);
-    let image = image::open(&written).unwrap();
+    let image = image::load_from_memory(&file).unwrap();
     assert_eq!((image.width(), image.height()), (512, 341));
     let rows_bytes = 341 * (1 + 512 * 3);
-    let len = std::fs::metadata(&written).unwrap().len();
-    assert!(len < rows_bytes, "x-large: {len} bytes");
+    assert!(file.len() < rows_bytes, "x-large: {} bytes", file.len());
 }
 
 #[test]
