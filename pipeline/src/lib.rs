@@ -276,6 +276,7 @@ mod metrics;
 mod pipeline;
 mod queue;
 mod request;
+mod room;
 mod shared_thumbnails;
 #[cfg(any(feature = "disk-cache", feature = "shared-thumbnails"))]
 mod small_files;

@@ -13,28 +13,46 @@ use std::io::Read;
 /// a file that grows while it is read is still read no further than one
 /// byte past the cap.
 pub(crate) fn read_capped(file: std::fs::File, cap: u64) -> std::io::Result<Option<Vec<u8>>> {
-    let len = file.metadata().map_or(0, |metadata| metadata.len());
-    read_at_most(file, len, cap)
+    let mut bytes = Vec::new();
+    Ok(read_capped_into(file, cap, &mut bytes)?.then_some(bytes))
 }
 
-/// `reader`'s bytes to its end, `None` past `cap`. Room is made for the
-/// `len` bytes it is expected to hold and one more, so that a reader of
-/// that many is read in one call and its end seen in the next (a `Take`
-/// with `read_to_end` reads a file in 8, 16, 32 KiB steps); more is made,
-/// doubling, only for bytes that came, up to one past the cap.
-fn read_at_most(mut reader: impl Read, len: u64, cap: u64) -> std::io::Result<Option<Vec<u8>>> {
+/// [`read_capped`] into `bytes`, whose room is kept and grown as needed:
+/// a thread that reads file after file makes room once. `false` past the
+/// cap, with `bytes` holding some of the file.
+pub(crate) fn read_capped_into(
+    file: std::fs::File,
+    cap: u64,
+    bytes: &mut Vec<u8>,
+) -> std::io::Result<bool> {
+    let len = file.metadata().map_or(0, |metadata| metadata.len());
+    read_at_most(file, len, cap, bytes)
+}
+
+/// `reader`'s bytes to its end into `bytes`, `false` past `cap`. Room is
+/// made for the `len` bytes it is expected to hold and one more, so that
+/// a reader of that many is read in one call and its end seen in the next
+/// (a `Take` with `read_to_end` reads a file in 8, 16, 32 KiB steps); more
+/// is made, doubling, only for bytes that came, up to one past the cap.
+fn read_at_most(
+    mut reader: impl Read,
+    len: u64,
+    cap: u64,
+    bytes: &mut Vec<u8>,
+) -> std::io::Result<bool> {
     let limit = cap.saturating_add(1);
     let room = |bytes: u64| usize::try_from(bytes.min(limit)).unwrap_or(0);
-    let mut bytes = vec![0; room(len.saturating_add(1))];
+    bytes.clear();
+    bytes.resize(room(len.saturating_add(1)), 0);
     let mut filled = 0;
     loop {
         if filled == bytes.len() {
             if filled as u64 >= limit {
-                return Ok(None);
+                return Ok(false);
             }
             let grown = room((filled as u64).saturating_mul(2).max(4096));
             if grown <= filled {
-                return Ok(None);
+                return Ok(false);
             }
             bytes.resize(grown, 0);
         }
@@ -48,7 +66,7 @@ fn read_at_most(mut reader: impl Read, len: u64, cap: u64) -> std::io::Result<Op
         }
     }
     bytes.truncate(filled);
-    Ok(Some(bytes))
+    Ok(true)
 }
 
 /// `bytes` in lowercase hex, two digits a byte.
@@ -105,8 +123,9 @@ mod tests {
                 step,
                 calls: 0,
             };
-            let got = read_at_most(&mut chunks, len, cap).unwrap();
-            (got, chunks.calls)
+            let mut bytes = Vec::new();
+            let whole = read_at_most(&mut chunks, len, cap, &mut bytes).unwrap();
+            (whole.then_some(bytes), chunks.calls)
         };
         // As long as expected: one read, and one that finds the end.
         assert_eq!(read(30_000, 1 << 20, usize::MAX), (Some(data.clone()), 2));
@@ -123,7 +142,9 @@ mod tests {
             step: 1,
             calls: 0,
         };
-        assert_eq!(read_at_most(&mut empty, 0, 0).unwrap(), Some(Vec::new()));
+        let mut bytes = vec![1, 2, 3];
+        assert!(read_at_most(&mut empty, 0, 0, &mut bytes).unwrap());
+        assert_eq!(bytes, Vec::<u8>::new());
     }
 
     #[test]

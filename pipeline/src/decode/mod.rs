@@ -244,7 +244,8 @@ const UNWINDS: bool = cfg!(panic = "unwind");
 /// Decodes `bytes` (in a format [`ImageDecoder`] lists) into a thumbnail
 /// that fits `target`, under `config`'s size limits, on the calling thread:
 /// the same work the pipeline's decode threads do, for bytes you already
-/// have.
+/// have. Like them, the calling thread keeps the room it decoded a small
+/// image into (up to 288 KiB) for its next call.
 ///
 /// ```
 /// use thumbpipe::{DecodeConfig, TargetSize};

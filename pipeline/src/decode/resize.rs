@@ -5,17 +5,27 @@
 //! result is widened to RGBA, so a 12 MP RGB image is never copied to RGBA
 //! at full size.
 //!
+//! An 8-bit image `image` decodes is decoded into the room its thread
+//! keeps for pixels (`room.rs`), and that room is given back once the
+//! image is resized.
+//!
 //! Runs inside a decode, on the decode thread that called it; it starts no
-//! threads and keeps nothing.
+//! threads and keeps nothing but that room.
 
 use fast_image_resize::images::Image;
 use fast_image_resize::{Filter, FilterType, MulDiv, PixelType, ResizeAlg, ResizeOptions, Resizer};
-use image::{DynamicImage, RgbaImage};
+use image::error::{LimitError, LimitErrorKind, ParameterError, ParameterErrorKind};
+use image::{
+    ColorType, DynamicImage, ImageBuffer, ImageDecoder, ImageError, ImageReader, ImageResult,
+    Limits, RgbaImage,
+};
+use std::io::Cursor;
 use std::sync::{Arc, LazyLock};
 
 use super::fitting::Fitting;
 use crate::error::Error;
 use crate::request::TargetSize;
+use crate::room::Room;
 use crate::thumbnail::{Animation, AnimationFrame, Thumbnail};
 
 /// The filter: Lanczos3, which does not alias however far an image is
@@ -127,6 +137,51 @@ pub(super) fn unpremultiply(rgba: &mut [u8]) {
     }
 }
 
+/// `image`'s decode of `reader`, as [`ImageReader::decode`] makes it (the
+/// pixels counted against `limits` before they are allocated), but an
+/// 8-bit image's pixels are decoded into this thread's kept room
+/// ([`Room::Pixels`]).
+pub(super) fn decode_image(
+    reader: ImageReader<Cursor<&[u8]>>,
+    limits: &Limits,
+) -> ImageResult<DynamicImage> {
+    let mut decoder = reader.into_decoder()?;
+    let mut left = limits.clone();
+    left.reserve(decoder.total_bytes())?;
+    decoder.set_limits(left)?;
+    let (width, height) = decoder.dimensions();
+    let color_type = decoder.color_type();
+    if !matches!(
+        color_type,
+        ColorType::L8 | ColorType::La8 | ColorType::Rgb8 | ColorType::Rgba8
+    ) {
+        return DynamicImage::from_decoder(decoder);
+    }
+    let too_large =
+        || ImageError::Limits(LimitError::from_kind(LimitErrorKind::InsufficientMemory));
+    let len = usize::try_from(decoder.total_bytes())
+        .ok()
+        .filter(|&len| len <= isize::MAX as usize)
+        .ok_or_else(too_large)?;
+    let mut pixels = Room::Pixels.take_zeroed(len);
+    decoder.read_image(&mut pixels)?;
+    let image = match color_type {
+        ColorType::L8 => ImageBuffer::from_raw(width, height, pixels).map(DynamicImage::ImageLuma8),
+        ColorType::La8 => {
+            ImageBuffer::from_raw(width, height, pixels).map(DynamicImage::ImageLumaA8)
+        }
+        ColorType::Rgb8 => {
+            ImageBuffer::from_raw(width, height, pixels).map(DynamicImage::ImageRgb8)
+        }
+        _ => ImageBuffer::from_raw(width, height, pixels).map(DynamicImage::ImageRgba8),
+    };
+    image.ok_or_else(|| {
+        ImageError::Parameter(ParameterError::from_kind(
+            ParameterErrorKind::DimensionMismatch,
+        ))
+    })
+}
+
 /// A decoded image.
 #[derive(Debug)]
 pub(super) struct Pixels {
@@ -204,7 +259,7 @@ impl Pixels {
             Resizer::new()
                 .resize(&source, &mut target, &options)
                 .map_err(|e| failed(&e))?;
-            drop(source);
+            Room::Pixels.give_back(source.into_vec());
             if weigh_here {
                 weights
                     .divide_alpha_inplace(&mut target)
@@ -301,6 +356,55 @@ mod tests {
             .resize(&source, &mut target, &options)
             .unwrap();
         target.into_vec()
+    }
+
+    /// `image`'s decode of `bytes` as the decode route makes it.
+    fn decoded(bytes: &[u8], limits: &Limits) -> ImageResult<DynamicImage> {
+        let mut reader = ImageReader::with_format(Cursor::new(bytes), image::ImageFormat::Png);
+        reader.limits(limits.clone());
+        decode_image(reader, limits)
+    }
+
+    fn png(image: DynamicImage) -> Vec<u8> {
+        let mut bytes = Cursor::new(Vec::new());
+        image.write_to(&mut bytes, image::ImageFormat::Png).unwrap();
+        bytes.into_inner()
+    }
+
+    /// A thread's second decode goes into the room its first was resized
+    /// out of, with its own pixels only; a larger one gets its own room;
+    /// and the limit counts the pixels before any room is taken.
+    #[test]
+    fn a_threads_decodes_reuse_the_room_of_its_last_one_and_the_limit_still_holds() {
+        let limits = Limits::default();
+        let grey = png(DynamicImage::ImageRgb8(image::RgbImage::from_pixel(
+            120,
+            90,
+            image::Rgb([200, 200, 200]),
+        )));
+        let red = png(DynamicImage::ImageRgba8(image::RgbaImage::from_pixel(
+            40,
+            30,
+            image::Rgba([255, 0, 0, 128]),
+        )));
+        let first = Pixels::from_image(decoded(&grey, &limits).unwrap());
+        let room = first.data.as_ptr();
+        first.into_rgba((0.0, 0.0, 120.0, 90.0), 60, 45).unwrap();
+        let second = Pixels::from_image(decoded(&red, &limits).unwrap());
+        assert_eq!(second.data.as_ptr(), room);
+        assert_eq!(second.data.len(), 40 * 30 * 4);
+        assert!(second.data.chunks(4).all(|pixel| pixel == [255, 0, 0, 128]));
+        second.into_rgba((0.0, 0.0, 40.0, 30.0), 20, 15).unwrap();
+        let large = png(DynamicImage::ImageRgb8(image::RgbImage::new(400, 300)));
+        assert_ne!(
+            Pixels::from_image(decoded(&large, &limits).unwrap())
+                .data
+                .as_ptr(),
+            room
+        );
+        let mut tight = Limits::default();
+        tight.max_alloc = Some(120 * 90 * 3 - 1);
+        assert!(matches!(decoded(&grey, &tight), Err(ImageError::Limits(_))));
     }
 
     /// The tabulated kernel is Lanczos3's: within 1e-6 at every point, and

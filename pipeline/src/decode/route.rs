@@ -422,7 +422,7 @@ fn run(image: &Image<'_>, route: &Route, limits: &Limits) -> Result<Pixels, Stri
     let (format, raster) = (image.format(), image.raster);
     let mut reader = ImageReader::with_format(Cursor::new(bytes), format);
     reader.limits(limits.clone());
-    let mut decoded = match reader.decode() {
+    let mut decoded = match resize::decode_image(reader, limits) {
         Ok(decoded) => decoded,
         Err(error) => match (raster.recover)(bytes, limits.clone()) {
             Some(decoded) => decoded,

@@ -23,7 +23,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use crate::small_files::read_capped;
+use crate::small_files::read_capped_into;
 
 /// A thumbnail file larger than this is passed over unread: an xx-large
 /// RGBA thumbnail is at most 4 MiB of pixels, less once compressed.
@@ -94,12 +94,33 @@ impl CacheDirs {
     /// directory on the way is private and the file is a regular file of
     /// the user's of at most [`MAX_THUMBNAIL_BYTES`]. Blocks.
     pub(super) fn read_small_file(&self, sub: &[&str], name: &str) -> Option<Vec<u8>> {
-        let file = self.dir(sub, false).ok()?.open_file(name).ok()?;
-        let metadata = file.metadata().ok()?;
+        let mut bytes = Vec::new();
+        self.read_small_file_into(sub, name, &mut bytes)
+            .then_some(bytes)
+    }
+
+    /// [`read_small_file`](Self::read_small_file) into `bytes`, whose room
+    /// is kept; `false` (and `bytes` not the file) if it is not one to read.
+    pub(super) fn read_small_file_into(
+        &self,
+        sub: &[&str],
+        name: &str,
+        bytes: &mut Vec<u8>,
+    ) -> bool {
+        let Some(file) = self
+            .dir(sub, false)
+            .ok()
+            .and_then(|dir| dir.open_file(name).ok())
+        else {
+            return false;
+        };
+        let Ok(metadata) = file.metadata() else {
+            return false;
+        };
         if !metadata.is_file() || !mine(&metadata) || metadata.len() > MAX_THUMBNAIL_BYTES {
-            return None;
+            return false;
         }
-        read_capped(file, MAX_THUMBNAIL_BYTES).ok().flatten()
+        read_capped_into(file, MAX_THUMBNAIL_BYTES, bytes).unwrap_or(false)
     }
 
     /// Writes `bytes` as `name` in the directory `sub`, each level made

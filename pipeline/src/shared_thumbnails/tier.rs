@@ -33,6 +33,7 @@ use crate::load::tier::ThumbnailTier;
 use crate::local_files::LocalFiles;
 use crate::metrics::Metrics;
 use crate::request::{Fit, TargetSize};
+use crate::room::Room;
 use crate::thumbnail::Thumbnail;
 
 /// The largest class written stored, not deflated (unless the app asks):
@@ -262,8 +263,11 @@ fn look_up(
                 .is_none_or(|_| info.number("Thumb::Size") == Some(stamp.size))
     };
     let url_text: Arc<str> = Arc::from(url.as_str());
+    let mut bytes = Room::FileBytes.take();
     let found = SizeClass::ALL.into_iter().find_map(|class| {
-        let bytes = dir.read_small_file(&[class.dir()], &name)?;
+        if !dir.read_small_file_into(&[class.dir()], &name, &mut bytes) {
+            return None;
+        }
         let info = read_info(&bytes)?;
         let source = source_size(&info);
         let in_class = info.width.max(info.height) <= class.side();
@@ -274,6 +278,7 @@ fn look_up(
         thumbnail.source_size = source.unwrap_or((info.width, info.height));
         Some(Ok(thumbnail))
     });
+    Room::FileBytes.give_back(bytes);
     if found.is_some() {
         return found;
     }
