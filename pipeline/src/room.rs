@@ -29,6 +29,7 @@ thread_local! {
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Room {
     /// The bytes of a small file being read.
+    #[cfg_attr(not(feature = "shared-thumbnails"), allow(dead_code))]
     FileBytes,
     /// The pixels of an image being decoded.
     Pixels,
@@ -51,21 +52,29 @@ impl Room {
     }
 
     /// `len` zeros in this thread's buffer when it has the room, else in
-    /// a new one (the kept one is not grown: growing copies it).
+    /// a new one (the kept one is freed first, not grown: growing copies
+    /// it).
     pub(crate) fn take_zeroed(self, len: usize) -> Vec<u8> {
         let mut bytes = self.take();
         if bytes.capacity() < len {
+            drop(bytes);
             return vec![0; len];
         }
         bytes.resize(len, 0);
         bytes
     }
 
-    /// Keeps `bytes`' room for this thread's next [`take`](Self::take),
-    /// unless it is over [`KEPT_BYTES`].
+    /// Keeps `bytes`' room for this thread's next [`take`](Self::take)
+    /// if it is more than the room kept now and at most [`KEPT_BYTES`]:
+    /// an image's small result given back after its larger decode leaves
+    /// the decode's room kept.
     pub(crate) fn give_back(self, bytes: Vec<u8>) {
-        if bytes.capacity() <= KEPT_BYTES {
+        let kept = self.key().take();
+        if bytes.capacity() <= KEPT_BYTES && bytes.capacity() > kept.capacity() {
+            drop(kept);
             self.key().set(bytes);
+        } else {
+            self.key().set(kept);
         }
     }
 }
@@ -74,28 +83,50 @@ impl Room {
 mod tests {
     use super::*;
 
-    #[test]
-    fn a_buffer_given_back_is_taken_again_empty_and_a_large_one_is_not_kept() {
-        let mut bytes = Room::Pixels.take_zeroed(1000);
-        assert_eq!(bytes, vec![0; 1000]);
-        bytes.fill(7);
-        let kept = bytes.as_ptr();
-        Room::Pixels.give_back(bytes);
-        // The other kind's room is its own.
-        assert_eq!(Room::FileBytes.take().capacity(), 0);
-        let again = Room::Pixels.take_zeroed(600);
-        assert_eq!((again.as_ptr(), again), (kept, vec![0; 600]));
-        // Taken, it is gone until given back.
-        assert_eq!(Room::Pixels.take().capacity(), 0);
-        Room::Pixels.give_back(Vec::with_capacity(KEPT_BYTES + 1));
-        assert_eq!(Room::Pixels.take().capacity(), 0);
-        // Given back from another thread, it is that thread's.
+    /// `test` on a thread of its own, whose rooms start empty.
+    fn on_a_new_thread(test: impl FnOnce() + Send + 'static) {
         std::thread::Builder::new()
             .name("room-test".into())
-            .spawn(|| Room::Pixels.give_back(vec![1; 100]))
+            .spawn(test)
             .unwrap()
             .join()
             .unwrap();
-        assert_eq!(Room::Pixels.take().capacity(), 0);
+    }
+
+    #[test]
+    fn a_buffer_given_back_is_taken_again_empty_and_zeroed() {
+        on_a_new_thread(|| {
+            let mut bytes = Room::Pixels.take_zeroed(1000);
+            assert_eq!(bytes, vec![0; 1000]);
+            bytes.fill(7);
+            let kept = bytes.as_ptr();
+            Room::Pixels.give_back(bytes);
+            // The other kind's room is its own.
+            assert_eq!(Room::FileBytes.take().capacity(), 0);
+            let again = Room::Pixels.take_zeroed(600);
+            assert_eq!((again.as_ptr(), again), (kept, vec![0; 600]));
+            // Taken, it is gone until given back.
+            assert_eq!(Room::Pixels.take().capacity(), 0);
+            // Too small for what is asked: a new buffer.
+            Room::Pixels.give_back(Vec::with_capacity(100));
+            assert_eq!(Room::Pixels.take_zeroed(101), vec![0; 101]);
+            assert_eq!(Room::Pixels.take().capacity(), 0);
+        });
+    }
+
+    #[test]
+    fn the_larger_room_is_kept_up_to_its_bound() {
+        on_a_new_thread(|| {
+            Room::Pixels.give_back(Vec::with_capacity(5000));
+            Room::Pixels.give_back(Vec::with_capacity(300));
+            assert_eq!(Room::Pixels.take().capacity(), 5000);
+            Room::Pixels.give_back(Vec::with_capacity(KEPT_BYTES));
+            assert_eq!(Room::Pixels.take().capacity(), KEPT_BYTES);
+            Room::Pixels.give_back(Vec::with_capacity(KEPT_BYTES + 1));
+            assert_eq!(Room::Pixels.take().capacity(), 0);
+        });
+        // Given back on another thread, it was that thread's.
+        on_a_new_thread(|| Room::Pixels.give_back(vec![1; 100]));
+        on_a_new_thread(|| assert_eq!(Room::Pixels.take().capacity(), 0));
     }
 }

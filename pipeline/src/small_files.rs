@@ -42,8 +42,12 @@ fn read_at_most(
 ) -> std::io::Result<bool> {
     let limit = cap.saturating_add(1);
     let room = |bytes: u64| usize::try_from(bytes.min(limit)).unwrap_or(0);
+    // Exactly the room asked for: a kept buffer grown by doubling could
+    // pass the cap, or the room its thread keeps.
+    let expected = room(len.saturating_add(1));
     bytes.clear();
-    bytes.resize(room(len.saturating_add(1)), 0);
+    bytes.reserve_exact(expected);
+    bytes.resize(expected, 0);
     let mut filled = 0;
     loop {
         if filled == bytes.len() {
@@ -54,6 +58,7 @@ fn read_at_most(
             if grown <= filled {
                 return Ok(false);
             }
+            bytes.reserve_exact(grown - filled);
             bytes.resize(grown, 0);
         }
         match reader.read(&mut bytes[filled..]) {

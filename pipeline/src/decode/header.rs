@@ -23,6 +23,7 @@ use super::jpeg::{JpegLayout, JpegWalk};
 use super::upright::{quarter_turn, swapped};
 use crate::error::Error;
 use crate::request::TargetSize;
+use crate::room::Room;
 use crate::thumbnail::Thumbnail;
 
 /// What the photo an embedded thumbnail came from says of it: how to turn
@@ -114,11 +115,16 @@ impl Image<'_> {
 /// upright.
 pub(super) fn still(url: &Arc<str>, rgba: image::RgbaImage, source_size: (u32, u32)) -> Thumbnail {
     let (width, height) = rgba.dimensions();
+    let raw = rgba.into_raw();
+    let pixels = Arc::from(&raw[..]);
+    // The pixels were copied: their buffer may be the room a decode of
+    // this image's size took (one not resized).
+    Room::Pixels.give_back(raw);
     Thumbnail {
         url: Arc::clone(url),
         width,
         height,
-        pixels: Arc::from(rgba.into_raw()),
+        pixels,
         source_size,
         animation: None,
     }

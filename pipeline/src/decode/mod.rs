@@ -245,7 +245,7 @@ const UNWINDS: bool = cfg!(panic = "unwind");
 /// that fits `target`, under `config`'s size limits, on the calling thread:
 /// the same work the pipeline's decode threads do, for bytes you already
 /// have. Like them, the calling thread keeps the room it decoded a small
-/// image into (up to 288 KiB) for its next call.
+/// image into (up to 288 KiB) for its next call, until the thread ends.
 ///
 /// ```
 /// use thumbpipe::{DecodeConfig, TargetSize};

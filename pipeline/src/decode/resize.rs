@@ -7,7 +7,8 @@
 //!
 //! An 8-bit image `image` decodes is decoded into the room its thread
 //! keeps for pixels (`room.rs`), and that room is given back once the
-//! image is resized.
+//! image is resized or widened (or, at the thumbnail's size already, once
+//! the thumbnail holds a copy: `header::still`).
 //!
 //! Runs inside a decode, on the decode thread that called it; it starts no
 //! threads and keeps nothing but that room.
@@ -16,8 +17,8 @@ use fast_image_resize::images::Image;
 use fast_image_resize::{Filter, FilterType, MulDiv, PixelType, ResizeAlg, ResizeOptions, Resizer};
 use image::error::{LimitError, LimitErrorKind, ParameterError, ParameterErrorKind};
 use image::{
-    ColorType, DynamicImage, ImageBuffer, ImageDecoder, ImageError, ImageReader, ImageResult,
-    Limits, RgbaImage,
+    ColorType, DynamicImage, ImageBuffer, ImageDecoder, ImageError, ImageFormat, ImageReader,
+    ImageResult, Limits, RgbaImage,
 };
 use std::io::Cursor;
 use std::sync::{Arc, LazyLock};
@@ -137,14 +138,17 @@ pub(super) fn unpremultiply(rgba: &mut [u8]) {
     }
 }
 
-/// `image`'s decode of `reader`, as [`ImageReader::decode`] makes it (the
-/// pixels counted against `limits` before they are allocated), but an
-/// 8-bit image's pixels are decoded into this thread's kept room
-/// ([`Room::Pixels`]).
+/// `image`'s decode of `bytes` in `format`, as [`ImageReader::decode`]
+/// makes it (the pixels counted against `limits` before they are
+/// allocated), but an 8-bit image's pixels are decoded into this thread's
+/// kept room ([`Room::Pixels`]).
 pub(super) fn decode_image(
-    reader: ImageReader<Cursor<&[u8]>>,
+    bytes: &[u8],
+    format: ImageFormat,
     limits: &Limits,
 ) -> ImageResult<DynamicImage> {
+    let mut reader = ImageReader::with_format(Cursor::new(bytes), format);
+    reader.limits(limits.clone());
     let mut decoder = reader.into_decoder()?;
     let mut left = limits.clone();
     left.reserve(decoder.total_bytes())?;
@@ -164,7 +168,10 @@ pub(super) fn decode_image(
         .filter(|&len| len <= isize::MAX as usize)
         .ok_or_else(too_large)?;
     let mut pixels = Room::Pixels.take_zeroed(len);
-    decoder.read_image(&mut pixels)?;
+    if let Err(error) = decoder.read_image(&mut pixels) {
+        Room::Pixels.give_back(pixels);
+        return Err(error);
+    }
     let image = match color_type {
         ColorType::L8 => ImageBuffer::from_raw(width, height, pixels).map(DynamicImage::ImageLuma8),
         ColorType::La8 => {
@@ -269,18 +276,20 @@ impl Pixels {
         };
         let rgba: Vec<u8> = match self.layout {
             Layout::Rgba => small,
-            Layout::Rgb => small
-                .chunks_exact(3)
-                .flat_map(|p| [p[0], p[1], p[2], 255])
-                .collect(),
-            Layout::Luma => small.iter().flat_map(|&l| [l, l, l, 255]).collect(),
-            Layout::LumaAlpha => small
-                .chunks_exact(2)
-                .flat_map(|p| [p[0], p[0], p[0], p[1]])
-                .collect(),
+            Layout::Rgb => widened(small, |p| [p[0], p[1], p[2], 255], 3),
+            Layout::Luma => widened(small, |p| [p[0], p[0], p[0], 255], 1),
+            Layout::LumaAlpha => widened(small, |p| [p[0], p[0], p[0], p[1]], 2),
         };
         RgbaImage::from_raw(width, height, rgba).ok_or_else(|| "resizing: short buffer".into())
     }
+}
+
+/// `pixels` of `channels` bytes each in RGBA, by `rgba`; their buffer is
+/// given back to the thread's room.
+fn widened(pixels: Vec<u8>, rgba: impl Fn(&[u8]) -> [u8; 4], channels: usize) -> Vec<u8> {
+    let wide = pixels.chunks_exact(channels).flat_map(rgba).collect();
+    Room::Pixels.give_back(pixels);
+    wide
 }
 
 /// `thumbnail` scaled down (or cropped) to `target` as a decode to it
@@ -358,11 +367,8 @@ mod tests {
         target.into_vec()
     }
 
-    /// `image`'s decode of `bytes` as the decode route makes it.
     fn decoded(bytes: &[u8], limits: &Limits) -> ImageResult<DynamicImage> {
-        let mut reader = ImageReader::with_format(Cursor::new(bytes), image::ImageFormat::Png);
-        reader.limits(limits.clone());
-        decode_image(reader, limits)
+        decode_image(bytes, ImageFormat::Png, limits)
     }
 
     fn png(image: DynamicImage) -> Vec<u8> {
@@ -371,9 +377,10 @@ mod tests {
         bytes.into_inner()
     }
 
-    /// A thread's second decode goes into the room its first was resized
-    /// out of, with its own pixels only; a larger one gets its own room;
-    /// and the limit counts the pixels before any room is taken.
+    /// A thread's next decode goes into the room its last was resized (or
+    /// widened) out of, with its own pixels only; one larger than the
+    /// room a thread keeps gets its own; and the limit counts the pixels
+    /// before any room is taken.
     #[test]
     fn a_threads_decodes_reuse_the_room_of_its_last_one_and_the_limit_still_holds() {
         let limits = Limits::default();
@@ -389,12 +396,15 @@ mod tests {
         )));
         let first = Pixels::from_image(decoded(&grey, &limits).unwrap());
         let room = first.data.as_ptr();
-        first.into_rgba((0.0, 0.0, 120.0, 90.0), 60, 45).unwrap();
+        // Not resized, only widened to RGBA: the room is given back too.
+        first.into_rgba((0.0, 0.0, 120.0, 90.0), 120, 90).unwrap();
         let second = Pixels::from_image(decoded(&red, &limits).unwrap());
         assert_eq!(second.data.as_ptr(), room);
         assert_eq!(second.data.len(), 40 * 30 * 4);
         assert!(second.data.chunks(4).all(|pixel| pixel == [255, 0, 0, 128]));
         second.into_rgba((0.0, 0.0, 40.0, 30.0), 20, 15).unwrap();
+        let third = Pixels::from_image(decoded(&grey, &limits).unwrap());
+        assert_eq!(third.data.as_ptr(), room);
         let large = png(DynamicImage::ImageRgb8(image::RgbImage::new(400, 300)));
         assert_ne!(
             Pixels::from_image(decoded(&large, &limits).unwrap())

@@ -12,10 +12,9 @@
 //! Runs on the thread that calls it (a decode thread, or the caller's for
 //! [`thumbnail_from_bytes`](super::thumbnail_from_bytes)); keeps nothing.
 
-use std::io::Cursor;
 use std::sync::Arc;
 
-use image::{ImageReader, Limits};
+use image::Limits;
 
 use super::fitting::Fitting;
 use super::header::{self, Image, Opened, Photo, full_rgba};
@@ -420,9 +419,7 @@ fn run(image: &Image<'_>, route: &Route, limits: &Limits) -> Result<Pixels, Stri
         return Ok(pixels);
     }
     let (format, raster) = (image.format(), image.raster);
-    let mut reader = ImageReader::with_format(Cursor::new(bytes), format);
-    reader.limits(limits.clone());
-    let mut decoded = match resize::decode_image(reader, limits) {
+    let mut decoded = match resize::decode_image(bytes, format, limits) {
         Ok(decoded) => decoded,
         Err(error) => match (raster.recover)(bytes, limits.clone()) {
             Some(decoded) => decoded,
@@ -435,6 +432,8 @@ fn run(image: &Image<'_>, route: &Route, limits: &Limits) -> Result<Pixels, Stri
 
 #[cfg(test)]
 pub(super) mod tests {
+    use std::io::Cursor;
+
     use image::ImageFormat;
 
     use super::*;
