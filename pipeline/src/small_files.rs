@@ -12,6 +12,7 @@ use std::io::Read;
 /// size claimed elsewhere (an index line, a header) is not evidence, and
 /// a file that grows while it is read is still read no further than one
 /// byte past the cap.
+#[cfg_attr(not(feature = "disk-cache"), allow(dead_code))]
 pub(crate) fn read_capped(file: std::fs::File, cap: u64) -> std::io::Result<Option<Vec<u8>>> {
     let mut bytes = Vec::new();
     Ok(read_capped_into(file, cap, &mut bytes)?.then_some(bytes))
