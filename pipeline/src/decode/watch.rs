@@ -4,9 +4,9 @@
 //! (`raw/watch.rs`), a JPEG XL as far as its LF (`jxl/watch.rs`); any
 //! other body is read whole.
 //!
-//! One watch is made for each body read and run by the fetch that reads
-//! it, chunk by chunk; it ends with the read, and what the JPEG's watch
-//! found rides on the body.
+//! One watch is made for each body read, of the one format its first
+//! bytes tell, and run by the fetch that reads it, chunk by chunk; it
+//! ends with the read, and what the JPEG's watch found rides on the body.
 
 use super::DecodeLimits;
 use super::jpeg::{self, PrefixWatch};
@@ -33,55 +33,80 @@ pub(crate) fn stop_rule(target: TargetSize, limits: DecodeLimits) -> Option<Stop
     if !watches_bodies(&limits) {
         return None;
     }
-    let fresh = ByFormat {
-        jpeg: jpeg::watch(target, &limits),
-        #[cfg(feature = "raw")]
-        raw: RawWatch::new(target),
-        #[cfg(feature = "jxl")]
-        jxl: JxlWatch::new(target, limits),
-    };
+    let fresh = ByFormat::Untold { target, limits };
     Some(StopRule::finding(move || fresh.clone()))
 }
 
-/// One body's watch: the JPEG's, the RAW's or the JPEG XL's, once the
-/// first bytes tell.
+/// One body's watch: made for the JPEG, the RAW or the JPEG XL once the
+/// first bytes tell which it is, so that a body runs one format's watch
+/// and no other's (a JPEG's first two bytes tell it).
 #[derive(Clone, Debug)]
-struct ByFormat {
-    /// `None` when no JPEG route reads a part.
-    jpeg: Option<PrefixWatch>,
+enum ByFormat {
+    /// Not told yet: what the watch will be made for.
+    Untold {
+        target: TargetSize,
+        limits: DecodeLimits,
+    },
+    Jpeg(PrefixWatch),
     #[cfg(feature = "raw")]
-    raw: RawWatch,
+    Raw(RawWatch),
     #[cfg(feature = "jxl")]
-    jxl: JxlWatch,
+    Jxl(JxlWatch),
+    /// Read whole: no watch reads a part of it.
+    Whole,
+}
+
+impl ByFormat {
+    /// The watch for the body whose first bytes are `read`, or `None`
+    /// until enough of them are read to tell.
+    fn told(read: &[u8], target: TargetSize, limits: DecodeLimits) -> Option<Self> {
+        let jpeg = || jpeg::watch(target, &limits).map_or(ByFormat::Whole, ByFormat::Jpeg);
+        match read.first()? {
+            // A JPEG, told without asking any other format.
+            0xFF if read.get(1) == Some(&0xD8) => Some(jpeg()),
+            // A JPEG XL codestream starts 0xFF 0x0A; its container with a
+            // box of 12 bytes, read by the time a RAW is told.
+            #[cfg(feature = "jxl")]
+            0xFF if read.len() < 2 => None,
+            #[cfg(feature = "jxl")]
+            0 if read.len() < 12 => None,
+            #[cfg(feature = "jxl")]
+            _ if jxl::is_jxl(read) => Some(ByFormat::Jxl(JxlWatch::new(target, limits))),
+            0xFF => Some(jpeg()),
+            #[cfg(feature = "raw")]
+            _ if read.len() < 16 => None,
+            #[cfg(feature = "raw")]
+            _ => Some(ByFormat::Raw(RawWatch::new(target))),
+            #[cfg(not(feature = "raw"))]
+            _ => Some(ByFormat::Whole),
+        }
+    }
 }
 
 impl BodyWatch for ByFormat {
     fn check(&mut self, read: &[u8]) -> Enough {
-        match read.first() {
-            None => Enough::NotYet,
-            // A JPEG XL codestream starts 0xFF 0x0A; its container with a
-            // box of 12 bytes, read by the time a RAW is told.
-            #[cfg(feature = "jxl")]
-            Some(0xFF) if read.len() < 2 => Enough::NotYet,
-            #[cfg(feature = "jxl")]
-            Some(0) if read.len() < 12 => Enough::NotYet,
-            #[cfg(feature = "jxl")]
-            Some(_) if jxl::is_jxl(read) => self.jxl.check(read),
-            Some(0xFF) => self
-                .jpeg
-                .as_mut()
-                .map_or(Enough::Never, |watch| watch.check(read)),
+        if let ByFormat::Untold { target, limits } = *self {
+            match ByFormat::told(read, target, limits) {
+                Some(told) => *self = told,
+                None => return Enough::NotYet,
+            }
+        }
+        match self {
+            ByFormat::Untold { .. } => Enough::NotYet,
+            ByFormat::Jpeg(watch) => watch.check(read),
             #[cfg(feature = "raw")]
-            Some(_) if read.len() < 16 => Enough::NotYet,
-            #[cfg(feature = "raw")]
-            Some(_) => self.raw.check(read),
-            #[cfg(not(feature = "raw"))]
-            Some(_) => Enough::Never,
+            ByFormat::Raw(watch) => watch.check(read),
+            #[cfg(feature = "jxl")]
+            ByFormat::Jxl(watch) => watch.check(read),
+            ByFormat::Whole => Enough::Never,
         }
     }
 
     fn found(&mut self) -> Option<Found> {
-        self.jpeg.as_mut().and_then(BodyWatch::found)
+        match self {
+            ByFormat::Jpeg(watch) => watch.found(),
+            _ => None,
+        }
     }
 }
 
@@ -91,6 +116,51 @@ pub(crate) mod tests {
     use crate::decode::route::tests::LIMITS;
     use crate::fetch::stop::{BodySoFar, ReadOn};
     use crate::request::TargetSize;
+
+    /// Which watch a body gets, by its first bytes: a JPEG's two tell it
+    /// without any other format's watch being made; bytes too few to tell
+    /// read on untold.
+    #[test]
+    fn a_body_gets_the_watch_its_first_bytes_tell_and_no_other() {
+        use super::{BodyWatch, ByFormat, Enough};
+        let target = TargetSize::square(64);
+        let watch = |read: &[u8]| {
+            let mut watch = ByFormat::Untold {
+                target,
+                limits: LIMITS,
+            };
+            let enough = watch.check(read);
+            (watch, enough)
+        };
+        let kind = |watch: &ByFormat| match watch {
+            ByFormat::Untold { .. } => "untold",
+            ByFormat::Jpeg(_) => "jpeg",
+            #[cfg(feature = "raw")]
+            ByFormat::Raw(_) => "raw",
+            #[cfg(feature = "jxl")]
+            ByFormat::Jxl(_) => "jxl",
+            ByFormat::Whole => "whole",
+        };
+        let (jpeg, enough) = watch(&[0xFF, 0xD8]);
+        assert_eq!((kind(&jpeg), enough), ("jpeg", Enough::NotYet));
+        let (untold, enough) = watch(&[]);
+        assert_eq!((kind(&untold), enough), ("untold", Enough::NotYet));
+        #[cfg(feature = "jxl")]
+        {
+            assert_eq!(kind(&watch(&[0xFF]).0), "untold");
+            assert_eq!(kind(&watch(&[0xFF, 0x0A, 0, 0]).0), "jxl");
+        }
+        #[cfg(feature = "raw")]
+        {
+            let tiff = *b"II*\0\x08\0\0\0\0\0\0\0\0\0\0\0";
+            assert_eq!(kind(&watch(&tiff[..8]).0), "untold");
+            assert_eq!(kind(&watch(&tiff).0), "raw");
+        }
+        // Told once, a watch stays what it was told.
+        let (mut jpeg, _) = watch(&[0xFF, 0xD8]);
+        let _ = jpeg.check(&[0xFF, 0x0A, 0, 0]);
+        assert_eq!(kind(&jpeg), "jpeg");
+    }
 
     /// `file` read as a fetch reads a body under the stop rule for
     /// `target`, `step` bytes a chunk, until the rule says it is enough.
