@@ -4,9 +4,13 @@
 //! (`raw/watch.rs`), a JPEG XL as far as its LF (`jxl/watch.rs`); any
 //! other body is read whole.
 //!
-//! One watch is made for each body read, of the one format its first
-//! bytes tell, and run by the fetch that reads it, chunk by chunk; it
-//! ends with the read, and what the JPEG's watch found rides on the body.
+//! One watch is made for each body read, once its first bytes tell which
+//! (`FF D8`, a JPEG, before any other format is asked; any other `FF`
+//! start but a JPEG XL's `FF 0A` goes to the JPEG's watch too, and with
+//! RAWs read, any other body of 16 bytes or more to the RAW's, which
+//! reads it whole unless it proves a RAW). It is run by the fetch that
+//! reads the body, chunk by chunk; it ends with the read, and what the
+//! JPEG's watch found rides on the body.
 
 use super::DecodeLimits;
 use super::jpeg::{self, PrefixWatch};
@@ -39,7 +43,7 @@ pub(crate) fn stop_rule(target: TargetSize, limits: DecodeLimits) -> Option<Stop
 
 /// One body's watch: made for the JPEG, the RAW or the JPEG XL once the
 /// first bytes tell which it is, so that a body runs one format's watch
-/// and no other's (a JPEG's first two bytes tell it).
+/// and no other's.
 #[derive(Clone, Debug)]
 enum ByFormat {
     /// Not told yet: what the watch will be made for.
@@ -69,7 +73,7 @@ impl ByFormat {
             #[cfg(feature = "jxl")]
             0xFF if read.len() < 2 => None,
             #[cfg(feature = "jxl")]
-            0 if read.len() < 12 => None,
+            0 if read.len() < jxl::CONTAINER.len() => None,
             #[cfg(feature = "jxl")]
             _ if jxl::is_jxl(read) => Some(ByFormat::Jxl(JxlWatch::new(target, limits))),
             0xFF => Some(jpeg()),
@@ -156,9 +160,17 @@ pub(crate) mod tests {
             assert_eq!(kind(&watch(&tiff[..8]).0), "untold");
             assert_eq!(kind(&watch(&tiff).0), "raw");
         }
-        // Told once, a watch stays what it was told.
+        // Any other 0xFF start is the JPEG watch's to refuse.
+        assert_eq!(kind(&watch(&[0xFF, 0x01]).0), "jpeg");
+        #[cfg(feature = "jxl")]
+        {
+            // A container's box is 12 bytes: fewer are untold.
+            assert_eq!(kind(&watch(&super::jxl::CONTAINER[..11]).0), "untold");
+            assert_eq!(kind(&watch(super::jxl::CONTAINER).0), "jxl");
+        }
+        // Told, a watch stays what it was told as the body grows.
         let (mut jpeg, _) = watch(&[0xFF, 0xD8]);
-        let _ = jpeg.check(&[0xFF, 0x0A, 0, 0]);
+        let _ = jpeg.check(&[0xFF, 0xD8, 0xFF, 0xE1, 0, 0x10]);
         assert_eq!(kind(&jpeg), "jpeg");
     }
 

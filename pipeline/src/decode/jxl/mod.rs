@@ -43,7 +43,7 @@ pub(super) const FORMAT: Format = Format {
 };
 
 /// The container's signature box.
-const CONTAINER: &[u8] = b"\0\0\0\x0cJXL \r\n\x87\n";
+pub(in crate::decode) const CONTAINER: &[u8] = b"\0\0\0\x0cJXL \r\n\x87\n";
 
 pub(in crate::decode) fn is_jxl(bytes: &[u8]) -> bool {
     bytes.starts_with(&[0xFF, 0x0A]) || bytes.starts_with(CONTAINER)
