@@ -14,28 +14,20 @@ use std::io::Read;
 /// byte past the cap.
 #[cfg_attr(not(feature = "disk-cache"), allow(dead_code))]
 pub(crate) fn read_capped(file: std::fs::File, cap: u64) -> std::io::Result<Option<Vec<u8>>> {
-    let mut bytes = Vec::new();
-    Ok(read_capped_into(file, cap, &mut bytes)?.then_some(bytes))
-}
-
-/// [`read_capped`] into `bytes`, whose room is kept and grown as needed:
-/// a thread that reads file after file makes room once. `false` past the
-/// cap, with `bytes` holding some of the file.
-pub(crate) fn read_capped_into(
-    file: std::fs::File,
-    cap: u64,
-    bytes: &mut Vec<u8>,
-) -> std::io::Result<bool> {
     let len = file.metadata().map_or(0, |metadata| metadata.len());
-    read_at_most(file, len, cap, bytes)
+    let mut bytes = Vec::new();
+    Ok(read_at_most(file, len, cap, &mut bytes)?.then_some(bytes))
 }
 
-/// `reader`'s bytes to its end into `bytes`, `false` past `cap`. Room is
-/// made for the `len` bytes it is expected to hold and one more, so that
+/// `reader`'s bytes to its end into `bytes` (whose room is kept and
+/// grown as needed: a thread that reads file after file makes room once),
+/// `false` past `cap`, with `bytes` holding some of them. Room is made
+/// for the `len` bytes it is expected to hold (its size when opened, from
+/// the caller's own look at it) and one more, so that
 /// a reader of that many is read in one call and its end seen in the next
 /// (a `Take` with `read_to_end` reads a file in 8, 16, 32 KiB steps); more
 /// is made, doubling, only for bytes that came, up to one past the cap.
-fn read_at_most(
+pub(crate) fn read_at_most(
     mut reader: impl Read,
     len: u64,
     cap: u64,

@@ -23,7 +23,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use crate::small_files::read_capped_into;
+use crate::small_files::read_at_most;
 
 /// A thumbnail file larger than this is passed over unread: an xx-large
 /// RGBA thumbnail is at most 4 MiB of pixels, less once compressed.
@@ -120,7 +120,7 @@ impl CacheDirs {
         if !metadata.is_file() || !mine(&metadata) || metadata.len() > MAX_THUMBNAIL_BYTES {
             return false;
         }
-        read_capped_into(file, MAX_THUMBNAIL_BYTES, bytes).unwrap_or(false)
+        read_at_most(file, metadata.len(), MAX_THUMBNAIL_BYTES, bytes).unwrap_or(false)
     }
 
     /// Writes `bytes` as `name` in the directory `sub`, each level made
