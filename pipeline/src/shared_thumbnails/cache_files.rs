@@ -90,23 +90,12 @@ impl CacheDirs {
         Ok(dir)
     }
 
-    /// The bytes of the thumbnail `name` in the directory `sub`, if every
-    /// directory on the way is private and the file is a regular file of
-    /// the user's of at most [`MAX_THUMBNAIL_BYTES`]. Blocks.
-    pub(super) fn read_small_file(&self, sub: &[&str], name: &str) -> Option<Vec<u8>> {
-        let mut bytes = Vec::new();
-        self.read_small_file_into(sub, name, &mut bytes)
-            .then_some(bytes)
-    }
-
-    /// [`read_small_file`](Self::read_small_file) into `bytes`, whose room
-    /// is kept; `false` (and `bytes` not the file) if it is not one to read.
-    pub(super) fn read_small_file_into(
-        &self,
-        sub: &[&str],
-        name: &str,
-        bytes: &mut Vec<u8>,
-    ) -> bool {
+    /// Reads the thumbnail `name` in the directory `sub` into `bytes`
+    /// (whose room is kept), if every directory on the way is private and
+    /// the file is a regular file of the user's of at most
+    /// [`MAX_THUMBNAIL_BYTES`]; `false` (and `bytes` not the file)
+    /// otherwise. Blocks.
+    pub(super) fn read_small_file(&self, sub: &[&str], name: &str, bytes: &mut Vec<u8>) -> bool {
         let Some(file) = self
             .dir(sub, false)
             .ok()
@@ -318,7 +307,11 @@ mod tests {
         let root = std::env::temp_dir().join(format!("thumbpipe-cachedirs-{}", std::process::id()));
         let cache = root.join("thumbnails");
         let _ = std::fs::remove_dir_all(&root);
-        let read = |dirs: &CacheDirs| dirs.read_small_file(&["normal"], "a.png");
+        let read = |dirs: &CacheDirs| {
+            let mut bytes = Vec::new();
+            dirs.read_small_file(&["normal"], "a.png", &mut bytes)
+                .then_some(bytes)
+        };
         // Used again for an hour, or not at all.
         let kept = CacheDirs::reopened_after(cache.clone(), Duration::from_secs(3600));
         let fresh = CacheDirs::reopened_after(cache.clone(), Duration::ZERO);

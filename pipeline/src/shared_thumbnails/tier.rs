@@ -265,7 +265,7 @@ fn look_up(
     let url_text: Arc<str> = Arc::from(url.as_str());
     let mut bytes = Room::FileBytes.take();
     let found = SizeClass::ALL.into_iter().find_map(|class| {
-        if !dir.read_small_file_into(&[class.dir()], &name, &mut bytes) {
+        if !dir.read_small_file(&[class.dir()], &name, &mut bytes) {
             return None;
         }
         let info = read_info(&bytes)?;
@@ -278,21 +278,24 @@ fn look_up(
         thumbnail.source_size = source.unwrap_or((info.width, info.height));
         Some(Ok(thumbnail))
     });
+    // No thumbnail: thumbpipe's failure entry, if it wrote one.
+    let found = found.or_else(|| {
+        let failed = dir.read_small_file(&["fail", &fail_dir_name()], &name, &mut bytes)
+            && read_info(&bytes).is_some_and(|info| valid(&info));
+        failed.then(|| {
+            Err(Error::Decode {
+                url: url_text.to_string(),
+                reason: format!(
+                    "thumbpipe {} could not decode this file before, at this modification \
+                     time (its failure entry in {}); it is tried again once the file changes",
+                    env!("CARGO_PKG_VERSION"),
+                    dir.path().join("fail").join(fail_dir_name()).display()
+                ),
+            })
+        })
+    });
     Room::FileBytes.give_back(bytes);
-    if found.is_some() {
-        return found;
-    }
-    let failed = dir.read_small_file(&["fail", &fail_dir_name()], &name)?;
-    read_info(&failed).filter(|info| valid(info))?;
-    Some(Err(Error::Decode {
-        url: url_text.to_string(),
-        reason: format!(
-            "thumbpipe {} could not decode this file before, at this modification time \
-             (its failure entry in {}); it is tried again once the file changes",
-            env!("CARGO_PKG_VERSION"),
-            dir.path().join("fail").join(fail_dir_name()).display()
-        ),
-    }))
+    found
 }
 
 /// The image size a thumbnail says it was made from, if it says.
