@@ -14,8 +14,7 @@
 //!
 //! [`HttpFetcher`]: super::HttpFetcher
 
-use std::panic::AssertUnwindSafe;
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -38,28 +37,28 @@ const RETRY_AFTER: Duration = Duration::from_secs(60);
 /// client, or why it could not be made.
 type Making = Shared<BoxFuture<'static, Result<reqwest::Client, NotMade>>>;
 
-/// Why a client could not be made: the reason, and reqwest's error.
+/// Why a client could not be made: the reason, reqwest's error, and
+/// when it was found to fail.
 #[derive(Clone, Debug)]
-struct NotMade {
+pub(super) struct NotMade {
     reason: String,
     source: Option<Arc<dyn std::error::Error + Send + Sync>>,
+    failed_at: Instant,
 }
 
 /// What makes a client: blocks (the platform's roots are read).
 type Maker = Arc<dyn Fn() -> Result<reqwest::Client, BuildError> + Send + Sync>;
 
-/// One making of the client: awaited by the loads, and when it failed.
-struct Attempt {
-    making: Making,
-    failed_at: Arc<OnceLock<Instant>>,
-}
-
 /// A reqwest client, made now or at its first use.
-pub(super) struct Client {
-    /// The last making begun, if any.
-    attempt: Mutex<Option<Attempt>>,
-    /// What makes it (again, after a failure).
-    maker: Maker,
+pub(super) enum Client {
+    /// Made with its fetcher.
+    Made(reqwest::Client),
+    /// Made at its first use by `maker` (again, after a failure): the last
+    /// making begun, if any.
+    Lazy {
+        making: Mutex<Option<Making>>,
+        maker: Maker,
+    },
 }
 
 impl std::fmt::Debug for Client {
@@ -73,13 +72,7 @@ impl Client {
     /// The client for `config`, with `app`'s headers as defaults, made
     /// now.
     pub(super) fn now(config: &FetchConfig, app: &::http::HeaderMap) -> Result<Self, BuildError> {
-        let client = make(config, app)?;
-        let made = Self::made_by(maker(config, app));
-        *made.attempt.lock().unwrap_or_else(PoisonError::into_inner) = Some(Attempt {
-            making: futures::future::ready(Ok(client)).boxed().shared(),
-            failed_at: Arc::default(),
-        });
-        Ok(made)
+        Ok(Client::Made(make(config, app)?))
     }
 
     /// The same, made at the first [`Client::get`] unless `config` has
@@ -98,8 +91,8 @@ impl Client {
 
     /// A client `maker` makes at its first use.
     fn made_by(maker: Maker) -> Self {
-        Self {
-            attempt: Mutex::new(None),
+        Client::Lazy {
+            making: Mutex::new(None),
             maker,
         }
     }
@@ -111,57 +104,54 @@ impl Client {
     /// for `url`, saying why, and is made again at the first load
     /// [`RETRY_AFTER`] after it failed. Must run on a tokio runtime.
     pub(super) async fn get(&self, url: &Url) -> Result<reqwest::Client, Error> {
-        let making = self.making();
+        let (making, maker) = match self {
+            Client::Made(client) => return Ok(client.clone()),
+            Client::Lazy { making, maker } => (making, maker),
+        };
+        let making = making_now(making, maker);
         making.await.map_err(|not_made| Error::Tls {
             url: url.to_string(),
             reason: not_made.reason,
             source: not_made.source,
         })
     }
+}
 
-    /// The making under way or done, or one begun now: the first, or
-    /// again once the last failed [`RETRY_AFTER`] ago.
-    fn making(&self) -> Making {
-        let mut attempt = self.attempt.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(attempt) = attempt.as_ref() {
-            let failed_at = attempt.failed_at.get();
-            if failed_at.is_none_or(|at| at.elapsed() < RETRY_AFTER) {
-                return attempt.making.clone();
-            }
+/// The making in `last` under way or done, or one by `maker` begun now:
+/// the first, or again once the last failed [`RETRY_AFTER`] ago.
+fn making_now(last: &Mutex<Option<Making>>, maker: &Maker) -> Making {
+    let mut last = last.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(making) = last.as_ref() {
+        let failed_long_ago = matches!(
+            making.peek(),
+            Some(Err(not_made)) if not_made.failed_at.elapsed() >= RETRY_AFTER
+        );
+        if !failed_long_ago {
+            return making.clone();
         }
-        let failed_at: Arc<OnceLock<Instant>> = Arc::default();
-        let (maker, failed) = (Arc::clone(&self.maker), Arc::clone(&failed_at));
-        let build = tokio::task::spawn_blocking(move || {
-            let made =
-                std::panic::catch_unwind(AssertUnwindSafe(|| maker())).unwrap_or_else(|_| {
-                    Err(BuildError::Client("making the HTTP client panicked".into()))
-                });
-            if made.is_err() {
-                let _ = failed.set(Instant::now());
-            }
-            made
-        });
-        let making = async move {
-            match build.await {
-                Ok(Ok(client)) => Ok(client),
-                Ok(Err(error)) => Err(NotMade {
-                    reason: with_remedy(&error),
-                    source: Some(Arc::new(error)),
-                }),
-                Err(stopped) => Err(NotMade {
-                    reason: format!("making the HTTP client stopped: {stopped}"),
-                    source: None,
-                }),
-            }
-        }
-        .boxed()
-        .shared();
-        *attempt = Some(Attempt {
-            making: making.clone(),
-            failed_at,
-        });
-        making
     }
+    let maker = Arc::clone(maker);
+    // A panic in the maker ends its task: `stopped` below.
+    let build = tokio::task::spawn_blocking(move || maker());
+    let making = async move {
+        let (reason, source) = match build.await {
+            Ok(Ok(client)) => return Ok(client),
+            Ok(Err(error)) => (
+                with_remedy(&error),
+                Some(Arc::new(error) as Arc<dyn std::error::Error + Send + Sync>),
+            ),
+            Err(stopped) => (format!("making the HTTP client stopped: {stopped}"), None),
+        };
+        Err(NotMade {
+            reason,
+            source,
+            failed_at: Instant::now(),
+        })
+    }
+    .boxed()
+    .shared();
+    *last = Some(making.clone());
+    making
 }
 
 /// What makes `config`'s client, with `app`'s headers as defaults.
@@ -318,7 +308,10 @@ mod tests {
     async fn a_client_is_made_once_off_the_runtime_even_if_the_first_load_is_cancelled() {
         let (open, gate) = std::sync::mpsc::channel();
         let (client, calls) = counted(true, Some(gate));
-        assert!(client.attempt.lock().unwrap().is_none(), "made before use");
+        let Client::Lazy { making, .. } = &client else {
+            panic!("made with its fetcher");
+        };
+        assert!(making.lock().unwrap().is_none(), "made before use");
         let url = url();
         // The first load to ask gives up while the client is being made.
         {
