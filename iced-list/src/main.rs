@@ -6,9 +6,10 @@
 //! `-- --folder DIR` for the files in DIR (`file://`, read under DIR, with
 //! the desktop's shared thumbnails). `--first-screen` prints, once, how
 //! long after start-up and in which view every cell in view first showed
-//! its image. `--script flick` plays the demo's flick in the window
-//! (against the embedded server), then prints the requests the server
-//! received, the tail and the stalls, and exits.
+//! its image, and when iced drew its first frame, with that screen whole
+//! or not (`first_screen.rs`). `--script flick` plays the demo's flick in
+//! the window (against the embedded server), then prints the requests the
+//! server received, the tail and the stalls, and exits.
 //!
 //! Only the rows in view are laid out. thumbpipe is told which rows those
 //! are when the app starts (iced sends no scroll message for a list that
@@ -16,11 +17,12 @@
 //! with a screen beyond them prefetched; rows that left are cancelled, and
 //! thumbnails arrive through the subscription.
 
+mod first_screen;
 mod script;
 
+use first_screen::FirstScreen;
 use iced::widget::operation::{AbsoluteOffset, scroll_to};
 use iced::widget::{Id, Space, button, column, container, image, row, scrollable, text};
-use std::cell::Cell;
 use std::time::Instant;
 
 use iced::{Element, Length, Size, Subscription, Task};
@@ -44,7 +46,8 @@ enum Message {
     Scrolled(scrollable::Viewport),
     Resized(Size),
     ToggleGrid,
-    /// A frame of the window, while `--script` plays.
+    /// A frame of the window, started then: while `--script` plays, and
+    /// the first with `--first-screen`.
     Frame(Instant),
 }
 
@@ -65,9 +68,9 @@ struct List {
     /// The embedded server, kept alive while the window is open: its
     /// counters are `--script`'s report.
     server: Option<fixture_server::FixtureServer>,
-    /// With `--first-screen`: when the app started, and the views drawn
-    /// until every cell in view showed its image (then `None`: said).
-    first_screen: Option<(Instant, Cell<Option<u32>>)>,
+    /// With `--first-screen`: the views and the first frame, against when
+    /// every cell in view first showed its image.
+    first_screen: Option<FirstScreen>,
     /// With `--script flick`: the flick under way.
     flick: Option<script::Flick>,
 }
@@ -119,7 +122,7 @@ impl List {
             std::process::exit(2)
         }
         let mut list = Self::showing(base, rows, grid, server, config, files);
-        list.first_screen = flag("--first-screen").map(|_| (started, Cell::new(Some(0))));
+        list.first_screen = flag("--first-screen").map(|_| FirstScreen::new(started));
         list.flick = scripted.map(|_| script::Flick::new(list.rows.div_ceil(list.shape().1)));
         (list, Task::none())
     }
@@ -192,18 +195,14 @@ impl List {
     /// first time every one of them shows its image (or its error), when
     /// and in which view (0: the first).
     fn watch_first_screen(&self, mut cells: std::ops::Range<usize>) {
-        let Some((started, views)) = &self.first_screen else {
+        let Some(watch) = &self.first_screen else {
             return;
         };
-        let Some(view) = views.get() else { return };
         // A cell that failed (a file that is no image) has shown all it will.
         let settled = |cell| !matches!(self.thumbnails.get(&cell), RowThumbnail::Loading);
-        if cells.all(settled) {
-            let ms = started.elapsed().as_secs_f64() * 1000.0;
+        if let Some((after, view)) = watch.viewed(cells.all(settled), Instant::now()) {
+            let ms = after.as_secs_f64() * 1000.0;
             eprintln!("iced-list: first screen whole {ms:.1} ms after start-up, in view {view}");
-            views.set(None);
-        } else {
-            views.set(Some(view + 1));
         }
     }
 
@@ -222,7 +221,16 @@ impl List {
                 self.thumbnails.update(ready);
                 return Task::none();
             }
-            Message::Frame(now) => return self.play(now),
+            Message::Frame(now) => {
+                let first = self
+                    .first_screen
+                    .as_mut()
+                    .and_then(|watch| watch.frame(now));
+                if let Some(first) = first {
+                    eprintln!("iced-list: {first}");
+                }
+                return self.play(now);
+            }
             Message::Scrolled(viewport) => {
                 self.top = viewport.absolute_offset().y;
                 self.height = viewport.bounds().height;
@@ -328,9 +336,14 @@ impl List {
     }
 
     fn subscription(&self) -> Subscription<Message> {
-        let frames = match self.flick {
-            Some(_) => iced::window::frames().map(Message::Frame),
-            None => Subscription::none(),
+        let first_frame = self
+            .first_screen
+            .as_ref()
+            .is_some_and(FirstScreen::awaits_frame);
+        let frames = if self.flick.is_some() || first_frame {
+            iced::window::frames().map(Message::Frame)
+        } else {
+            Subscription::none()
         };
         Subscription::batch([
             self.thumbnails.subscription().map(Message::Thumbnails),
