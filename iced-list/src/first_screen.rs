@@ -1,36 +1,42 @@
 //! `--first-screen`: when every cell of the first screen first showed its
 //! image (or its error), in views and in milliseconds from start-up, and
-//! whether iced's first frame drew them. Owned by the list, told of each
-//! view and of the first frame; each is said once, on stderr, by the list.
+//! whether the first frame iced drew showed them all. Owned by the list,
+//! told of each view; a probe widget in each view says when it is first
+//! drawn, and whether that view was whole. Each is said once, on stderr,
+//! by the list.
 //!
-//! iced calls `view` after each message as well as for a frame, and builds
-//! its first view before the window opens: a view is not a frame. A frame
-//! draws the last view built before it, so a first screen whole by the
-//! time a frame starts is in that frame.
+//! iced calls `view` after each message as well as for a frame, builds its
+//! first view before the window opens, and may build another while it
+//! handles a frame, before drawing it: a view is not a frame, and the time
+//! a frame started does not say which view it drew. The probe does: it is
+//! drawn as part of the view that made it.
 
 use std::cell::Cell;
 use std::time::{Duration, Instant};
+
+use iced::{Element, Length, Rectangle, Size};
+use iced_core::layout::{self, Layout};
+use iced_core::widget::{Tree, Widget};
+use iced_core::{mouse, renderer};
 
 pub struct FirstScreen {
     started: Instant,
     /// Views built while a cell in view waited; `None` once every one
     /// has shown.
     views: Cell<Option<u32>>,
-    /// When every cell in view first showed.
-    whole_at: Cell<Option<Instant>>,
-    /// Whether iced's first frame has been seen.
-    framed: bool,
+    /// When a view was first drawn, and whether every cell in it showed.
+    drawn: Cell<Option<(Instant, bool)>>,
+    /// Whether the first frame has been said.
+    said: bool,
 }
 
-/// The first frame, against the first screen.
+/// The first frame drawn, against the first screen.
 #[derive(Debug, PartialEq)]
-pub enum FirstFrame {
-    /// The frame started `at` after start-up, the first screen whole
-    /// `before` it started.
-    Whole { at: Duration, before: Duration },
-    /// The frame started `at` after start-up, before the first screen was
-    /// whole.
-    Waiting { at: Duration },
+pub struct FirstFrame {
+    /// When, after start-up.
+    pub at: Duration,
+    /// Whether every cell in view showed its image in it.
+    pub whole: bool,
 }
 
 impl FirstScreen {
@@ -38,8 +44,8 @@ impl FirstScreen {
         Self {
             started,
             views: Cell::new(Some(0)),
-            whole_at: Cell::new(None),
-            framed: false,
+            drawn: Cell::new(None),
+            said: false,
         }
     }
 
@@ -52,50 +58,89 @@ impl FirstScreen {
             return None;
         }
         self.views.set(None);
-        self.whole_at.set(Some(now));
         Some((now - self.started, view))
     }
 
-    /// Whether the first frame is still to come: the list listens for
-    /// frames until then.
-    pub fn awaits_frame(&self) -> bool {
-        !self.framed
+    /// The probe to put in a view that is `whole` or not: drawn, it notes
+    /// the first frame.
+    pub fn probe<'a, Message: 'a>(&'a self, whole: bool) -> Element<'a, Message> {
+        Element::new(Probe { watch: self, whole })
     }
 
-    /// A frame started `at`: the first one, against the first screen;
-    /// `None` for every later frame.
-    pub fn frame(&mut self, at: Instant) -> Option<FirstFrame> {
-        if self.framed {
+    /// A view that was `whole` or not, drawn `at`: the first is kept.
+    fn drawn(&self, whole: bool, at: Instant) {
+        if self.drawn.get().is_none() {
+            self.drawn.set(Some((at, whole)));
+        }
+    }
+
+    /// Whether the first frame is still to be said: the list listens for
+    /// frames until then.
+    pub fn awaits_frame(&self) -> bool {
+        !self.said
+    }
+
+    /// After a frame: the first frame drawn, once it has been, and only
+    /// once.
+    pub fn first_frame(&mut self) -> Option<FirstFrame> {
+        if self.said {
             return None;
         }
-        self.framed = true;
-        let since_start = at.saturating_duration_since(self.started);
-        Some(match self.whole_at.get() {
-            Some(whole) if whole <= at => FirstFrame::Whole {
-                at: since_start,
-                before: at - whole,
-            },
-            _ => FirstFrame::Waiting { at: since_start },
+        let (at, whole) = self.drawn.get()?;
+        self.said = true;
+        Some(FirstFrame {
+            at: at.saturating_duration_since(self.started),
+            whole,
         })
     }
 }
 
 impl std::fmt::Display for FirstFrame {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let ms = |d: &Duration| d.as_secs_f64() * 1000.0;
-        match self {
-            FirstFrame::Whole { at, before } => write!(
-                f,
-                "first frame drawn {:.1} ms after start-up, with the first screen whole ({:.1} ms before)",
-                ms(at),
-                ms(before)
-            ),
-            FirstFrame::Waiting { at } => write!(
-                f,
-                "first frame drawn {:.1} ms after start-up, before the first screen was whole",
-                ms(at)
-            ),
-        }
+        let ms = self.at.as_secs_f64() * 1000.0;
+        let screen = if self.whole {
+            "with the whole first screen"
+        } else {
+            "without the whole first screen"
+        };
+        write!(f, "first frame drawn {ms:.1} ms after start-up, {screen}")
+    }
+}
+
+/// A pixel that draws nothing, but tells its [`FirstScreen`] when the view
+/// it was built in is drawn.
+struct Probe<'a> {
+    watch: &'a FirstScreen,
+    whole: bool,
+}
+
+impl<Message, Theme, Renderer: renderer::Renderer> Widget<Message, Theme, Renderer> for Probe<'_> {
+    fn size(&self) -> Size<Length> {
+        // A pixel rather than none: containers draw only the children
+        // whose bounds meet the viewport.
+        Size::new(Length::Fixed(1.0), Length::Fixed(1.0))
+    }
+
+    fn layout(
+        &mut self,
+        _tree: &mut Tree,
+        _renderer: &Renderer,
+        _limits: &layout::Limits,
+    ) -> layout::Node {
+        layout::Node::new(Size::new(1.0, 1.0))
+    }
+
+    fn draw(
+        &self,
+        _tree: &Tree,
+        _renderer: &mut Renderer,
+        _theme: &Theme,
+        _style: &renderer::Style,
+        _layout: Layout<'_>,
+        _cursor: mouse::Cursor,
+        _viewport: &Rectangle,
+    ) {
+        self.watch.drawn(self.whole, Instant::now());
     }
 }
 
@@ -106,37 +151,36 @@ mod tests {
     const MS: Duration = Duration::from_millis(1);
 
     #[test]
-    fn views_are_counted_until_the_screen_is_whole_and_the_first_frame_is_judged_once() {
+    fn views_are_counted_until_the_screen_is_whole_and_said_once() {
         let started = Instant::now();
-        let mut watch = FirstScreen::new(started);
+        let watch = FirstScreen::new(started);
         assert_eq!(watch.viewed(false, started + MS), None);
         assert_eq!(watch.viewed(false, started + 2 * MS), None);
         assert_eq!(watch.viewed(true, started + 5 * MS), Some((5 * MS, 2)));
-        // Said once: a later view, whole or not, says nothing.
+        // A later view, whole or not, says nothing.
         assert_eq!(watch.viewed(true, started + 6 * MS), None);
-        assert!(watch.awaits_frame());
-        assert_eq!(
-            watch.frame(started + 9 * MS),
-            Some(FirstFrame::Whole {
-                at: 9 * MS,
-                before: 4 * MS
-            })
-        );
-        assert!(!watch.awaits_frame());
-        assert_eq!(watch.frame(started + 20 * MS), None);
+        assert_eq!(watch.viewed(false, started + 7 * MS), None);
     }
 
     #[test]
-    fn a_frame_before_the_screen_is_whole_is_said_to_wait() {
+    fn the_first_frame_is_the_first_view_drawn_and_is_said_once() {
         let started = Instant::now();
         let mut watch = FirstScreen::new(started);
-        assert_eq!(watch.viewed(false, started + MS), None);
+        // A frame before any view was drawn says nothing yet.
+        assert!(watch.awaits_frame());
+        assert_eq!(watch.first_frame(), None);
+        assert!(watch.awaits_frame());
+        watch.drawn(false, started + 3 * MS);
+        // A later draw of a whole view does not change the first.
+        watch.drawn(true, started + 4 * MS);
         assert_eq!(
-            watch.frame(started + 3 * MS),
-            Some(FirstFrame::Waiting { at: 3 * MS })
+            watch.first_frame(),
+            Some(FirstFrame {
+                at: 3 * MS,
+                whole: false
+            })
         );
-        // Whole after the first frame: said, but the frame was judged.
-        assert_eq!(watch.viewed(true, started + 4 * MS), Some((4 * MS, 1)));
-        assert_eq!(watch.frame(started + 5 * MS), None);
+        assert!(!watch.awaits_frame());
+        assert_eq!(watch.first_frame(), None);
     }
 }

@@ -6,7 +6,7 @@
 //! `-- --folder DIR` for the files in DIR (`file://`, read under DIR, with
 //! the desktop's shared thumbnails). `--first-screen` prints, once, how
 //! long after start-up and in which view every cell in view first showed
-//! its image, and when iced drew its first frame, with that screen whole
+//! its image, and when iced drew its first frame, with that whole screen
 //! or not (`first_screen.rs`). `--script flick` plays the demo's flick in
 //! the window (against the embedded server), then prints the requests the
 //! server received, the tail and the stalls, and exits.
@@ -47,7 +47,7 @@ enum Message {
     Resized(Size),
     ToggleGrid,
     /// A frame of the window, started then: while `--script` plays, and
-    /// the first with `--first-screen`.
+    /// until `--first-screen` has said the first.
     Frame(Instant),
 }
 
@@ -193,17 +193,20 @@ impl List {
 
     /// With `--first-screen`, counts a view of `cells` and says, the
     /// first time every one of them shows its image (or its error), when
-    /// and in which view (0: the first).
-    fn watch_first_screen(&self, mut cells: std::ops::Range<usize>) {
-        let Some(watch) = &self.first_screen else {
-            return;
-        };
+    /// and in which view (0: the first); the probe that goes in the view.
+    fn watch_first_screen(
+        &self,
+        mut cells: std::ops::Range<usize>,
+    ) -> Option<Element<'_, Message>> {
+        let watch = self.first_screen.as_ref()?;
         // A cell that failed (a file that is no image) has shown all it will.
         let settled = |cell| !matches!(self.thumbnails.get(&cell), RowThumbnail::Loading);
-        if let Some((after, view)) = watch.viewed(cells.all(settled), Instant::now()) {
+        let whole = cells.all(settled);
+        if let Some((after, view)) = watch.viewed(whole, Instant::now()) {
             let ms = after.as_secs_f64() * 1000.0;
             eprintln!("iced-list: first screen whole {ms:.1} ms after start-up, in view {view}");
         }
+        Some(watch.probe(whole))
     }
 
     /// A line's height, cells per line, and the thumbnails' box.
@@ -225,7 +228,7 @@ impl List {
                 let first = self
                     .first_screen
                     .as_mut()
-                    .and_then(|watch| watch.frame(now));
+                    .and_then(FirstScreen::first_frame);
                 if let Some(first) = first {
                     eprintln!("iced-list: {first}");
                 }
@@ -295,7 +298,8 @@ impl List {
         let (line, per_line, _) = self.shape();
         let count = self.rows.div_ceil(per_line);
         let lines = thumbpipe::iced::rows_in_view(self.top, self.height, line, count);
-        self.watch_first_screen(lines.start * per_line..(lines.end * per_line).min(self.rows));
+        let probe =
+            self.watch_first_screen(lines.start * per_line..(lines.end * per_line).min(self.rows));
         let mut list = column![Space::new().height(lines.start as f32 * line)];
         for index in lines.clone() {
             list = list.push(if self.grid {
@@ -322,6 +326,7 @@ impl List {
                 self.thumbnails.handle_stats().handles
             )),
         ]
+        .push(probe)
         .spacing(12);
         column![
             bar,
