@@ -48,11 +48,7 @@ const LANCZOS_STEPS: usize = 4096;
 /// within 1e-6 of its formula (`sinc(x) * sinc(x / 3)`), far below the
 /// 14-bit precision fast_image_resize turns the weights into.
 fn lanczos3(x: f64) -> f64 {
-    static TABLE: LazyLock<Vec<f64>> = LazyLock::new(|| {
-        (0..=3 * LANCZOS_STEPS)
-            .map(|step| lanczos3_exact(step as f64 / LANCZOS_STEPS as f64))
-            .collect()
-    });
+    static TABLE: LazyLock<Vec<f64>> = LazyLock::new(lanczos3_table);
     let x = x.abs();
     // Past the support, and NaN.
     if x.is_nan() || x >= 3.0 {
@@ -64,6 +60,32 @@ fn lanczos3(x: f64) -> f64 {
         (Some(&here), Some(&next)) => here + (next - here) * (at - step as f64),
         _ => lanczos3_exact(x),
     }
+}
+
+/// The Lanczos3 kernel at every table step, its two sines stepped by a
+/// rotation rather than each taken anew: the table is made at a process's
+/// first resize, while the other threads' first resizes wait for it, in
+/// about 60 us rather than 0.3-0.4 ms (24,578 `sin`s), and within 1e-14 of
+/// the formula.
+fn lanczos3_table() -> Vec<f64> {
+    let step_of = |steps: usize| (std::f64::consts::PI / steps as f64).sin_cos();
+    let ((sin_a, cos_a), (sin_b, cos_b)) = (step_of(LANCZOS_STEPS), step_of(3 * LANCZOS_STEPS));
+    // sin(pi x) and sin(pi x / 3), with their cosines, at x = step / STEPS.
+    let (mut sin_x, mut cos_x, mut sin_third, mut cos_third) = (0.0, 1.0, 0.0, 1.0);
+    let mut table = Vec::with_capacity(3 * LANCZOS_STEPS + 1);
+    for step in 0..=3 * LANCZOS_STEPS {
+        let px = std::f64::consts::PI * step as f64 / LANCZOS_STEPS as f64;
+        table.push(match step {
+            0 => 1.0,
+            _ => 3.0 * sin_x * sin_third / (px * px),
+        });
+        (sin_x, cos_x) = (sin_x * cos_a + cos_x * sin_a, cos_x * cos_a - sin_x * sin_a);
+        (sin_third, cos_third) = (
+            sin_third * cos_b + cos_third * sin_b,
+            cos_third * cos_b - sin_third * sin_b,
+        );
+    }
+    table
 }
 
 fn lanczos3_exact(x: f64) -> f64 {
@@ -422,6 +444,12 @@ mod tests {
     /// most a level, in a few pixels, over ratios from 1.3 to 12.
     #[test]
     fn the_tabulated_kernel_resizes_as_lanczos3_does() {
+        let table = lanczos3_table();
+        assert_eq!(table.len(), 3 * LANCZOS_STEPS + 1);
+        for (step, &entry) in table.iter().enumerate() {
+            let x = step as f64 / LANCZOS_STEPS as f64;
+            assert!((entry - lanczos3_exact(x)).abs() < 1e-12, "{x}");
+        }
         for i in 0..=30_000 {
             let x = f64::from(i) / 10_000.0;
             assert!((lanczos3(x) - lanczos3_exact(x)).abs() < 1e-6, "{x}");
