@@ -14,8 +14,9 @@
 //! Only the rows in view are laid out. thumbpipe is told which rows those
 //! are when the app starts (iced sends no scroll message for a list that
 //! fits its window), when the list scrolls and when the window is resized,
-//! with a screen beyond them prefetched; rows that left are cancelled, and
-//! thumbnails arrive through the subscription.
+//! with a screen beyond them prefetched once the window is drawn; rows
+//! that left are cancelled, and thumbnails arrive through the
+//! subscription.
 
 mod first_screen;
 mod script;
@@ -129,7 +130,11 @@ impl List {
 
     /// The list of `rows` of `base`'s images, its first screen asked for:
     /// the rows a window of [`FIRST_HEIGHT`] shows, which for a list that
-    /// fits it is every row.
+    /// fits it is every row. Not the screen beyond it yet: those look-ups
+    /// would share the cores with iced's own start-up and put its first
+    /// frame off (by about 3 ms in a folder's warm launch as a grid). It
+    /// is asked with the first message, which the list's scrollable sends
+    /// as it is first drawn.
     fn showing(
         base: String,
         rows: usize,
@@ -157,12 +162,13 @@ impl List {
             first_screen: None,
             flick: None,
         };
-        list.show_rows();
+        list.show_rows(false);
         list
     }
 
-    /// Tells thumbpipe which rows (cells) are in view.
-    fn show_rows(&mut self) {
+    /// Tells thumbpipe which rows (cells) are in view, and with
+    /// `screen_beyond` the screen beyond them.
+    fn show_rows(&mut self, screen_beyond: bool) {
         let (line, per_line, target) = self.shape();
         let lines = thumbpipe::iced::rows_in_view(
             self.top,
@@ -184,7 +190,11 @@ impl List {
             self.thumbnails
                 .request(cell, &url, target, Priority::Visible);
         }
-        for cell in self.prefetch.rows(cells, self.rows) {
+        let beyond = match screen_beyond {
+            true => self.prefetch.rows(cells, self.rows),
+            false => 0..0,
+        };
+        for cell in beyond {
             let (cell, url) = url(cell);
             self.thumbnails.prefetch(cell, &url, target);
         }
@@ -244,7 +254,7 @@ impl List {
             Message::Resized(size) => self.height = size.height,
             Message::ToggleGrid => self.grid = !self.grid,
         }
-        self.show_rows();
+        self.show_rows(true);
         Task::none()
     }
 
@@ -416,6 +426,34 @@ mod tests {
             std::thread::sleep(Duration::from_millis(10));
         }
         false
+    }
+
+    /// The first screen is asked for at start-up without the screen
+    /// beyond it, whose look-ups would share the cores with iced's own
+    /// start-up; the first message (the scrollable's viewport, sent as it
+    /// is first drawn) asks for that screen too.
+    #[test]
+    fn the_screen_beyond_is_asked_for_with_the_first_message_not_at_start_up() {
+        let config = fixture_server::Config {
+            latency: Duration::from_millis(10),
+            ..Default::default()
+        };
+        let server = fixture_server::FixtureServer::start_dedicated(config).unwrap();
+        let mut list = List::showing(
+            server.base_url(),
+            ROWS,
+            false,
+            Some(server),
+            thumbpipe::Config::default(),
+            None,
+        );
+        let in_view = thumbpipe::iced::rows_in_view(0.0, FIRST_HEIGHT, ROW_HEIGHT, ROWS);
+        let requested = |list: &List| list.thumbnails.stats().requested;
+        assert_eq!(requested(&list), in_view.len() as u64);
+        let _ = list.update(Message::Resized(Size::new(1024.0, FIRST_HEIGHT)));
+        // The rows in view again (the same requests), and a screen below.
+        assert_eq!(requested(&list), 2 * in_view.len() as u64);
+        assert!(until_shown(&mut list), "{:?}", list.thumbnails.stats());
     }
 
     /// The example as iced's headless simulator lays it out and draws it:
