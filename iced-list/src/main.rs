@@ -14,7 +14,7 @@
 //! Only the rows in view are laid out. thumbpipe is told which rows those
 //! are when the app starts (iced sends no scroll message for a list that
 //! fits its window), when the list scrolls and when the window is resized,
-//! with a screen beyond them prefetched once the window is drawn; rows
+//! with a screen beyond them prefetched once the window is up; rows
 //! that left are cancelled, and thumbnails arrive through the
 //! subscription.
 
@@ -133,8 +133,10 @@ impl List {
     /// fits it is every row. Not the screen beyond it yet: those look-ups
     /// would share the cores with iced's own start-up and put its first
     /// frame off (by about 3 ms in a folder's warm launch as a grid). It
-    /// is asked with the first message, which the list's scrollable sends
-    /// as it is first drawn.
+    /// is asked with the first message that tells where the list is: the
+    /// scrollable's viewport, which iced sends while it makes the first
+    /// frame, before drawing it (for a list taller than its window: one
+    /// that fits has no screen beyond), or a resize.
     fn showing(
         base: String,
         rows: usize,
@@ -430,8 +432,9 @@ mod tests {
 
     /// The first screen is asked for at start-up without the screen
     /// beyond it, whose look-ups would share the cores with iced's own
-    /// start-up; the first message (the scrollable's viewport, sent as it
-    /// is first drawn) asks for that screen too.
+    /// start-up; the first message that tells where the list is (here a
+    /// resize; in a window, usually the scrollable's viewport, sent in the
+    /// first frame) asks for that screen too.
     #[test]
     fn the_screen_beyond_is_asked_for_with_the_first_message_not_at_start_up() {
         let config = fixture_server::Config {
@@ -451,7 +454,8 @@ mod tests {
         let requested = |list: &List| list.thumbnails.stats().requested;
         assert_eq!(requested(&list), in_view.len() as u64);
         let _ = list.update(Message::Resized(Size::new(1024.0, FIRST_HEIGHT)));
-        // The rows in view again (the same requests), and a screen below.
+        // The rows in view again (the same requests, not counted again),
+        // and a screen below.
         assert_eq!(requested(&list), 2 * in_view.len() as u64);
         assert!(until_shown(&mut list), "{:?}", list.thumbnails.stats());
     }
