@@ -8,8 +8,9 @@
 //!   scrolls (a `scrollable`'s `on_scroll` viewport) or the window is
 //!   resized; rows that left are cancelled, and a thumbnail already
 //!   decoded becomes the row's handle at once, so the next `view` draws it
-//!   without a placeholder. iced sends `on_scroll` only when the list
-//!   scrolls, never for a list that fits its window: the first screen is
+//!   without a placeholder. iced sends `on_scroll` when the list scrolls
+//!   and, for a list taller than its window, while it makes the first
+//!   frame; never for a list that fits its window. The first screen is
 //!   the app's to ask for, with the window's height as it opens.
 //! - A [`ScrollWatch`] told the list's offsets reads how fast it scrolls;
 //!   [`Thumbnails::follow_scroll`] with it, first in each pass, does not
