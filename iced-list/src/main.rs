@@ -192,9 +192,10 @@ impl List {
             self.thumbnails
                 .request(cell, &url, target, Priority::Visible);
         }
-        let beyond = match screen_beyond {
-            true => self.prefetch.rows(cells, self.rows),
-            false => 0..0,
+        let beyond = if screen_beyond {
+            self.prefetch.rows(cells, self.rows)
+        } else {
+            0..0
         };
         for cell in beyond {
             let (cell, url) = url(cell);
@@ -409,6 +410,24 @@ mod tests {
     use super::*;
     use std::time::{Duration, Instant};
 
+    /// A list of `rows` rows, as it starts, against a server of its own
+    /// at 10 ms a response.
+    fn served_list(rows: usize) -> List {
+        let config = fixture_server::Config {
+            latency: Duration::from_millis(10),
+            ..Default::default()
+        };
+        let server = fixture_server::FixtureServer::start_dedicated(config).unwrap();
+        List::showing(
+            server.base_url(),
+            rows,
+            false,
+            Some(server),
+            thumbpipe::Config::default(),
+            None,
+        )
+    }
+
     /// Passes `Ready` to the list, as its subscription would, until every
     /// cell in view shows its image (or 10 s pass).
     fn until_shown(list: &mut List) -> bool {
@@ -437,19 +456,7 @@ mod tests {
     /// first frame) asks for that screen too.
     #[test]
     fn the_screen_beyond_is_asked_for_with_the_first_message_not_at_start_up() {
-        let config = fixture_server::Config {
-            latency: Duration::from_millis(10),
-            ..Default::default()
-        };
-        let server = fixture_server::FixtureServer::start_dedicated(config).unwrap();
-        let mut list = List::showing(
-            server.base_url(),
-            ROWS,
-            false,
-            Some(server),
-            thumbpipe::Config::default(),
-            None,
-        );
+        let mut list = served_list(ROWS);
         let in_view = thumbpipe::iced::rows_in_view(0.0, FIRST_HEIGHT, ROW_HEIGHT, ROWS);
         let requested = |list: &List| list.thumbnails.stats().requested;
         assert_eq!(requested(&list), in_view.len() as u64);
@@ -465,19 +472,7 @@ mod tests {
     /// and, after a click on "grid", in the grid.
     #[test]
     fn every_row_in_view_shows_its_image_in_the_list_and_the_grid() {
-        let config = fixture_server::Config {
-            latency: Duration::from_millis(10),
-            ..Default::default()
-        };
-        let server = fixture_server::FixtureServer::start_dedicated(config).unwrap();
-        let mut list = List::showing(
-            server.base_url(),
-            ROWS,
-            false,
-            Some(server),
-            thumbpipe::Config::default(),
-            None,
-        );
+        let mut list = served_list(ROWS);
         // Before any arrival is passed to `update`: placeholders.
         assert!(iced_test::simulator(list.view()).find("…").is_ok());
         assert!(until_shown(&mut list), "{:?}", list.thumbnails.stats());
@@ -530,19 +525,7 @@ mod tests {
     /// app started.
     #[test]
     fn a_list_that_fits_its_window_shows_every_row_without_a_scroll() {
-        let config = fixture_server::Config {
-            latency: Duration::from_millis(10),
-            ..Default::default()
-        };
-        let server = fixture_server::FixtureServer::start_dedicated(config).unwrap();
-        let mut list = List::showing(
-            server.base_url(),
-            5,
-            false,
-            Some(server),
-            thumbpipe::Config::default(),
-            None,
-        );
+        let mut list = served_list(5);
         assert!(until_shown(&mut list), "{:?}", list.thumbnails.stats());
         for row in 0..5 {
             assert!(
