@@ -124,7 +124,7 @@ for module, path in files.items():
 
 LAYERS = [
     ["error", "body", "thumbnail", "workers", "request", "queue", "coast",
-     "decode/config", "fetch/config", "fetch/headers", "fetch/stop", "fetch/schemes", "disk/config",
+     "decode/config", "fetch/config", "fetch/headers", "fetch/stop", "disk/config",
      "disk/stats", "shared_thumbnails/config", "load/tier", "small_files", "room"],
     ["config", "metrics", "cache", "deliver", "local_files"],
     ["decode"],

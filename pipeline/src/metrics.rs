@@ -7,8 +7,13 @@
 //!
 //! Relaxed atomics: each counter is exact, a [`Stats`] snapshot is not one
 //! instant across counters. They live as long as the pipeline.
+//!
+//! And the durations of the last loads ([`LoadTimes`]), whose median is
+//! [`Stats::recent_load_micros`]: plain data, kept by the load actor.
 
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::time::Duration;
 
 use crate::cache::CacheStats;
 use crate::disk::stats::DiskStats;
@@ -118,5 +123,39 @@ impl Metrics {
 
     pub(crate) fn set(gauge: &AtomicU64, value: u64) {
         gauge.store(value, Relaxed);
+    }
+}
+
+/// The durations of the last [`LoadTimes::KEPT`] loads that fetched and
+/// decoded a thumbnail.
+#[derive(Debug, Default)]
+pub(crate) struct LoadTimes {
+    recent: VecDeque<Duration>,
+    /// A load was recorded since the last median: the actor sorts once a
+    /// batch of messages, not once a load.
+    changed: bool,
+}
+
+impl LoadTimes {
+    const KEPT: usize = 32;
+
+    pub(crate) fn record(&mut self, took: Duration) {
+        if self.recent.len() == Self::KEPT {
+            self.recent.pop_front();
+        }
+        self.recent.push_back(took);
+        self.changed = true;
+    }
+
+    /// The median, if a load was recorded since it was last asked for.
+    pub(crate) fn new_median(&mut self) -> Option<Duration> {
+        std::mem::take(&mut self.changed).then(|| self.median())
+    }
+
+    /// The median, zero before the first load.
+    fn median(&self) -> Duration {
+        let mut sorted: Vec<Duration> = self.recent.iter().copied().collect();
+        sorted.sort_unstable();
+        sorted.get(sorted.len() / 2).copied().unwrap_or_default()
     }
 }

@@ -21,9 +21,9 @@ use super::size::{Cell, max_texture_side, target_for_hint};
 use super::textures::{TextureStats, color_image};
 use crate::coast::{CoastModel, CoastPrediction};
 use crate::error::BuildError;
-use crate::fetch::Schemes;
 use crate::metrics::Stats;
 use crate::pipeline::{Pipeline, PipelineBuilder};
+use crate::request::Schemes;
 use crate::request::TargetSize;
 use crate::thumbnail::Thumbnail;
 

@@ -20,6 +20,7 @@ use futures::future::BoxFuture;
 use url::Url;
 
 use crate::error::{BuildError, Error};
+use crate::request::no_source;
 
 mod budget;
 mod client;
@@ -30,7 +31,6 @@ mod file;
 mod headers;
 mod http;
 mod read_as_needed;
-pub(crate) mod schemes;
 mod sources;
 pub(crate) mod stop;
 
@@ -43,7 +43,6 @@ pub(crate) use file::FileSource;
 pub use headers::HeaderHook;
 pub(crate) use headers::RequestHeaders;
 pub(crate) use read_as_needed::read_as_needed;
-pub(crate) use schemes::{Schemes, is_scheme, no_source};
 pub(crate) use sources::Sources;
 pub use stop::{Enough, StopRule};
 

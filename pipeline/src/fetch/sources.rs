@@ -7,17 +7,17 @@
 //! Made once by the pipeline's builder; the router is the innermost
 //! fetcher (the disk cache and the cut-short reads are layers in front of
 //! it), and its [`Schemes`] are what a request's URL is checked against on
-//! the UI side, and what the egui door takes. Both live as long as the
-//! pipeline.
+//! the UI side (`request.rs`), and what the egui door takes. Both live as
+//! long as the pipeline.
 
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
 use url::Url;
 
-use super::schemes::{Schemes, no_source};
 use super::{Fetch, FetchRequest, FetchResponse, fetch_from_response};
 use crate::error::Error;
+use crate::request::{Schemes, no_source};
 
 /// A fetcher for each scheme.
 pub(crate) struct Sources {

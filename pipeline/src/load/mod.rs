@@ -47,7 +47,6 @@ mod handle;
 mod registry;
 mod schedule;
 pub(crate) mod tier;
-mod times;
 
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
@@ -63,14 +62,13 @@ use handle::{Command, EndGuard, LiveTasks};
 use registry::{Joined, Left, Stage, TaskRegistry};
 use schedule::{FetchScheduler, Removed};
 pub(crate) use tier::{ThumbnailTier, either};
-use times::LoadTimes;
 
 use crate::cache::{CacheKey, CacheLimits, CacheStats, CacheView, ThumbnailCache};
 use crate::decode::{DecodeJob, DecodeOutcome, DecodePool};
 use crate::deliver::{Delivery, Outbox};
 use crate::error::Error;
 use crate::fetch::{BodyBudget, Fetch, FetchResponse, RequestHeaders};
-use crate::metrics::Metrics;
+use crate::metrics::{LoadTimes, Metrics};
 use crate::request::{Priority, RequestId, TaskId, host_key};
 use crate::thumbnail::Thumbnail;
 

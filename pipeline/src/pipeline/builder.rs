@@ -17,11 +17,12 @@ use crate::deliver::Outbox;
 use crate::disk::{WithDisk, with_disk};
 use crate::error::BuildError;
 use crate::fetch::{
-    BodyBudget, Fetch, FileSource, HttpFetcher, RequestHeaders, Sources, is_scheme, read_as_needed,
+    BodyBudget, Fetch, FileSource, HttpFetcher, RequestHeaders, Sources, read_as_needed,
 };
 use crate::load::{self, Parts, either};
 use crate::local_files::LocalFiles;
 use crate::metrics::Metrics;
+use crate::request::is_scheme;
 use crate::shared_thumbnails;
 
 /// Builds a [`Pipeline`] with a runtime, fetcher or decoder of your own.

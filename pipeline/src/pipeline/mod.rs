@@ -24,10 +24,10 @@ use crate::decode::{self, DecodePool};
 use crate::deliver::{Delivery, Waker, unset_waker};
 use crate::disk::DiskStatsFn;
 use crate::error::BuildError;
-use crate::fetch::Schemes;
 use crate::load::LoadHandle;
 use crate::metrics::{Metrics, Stats};
 use crate::request::RequestId;
+use crate::request::Schemes;
 
 /// The thumbnail pipeline, keyed by row keys of type `K` (a row index, an
 /// item id: anything small, hashable and cloneable).
