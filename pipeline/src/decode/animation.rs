@@ -16,8 +16,8 @@ use std::time::Duration;
 use image::{DynamicImage, Limits, RgbaImage};
 
 use super::AnimationLimits;
-use super::format::{Decoder, FrameReader};
 use super::formats;
+use super::formats::{Decoder, FrameReader};
 use super::resize::Pixels;
 use crate::thumbnail::AnimationFrame;
 

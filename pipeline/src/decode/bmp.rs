@@ -3,7 +3,7 @@
 
 use image::ImageFormat;
 
-use super::format::{Decoder, Format, Raster, Signature};
+use super::formats::{Decoder, Format, Raster, Signature};
 
 /// BMP's row of the format table.
 pub(super) const FORMAT: Format = Format {

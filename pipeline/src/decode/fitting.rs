@@ -1,8 +1,27 @@
-//! Fitting: how an image becomes its thumbnail for a target, the size rule
-//! every route of the decode agrees on (inside the box, covering it, or at
-//! the image's own size scaled within it). Plain data; keeps nothing.
+//! Fitting: how an image becomes its thumbnail for a target. The size
+//! rule every route of the decode agrees on (inside the box, covering it,
+//! or at the image's own size scaled within it); how a photo's EXIF
+//! orientation turns the target it is fitted to and the thumbnail made
+//! from it; and how the kept part of a decoded image (in its decoded
+//! pixels, a DCT-scaled JPEG's included) is resized and turned upright,
+//! the route's last steps; a thumbnail made for one target is refitted to
+//! another the same way.
+//!
+//! Plain data and plain functions, run on the thread that calls them: a
+//! decode thread for the fitting, the resize and a refit after a decode,
+//! and the fetch task too for the turned target (the JPEG watch's
+//! judgement of the DC scans). Keeps nothing.
 
+use image::DynamicImage;
+use image::metadata::Orientation;
+
+use std::sync::Arc;
+
+use super::jpeg;
+use super::resize::{self, Layout, Pixels};
+use crate::error::Error;
 use crate::request::{Fit, TargetSize};
+use crate::thumbnail::{Animation, AnimationFrame, Thumbnail};
 
 /// How a `width` x `height` image becomes its thumbnail for a target: the
 /// part of it kept, in the image's pixels, and the size that part is
@@ -92,6 +111,131 @@ fn fit_inside(width: u32, height: u32, target: TargetSize) -> (u32, u32) {
     );
     let scaled = |side: u32| ((f64::from(side) * scale).round() as u32).max(1);
     (scaled(width), scaled(height))
+}
+
+/// Whether `orientation` turns the picture a quarter, swapping its sides.
+pub(super) fn quarter_turn(orientation: Orientation) -> bool {
+    matches!(
+        orientation,
+        Orientation::Rotate90
+            | Orientation::Rotate270
+            | Orientation::Rotate90FlipH
+            | Orientation::Rotate270FlipH
+    )
+}
+
+/// `target` with its width and height swapped.
+pub(super) fn swapped(target: TargetSize) -> TargetSize {
+    TargetSize {
+        width: target.height,
+        height: target.width,
+        fit: target.fit,
+    }
+}
+
+/// The thumbnail of `pixels`, decoded from an image of `size` (fewer
+/// pixels for a JPEG decoded at `eighths`/8): the kept part resized as
+/// `fitting` says, then turned upright.
+pub(super) fn fit(
+    pixels: resize::Pixels,
+    fitting: &Fitting,
+    size: (u32, u32),
+    eighths: Option<u32>,
+    orientation: Orientation,
+) -> Result<image::RgbaImage, String> {
+    // The kept part, in the decoded image's pixels. Edges are clamped to
+    // the decoded image: the products can land a rounding error past it,
+    // which the resize refuses.
+    let (left, top, crop_width, crop_height) = fitting.crop;
+    let (thumb_width, thumb_height) = fitting.size;
+    let (decoded_width, decoded_height) = (f64::from(pixels.width), f64::from(pixels.height));
+    let scaled_size = eighths.map(|e| (jpeg::scaled_side(size.0, e), jpeg::scaled_side(size.1, e)));
+    let (x_scale, y_scale) = match eighths {
+        // libjpeg's output at M/8: each pixel is 8/M of the image's, and
+        // a side that ends inside a block ends inside the last pixel, which
+        // holds the block's padding too (213 rows at 1/4 are 53.25 pixels,
+        // given as 54).
+        Some(eighths) if scaled_size == Some((pixels.width, pixels.height)) => {
+            (f64::from(eighths) / 8.0, f64::from(eighths) / 8.0)
+        }
+        _ => (
+            decoded_width / f64::from(size.0),
+            decoded_height / f64::from(size.1),
+        ),
+    };
+    let (left, top) = (
+        (left * x_scale).min(decoded_width),
+        (top * y_scale).min(decoded_height),
+    );
+    let crop = (
+        left,
+        top,
+        (crop_width * x_scale).min(decoded_width - left),
+        (crop_height * y_scale).min(decoded_height - top),
+    );
+    let mut rgba = pixels.into_rgba(crop, thumb_width, thumb_height)?;
+    if orientation != Orientation::NoTransforms {
+        let mut turned = DynamicImage::ImageRgba8(rgba);
+        turned.apply_orientation(orientation);
+        rgba = turned.into_rgba8();
+    }
+    Ok(rgba)
+}
+
+/// How the camera held the picture, by its EXIF orientation as `image`
+/// reads it: an unreadable tag is no reason to refuse the image.
+pub(super) fn orientation_of(header: &mut dyn image::ImageDecoder) -> Orientation {
+    header.orientation().unwrap_or(Orientation::NoTransforms)
+}
+
+/// `thumbnail` scaled down (or cropped) to `target` as a decode to it
+/// would make it, every frame of an animation too: a thumbnail decoded at
+/// a larger size for a tier that keeps that size. `None` if it comes out
+/// more than a pixel smaller than a decode of the image itself would (a
+/// cover crop of a panorama from its thumbnail inside a square). Runs on
+/// the calling (decode) thread.
+pub(crate) fn refit(thumbnail: &Thumbnail, target: TargetSize) -> Result<Option<Thumbnail>, Error> {
+    let fitting = Fitting::new(thumbnail.width, thumbnail.height, target);
+    let (width, height) = fitting.size;
+    let (source_width, source_height) = thumbnail.display_size();
+    let direct = Fitting::new(source_width, source_height, target).size;
+    if width + 1 < direct.0 || height + 1 < direct.1 {
+        return Ok(None);
+    }
+    let scale = |pixels: &Arc<[u8]>| -> Result<Arc<[u8]>, Error> {
+        let source = Pixels {
+            width: thumbnail.width,
+            height: thumbnail.height,
+            layout: Layout::Rgba,
+            data: pixels.to_vec(),
+        };
+        let scaled = source
+            .into_rgba(fitting.crop, width, height)
+            .map_err(|reason| Error::Decode {
+                url: thumbnail.url.to_string(),
+                reason,
+            })?;
+        Ok(Arc::from(scaled.into_raw()))
+    };
+    let animation = match &thumbnail.animation {
+        None => None,
+        Some(animation) => {
+            let frames = animation
+                .frames()
+                .iter()
+                .map(|frame| Ok(AnimationFrame::new(scale(&frame.pixels)?, frame.delay)))
+                .collect::<Result<Vec<_>, Error>>()?;
+            Animation::new(frames).map(Arc::new)
+        }
+    };
+    Ok(Some(Thumbnail {
+        url: Arc::clone(&thumbnail.url),
+        width,
+        height,
+        pixels: scale(&thumbnail.pixels)?,
+        source_size: thumbnail.source_size,
+        animation,
+    }))
 }
 
 #[cfg(test)]

@@ -19,7 +19,7 @@ use std::io::Cursor;
 use image::codecs::gif::GifDecoder;
 use image::{AnimationDecoder, DynamicImage, ImageDecoder as _, ImageFormat, ImageReader, Limits};
 
-use super::format::{Decoder, Format, FrameReader, Raster, Signature};
+use super::formats::{Decoder, Format, FrameReader, Raster, Signature};
 
 /// GIF's row of the format table.
 pub(super) const FORMAT: Format = Format {

@@ -17,10 +17,10 @@ use image::metadata::Orientation;
 use image::{ColorType, ImageDecoder as _, ImageFormat, ImageReader};
 
 use super::DecodeLimits;
-use super::format::{Decoder, OwnDecode, Raster};
+use super::fitting::{quarter_turn, swapped};
 use super::formats;
+use super::formats::{Decoder, OwnDecode, Raster};
 use super::jpeg::{JpegLayout, JpegWalk};
-use super::upright::{quarter_turn, swapped};
 use crate::error::Error;
 use crate::request::TargetSize;
 use crate::room::Room;

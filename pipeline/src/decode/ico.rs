@@ -11,7 +11,7 @@
 use image::ImageFormat;
 
 use super::fitting::Fitting;
-use super::format::{Decoder, Format, Prepared, Raster, Signature};
+use super::formats::{Decoder, Format, Prepared, Raster, Signature};
 use crate::request::{Fit, TargetSize};
 
 /// ICO's row of the format table.

@@ -24,12 +24,11 @@
 //! JPEG is in `jpeg/`, chosen by `route.rs`, which takes one image from
 //! its bytes to its thumbnail once `header.rs` has read what it is; the
 //! resize filter is `resize::filter()`; how an image goes in its box (inside
-//! or a cover crop) is `fitting.rs`.
+//! or a cover crop) and is turned upright is `fitting.rs`.
 
 mod animation;
 pub(crate) mod config;
 mod fitting;
-mod format;
 pub(crate) mod formats;
 mod header;
 mod ifd;
@@ -37,7 +36,6 @@ mod off;
 mod pool;
 mod resize;
 mod route;
-mod upright;
 mod watch;
 
 /// The format table: each format's module, and its `FORMAT` row in
@@ -50,7 +48,7 @@ macro_rules! format_table {
         /// the web first (the order of the `Accept` header, and the order
         /// rows are asked whether bytes are theirs: markup last, after
         /// every format told by magic bytes). `formats.rs` reads it.
-        pub(crate) const FORMATS: &[&format::Format] = &[$($(#[$on])* &$format::FORMAT,)*];
+        pub(crate) const FORMATS: &[&formats::Format] = &[$($(#[$on])* &$format::FORMAT,)*];
     };
 }
 
@@ -87,8 +85,8 @@ use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
 pub use config::DecodeConfig;
+pub(crate) use fitting::refit;
 pub(crate) use pool::{DecodeJob, DecodeOutcome, DecodePool, SHUTDOWN_PATIENCE};
-pub(crate) use resize::refit;
 pub(crate) use route::decode_thumbnail;
 pub(crate) use watch::{stop_rule, watches_bodies};
 

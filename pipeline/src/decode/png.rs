@@ -18,7 +18,7 @@
 
 use image::{DynamicImage, ImageFormat};
 
-use super::format::{Decoder, Format, Prepared, Raster, Signature};
+use super::formats::{Decoder, Format, Prepared, Raster, Signature};
 
 /// PNG's row of the format table.
 pub(super) const FORMAT: Format = Format {

@@ -5,7 +5,7 @@
 
 use image::ImageFormat;
 
-use super::format::{Decoder, Format, Raster, Signature};
+use super::formats::{Decoder, Format, Raster, Signature};
 
 /// QOI's row of the format table: told by its `qoif` magic.
 pub(super) const FORMAT: Format = Format {

@@ -21,13 +21,9 @@ use image::{
     ImageResult, Limits, RgbaImage,
 };
 use std::io::Cursor;
-use std::sync::{Arc, LazyLock};
+use std::sync::LazyLock;
 
-use super::fitting::Fitting;
-use crate::error::Error;
-use crate::request::TargetSize;
 use crate::room::Room;
-use crate::thumbnail::{Animation, AnimationFrame, Thumbnail};
 
 /// The filter: Lanczos3, which does not alias however far an image is
 /// scaled down (its support grows with the ratio), and is what the `image`
@@ -312,56 +308,6 @@ fn widened(pixels: Vec<u8>, rgba: impl Fn(&[u8]) -> [u8; 4], channels: usize) ->
     let wide = pixels.chunks_exact(channels).flat_map(rgba).collect();
     Room::Pixels.give_back(pixels);
     wide
-}
-
-/// `thumbnail` scaled down (or cropped) to `target` as a decode to it
-/// would make it, every frame of an animation too: a thumbnail decoded at
-/// a larger size for a tier that keeps that size. `None` if it comes out
-/// more than a pixel smaller than a decode of the image itself would (a
-/// cover crop of a panorama from its thumbnail inside a square). Runs on
-/// the calling (decode) thread.
-pub(crate) fn refit(thumbnail: &Thumbnail, target: TargetSize) -> Result<Option<Thumbnail>, Error> {
-    let fitting = Fitting::new(thumbnail.width, thumbnail.height, target);
-    let (width, height) = fitting.size;
-    let (source_width, source_height) = thumbnail.display_size();
-    let direct = Fitting::new(source_width, source_height, target).size;
-    if width + 1 < direct.0 || height + 1 < direct.1 {
-        return Ok(None);
-    }
-    let scale = |pixels: &Arc<[u8]>| -> Result<Arc<[u8]>, Error> {
-        let source = Pixels {
-            width: thumbnail.width,
-            height: thumbnail.height,
-            layout: Layout::Rgba,
-            data: pixels.to_vec(),
-        };
-        let scaled = source
-            .into_rgba(fitting.crop, width, height)
-            .map_err(|reason| Error::Decode {
-                url: thumbnail.url.to_string(),
-                reason,
-            })?;
-        Ok(Arc::from(scaled.into_raw()))
-    };
-    let animation = match &thumbnail.animation {
-        None => None,
-        Some(animation) => {
-            let frames = animation
-                .frames()
-                .iter()
-                .map(|frame| Ok(AnimationFrame::new(scale(&frame.pixels)?, frame.delay)))
-                .collect::<Result<Vec<_>, Error>>()?;
-            Animation::new(frames).map(Arc::new)
-        }
-    };
-    Ok(Some(Thumbnail {
-        url: Arc::clone(&thumbnail.url),
-        width,
-        height,
-        pixels: scale(&thumbnail.pixels)?,
-        source_size: thumbnail.source_size,
-        animation,
-    }))
 }
 
 #[cfg(test)]

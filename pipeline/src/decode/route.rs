@@ -7,7 +7,7 @@
 //! ([`choose`]), what that allocates counted against the limit before it
 //! runs; an animation may take every frame (`animation.rs`). The resize to
 //! the target (`resize.rs`; a cover crop is part of it) and the EXIF turn
-//! (`upright.rs`) end every route.
+//! (`fitting.rs`) end every route.
 //!
 //! Runs on the thread that calls it (a decode thread, or the caller's for
 //! [`thumbnail_from_bytes`](super::thumbnail_from_bytes)); keeps nothing.
@@ -16,11 +16,10 @@ use std::sync::Arc;
 
 use image::Limits;
 
-use super::fitting::Fitting;
+use super::fitting::{Fitting, fit};
 use super::header::{self, Image, Opened, Photo, full_rgba};
 use super::jpeg::{self, JpegLayout, JpegWalk};
 use super::resize::Pixels;
-use super::upright::fit;
 use super::{DecodeLimits, animation, resize};
 use crate::body::Body;
 use crate::error::Error;

@@ -33,7 +33,7 @@ use std::sync::Arc;
 use resvg::tiny_skia::{Pixmap, Transform};
 use resvg::usvg::{self, roxmltree};
 
-use super::format::{Decoder, Format, Signature};
+use super::formats::{Decoder, Format, Signature};
 use super::svg_refs::{self, MAX_DEPTH, Over};
 use super::{DecodeLimits, svg_cost};
 

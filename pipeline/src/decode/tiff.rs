@@ -16,14 +16,14 @@ use std::io::Cursor;
 
 use image::ImageFormat;
 
-use super::format::{self, Format, Raster, Signature};
+use super::formats::{self, Format, Raster, Signature};
 
 /// TIFF's row of the format table: a TIFF or a BigTIFF.
 pub(super) const FORMAT: Format = Format {
     name: "TIFF",
     media_types: &["image/tiff"],
-    signature: Signature::Told(format::is_tiff),
-    decoder: format::Decoder::Image(Raster {
+    signature: Signature::Told(formats::is_tiff),
+    decoder: formats::Decoder::Image(Raster {
         before_header: inspect,
         ..Raster::of(ImageFormat::Tiff)
     }),

@@ -14,8 +14,8 @@ use image::codecs::webp::WebPDecoder;
 use image::metadata::Orientation;
 use image::{AnimationDecoder, ImageDecoder, ImageFormat};
 
-use super::format::{Decoder, Format, FrameReader, Raster, Signature};
-use super::upright;
+use super::formats::{Decoder, Format, FrameReader, Raster, Signature};
+use super::fitting;
 
 /// WebP's row of the format table. `image` decodes it to 8-bit RGB(A).
 pub(super) const FORMAT: Format = Format {
@@ -48,7 +48,7 @@ fn orientation(bytes: &[u8], header: &mut dyn ImageDecoder) -> Orientation {
     if !chunks_fit(bytes) {
         return Orientation::NoTransforms;
     }
-    match upright::orientation_of(header) {
+    match fitting::orientation_of(header) {
         Orientation::NoTransforms => header
             .exif_metadata()
             .ok()

@@ -19,11 +19,11 @@ use crate::decode::bmff::{
     Associations, Boxes, FourCc, Location, MAX_ENTRIES, full_box, read_iinf, read_iloc, read_ipma,
     read_iref, read_pitm,
 };
-use crate::decode::format;
+use crate::decode::formats;
 
 /// Reads what `bytes`, an AVIF file, shows.
 pub(super) fn read(bytes: &[u8]) -> Result<Still<'_>, String> {
-    if !format::is_avif(bytes) {
+    if !formats::is_avif(bytes) {
         return Err("the file does not start with an AVIF file type box".into());
     }
     let mut boxes = Boxes::new(bytes);

@@ -8,7 +8,7 @@
 //! tile of a grid, the alpha; its coding read first, `coding.rs`) is
 //! decoded by rav1d (`dav1d.rs`) and turned
 //! into RGBA on one canvas of the part the clean aperture keeps (`yuv.rs`),
-//! one picture at a time; the usual resize and turn (`upright.rs`) make
+//! one picture at a time; the usual resize and turn (`fitting.rs`) make
 //! the thumbnail, the file's `irot` and `imir` applied as an EXIF
 //! orientation would be.
 //!
@@ -32,11 +32,10 @@ use self::dav1d::Picture;
 use self::still::{Coded, Data, Still, Transforms};
 use self::yuv::{Canvas, Rect};
 use super::DecodeLimits;
-use super::fitting::Fitting;
-use super::format::{self, Decoder, Format, Signature};
+use super::formats::{self, Decoder, Format, Signature};
 use super::header::{self, within_max_dimension};
 use super::resize::{self, Layout, Pixels};
-use super::upright::{fit, quarter_turn, swapped};
+use super::fitting::{Fitting, fit, quarter_turn, swapped};
 use crate::error::Error;
 use crate::request::TargetSize;
 use crate::thumbnail::Thumbnail;
@@ -46,7 +45,7 @@ use crate::thumbnail::Thumbnail;
 pub(super) const FORMAT: Format = Format {
     name: "AVIF",
     media_types: &["image/avif"],
-    signature: Signature::Told(format::is_avif),
+    signature: Signature::Told(formats::is_avif),
     decoder: Decoder::Own(thumbnail),
 };
 
@@ -58,7 +57,7 @@ fn thumbnail(
     asked: TargetSize,
     limits: DecodeLimits,
 ) -> Result<Thumbnail, Error> {
-    let decode_error = format::decode_error(url, "AVIF");
+    let decode_error = formats::decode_error(url, "AVIF");
     let still = container::read(bytes).map_err(decode_error)?;
     let (width, height) = (still.width, still.height);
     within_max_dimension(url, width, height, &limits)?;

@@ -26,11 +26,10 @@ use std::sync::Arc;
 use image::metadata::Orientation;
 
 use super::DecodeLimits;
-use super::fitting::Fitting;
-use super::format::{self, Decoder, Format, Signature, is_heic};
+use super::formats::{self, Decoder, Format, Signature, is_heic};
 use super::header::{self, within_max_dimension};
 use super::resize::{self, Layout, Pixels};
-use super::upright::fit;
+use super::fitting::{Fitting, fit};
 use super::bmff::{Picture, Streams};
 use crate::error::Error;
 use crate::request::TargetSize;
@@ -54,7 +53,7 @@ fn thumbnail(
     asked: TargetSize,
     limits: DecodeLimits,
 ) -> Result<Thumbnail, Error> {
-    let decode_error = format::decode_error(url, "HEIC");
+    let decode_error = formats::decode_error(url, "HEIC");
     let failed = |failure: libheif::Failure| {
         if failure.too_large {
             Error::TooLarge {

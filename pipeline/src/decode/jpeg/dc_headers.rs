@@ -1,6 +1,6 @@
 //! The headers of a progressive JPEG as the DC-scan decoder
-//! (`dc_scans.rs`) reads them, besides the segments (`markers.rs`) and the
-//! frame (`frame.rs`): the DHT and DQT tables, the restart interval and the
+//! (`dc_scans.rs`) reads them, besides the segments and the frame
+//! (`markers.rs`): the DHT and DQT tables, the restart interval and the
 //! scan headers. The fetch's watch (`prefix.rs`) reads them with the same
 //! functions, so that it stops a fetch only where the decode will take what
 //! was read.

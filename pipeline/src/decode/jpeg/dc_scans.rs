@@ -25,10 +25,9 @@ use super::dc_headers::{
     read_scan_header,
 };
 use super::dc_pixels::{Component, Frame, to_pixels};
-use super::frame::FrameHeader;
 use super::huffman::{BitReader, HuffmanTable};
 use super::layout::scale_eighths;
-use super::markers::{APP0, APP14, DHT, DQT, DRI, SOF2, SOS, is_frame};
+use super::markers::{FrameHeader, APP0, APP14, DHT, DQT, DRI, SOF2, SOS, is_frame};
 use super::walk::BROKEN;
 use crate::decode::{fitting::Fitting, resize::Pixels};
 use crate::request::TargetSize;

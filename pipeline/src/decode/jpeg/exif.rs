@@ -15,7 +15,7 @@ use std::ops::Range;
 
 use super::layout::{JpegLayout, ThumbnailAt};
 use crate::decode::ifd::Tiff;
-use crate::decode::{fitting::Fitting, upright};
+use crate::decode::fitting::{self, Fitting};
 use crate::request::TargetSize;
 
 /// Whether the embedded `thumbnail` of a `photo_size` photo shows the same
@@ -51,9 +51,9 @@ pub(super) fn serves(layout: &JpegLayout, target: TargetSize) -> bool {
     if layout.frames != 1 || width == 0 || height == 0 {
         return false;
     }
-    let turned = layout.orientation.is_some_and(upright::quarter_turn);
+    let turned = layout.orientation.is_some_and(fitting::quarter_turn);
     let target = if turned {
-        upright::swapped(target)
+        fitting::swapped(target)
     } else {
         target
     };

@@ -10,7 +10,7 @@ use std::ops::Range;
 
 use image::metadata::Orientation;
 
-use super::frame::FrameHeader;
+use super::markers::FrameHeader;
 
 
 /// Most scans a JPEG may have. A progressive photo has about ten (libjpeg's

@@ -3,7 +3,7 @@
 //! most of their thumbnails need only part of the file:
 //!
 //! - `markers.rs`: the marker table and the one segment reader every file
-//!   here uses; `frame.rs`: the one frame-header reader.
+//!   here uses, and the one frame-header reader.
 //! - `walk.rs`: the one walk over a JPEG's markers, begun by the fetch's
 //!   watch or the decode pool's size probe and gone on with by the decode:
 //!   everything below reads its structure from it.
@@ -30,7 +30,6 @@ mod dc_headers;
 mod dc_pixels;
 mod dc_scans;
 mod exif;
-mod frame;
 mod huffman;
 mod layout;
 #[cfg(feature = "libjpeg")]
@@ -43,7 +42,7 @@ mod walk;
 
 use image::ImageFormat;
 
-use super::format::{Decoder, Format, Raster, Signature};
+use super::formats::{Decoder, Format, Raster, Signature};
 
 /// JPEG's row of the format table: its header is read from its markers'
 /// walk (`walk.rs`, by `header.rs`), which libjpeg's route and the

@@ -17,13 +17,12 @@
 
 use std::ops::ControlFlow;
 
-use super::frame::FrameHeader;
 use super::layout::JpegLayout;
-use super::markers::{DHT, DQT, DRI, SOF2, SOS, is_frame};
+use super::markers::{FrameHeader, DHT, DQT, DRI, SOF2, SOS, is_frame};
 use super::walk::{JpegWalk, Walked};
 use super::{dc_headers, dc_scans, exif};
 use crate::body::Found;
-use crate::decode::{DecodeLimits, upright};
+use crate::decode::{DecodeLimits, fitting};
 use crate::fetch::stop::{BodyWatch, Enough};
 use crate::request::TargetSize;
 
@@ -202,8 +201,8 @@ impl DcWatch {
         target: TargetSize,
     ) -> Option<Vec<(u8, usize, Option<u8>)>> {
         let header = FrameHeader::read(segment).filter(FrameHeader::dc_decodable)?;
-        let target = if layout.orientation.is_some_and(upright::quarter_turn) {
-            upright::swapped(target)
+        let target = if layout.orientation.is_some_and(fitting::quarter_turn) {
+            fitting::swapped(target)
         } else {
             target
         };

@@ -22,10 +22,9 @@ use std::ops::{ControlFlow, Range};
 
 use image::metadata::Orientation;
 
-use super::frame::FrameHeader;
 use super::exif;
 use super::layout::{JpegLayout, MAX_SCANS, ThumbnailAt};
-use super::markers::{self, Segment, entropy_coded_end, find_marker, past_fill, read_segment};
+use super::markers::{self, FrameHeader, Segment, entropy_coded_end, find_marker, past_fill, read_segment};
 use crate::body::{Body, Found};
 
 /// How far a JPEG's markers have been walked, and what they said.

@@ -22,11 +22,10 @@ use jxl_oxide::{AllocTracker, ExtraChannelType, ImageHeader, InitializeResult, J
 use jxl_oxide_common::Bundle as _;
 
 use super::DecodeLimits;
-use super::fitting::Fitting;
-use super::format::{self, Decoder, Format, Signature};
+use super::formats::{self, Decoder, Format, Signature};
 use super::header::{self, within_max_dimension};
 use super::resize::{self, Layout, Pixels};
-use super::upright::{fit, quarter_turn, swapped};
+use super::fitting::{Fitting, fit, quarter_turn, swapped};
 use crate::error::Error;
 use crate::request::TargetSize;
 use crate::thumbnail::Thumbnail;
@@ -56,7 +55,7 @@ fn thumbnail(
     asked: TargetSize,
     limits: DecodeLimits,
 ) -> Result<Thumbnail, Error> {
-    let plan = plan(bytes, &limits).map_err(format::decode_error(url, "JPEG XL"))?;
+    let plan = plan(bytes, &limits).map_err(formats::decode_error(url, "JPEG XL"))?;
     within_max_dimension(url, plan.size.0, plan.size.1, &limits)?;
     match from_lf(url, bytes, asked, &limits, &plan)? {
         Some(thumbnail) => Ok(thumbnail),
@@ -72,7 +71,7 @@ fn whole(
     limits: &DecodeLimits,
     plan: &Plan,
 ) -> Result<Thumbnail, Error> {
-    let decode_error = format::decode_error(url, "JPEG XL");
+    let decode_error = formats::decode_error(url, "JPEG XL");
     // Upright, as jxl-oxide renders it.
     let (width, height) = plan.size;
     let fitting = Fitting::new(width, height, asked);
@@ -152,7 +151,7 @@ fn from_lf(
     limits: &DecodeLimits,
     plan: &Plan,
 ) -> Result<Option<Thumbnail>, Error> {
-    let decode_error = format::decode_error(url, "JPEG XL");
+    let decode_error = formats::decode_error(url, "JPEG XL");
     let Some(LfFit {
         orientation,
         coded,
@@ -373,7 +372,7 @@ fn failed(url: &Arc<str>, plan: &Plan, limits: &DecodeLimits, failure: Failure) 
         }
         cause = error.source();
     }
-    format::decode_error(url, "JPEG XL")(failure.to_string())
+    formats::decode_error(url, "JPEG XL")(failure.to_string())
 }
 
 /// The largest ICC profile read, encoded or decoded: profiles of cameras,

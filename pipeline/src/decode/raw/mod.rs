@@ -27,10 +27,10 @@ use std::sync::Arc;
 
 use image::metadata::Orientation;
 
-use super::format::{Decoder, Format, Signature, is_tiff};
+use super::formats::{Decoder, Format, Signature, is_tiff};
 use super::header::Photo;
 use super::jpeg::{self, JpegWalk};
-use super::{DecodeLimits, route, upright};
+use super::{DecodeLimits, fitting, route};
 use crate::error::Error;
 use crate::request::TargetSize;
 use crate::thumbnail::Thumbnail;
@@ -170,8 +170,8 @@ fn sized(bytes: &[u8], range: &Range<usize>, whole: bool) -> Result<Checked, Uns
 fn choose(checked: Vec<Checked>, orientation: Option<Orientation>, target: TargetSize) -> Option<(Checked, (u32, u32))> {
     let largest = checked.last()?;
     let size = (largest.width, largest.height);
-    let turned = orientation.is_some_and(upright::quarter_turn);
-    let target = if turned { upright::swapped(target) } else { target };
+    let turned = orientation.is_some_and(fitting::quarter_turn);
+    let target = if turned { fitting::swapped(target) } else { target };
     let at = checked
         .iter()
         .position(|preview| {
@@ -225,7 +225,7 @@ fn decode(
         .orientation
         .or(preview.walk.layout().orientation)
         .unwrap_or(Orientation::NoTransforms);
-    let upright_size = if upright::quarter_turn(orientation) {
+    let upright_size = if fitting::quarter_turn(orientation) {
         (size.1, size.0)
     } else {
         size

@@ -12,10 +12,9 @@ use image::metadata::Orientation;
 
 use super::{MAX_RGB_SIDE, RgbPreview};
 use crate::decode::DecodeLimits;
-use crate::decode::fitting::Fitting;
 use crate::decode::header::{self, within_max_dimension};
 use crate::decode::resize::{self, Layout, Pixels};
-use crate::decode::upright::{fit, quarter_turn, swapped};
+use crate::decode::fitting::{Fitting, fit, quarter_turn, swapped};
 use crate::error::Error;
 use crate::request::TargetSize;
 use crate::thumbnail::Thumbnail;

@@ -10,7 +10,7 @@
 use super::{
     Checked, MAX_PREVIEWS, Unsized, choose, is_raw, largest_rgb, previews, sized, tiff,
 };
-use crate::decode::format::is_tiff;
+use crate::decode::formats::is_tiff;
 use crate::fetch::stop::{Enough, Looks};
 use crate::request::TargetSize;
 
