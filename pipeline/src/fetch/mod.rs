@@ -222,7 +222,8 @@ impl HttpFetcher {
     /// names none, or if
     /// the config is not valid.
     pub fn new(config: &FetchConfig) -> Result<Self, BuildError> {
-        Self::with_client(config, Client::now(config, &config.headers))
+        let client = Client::now(config, &config.headers)?;
+        Ok(Self::with_client(config, client))
     }
 
     /// The pipeline's default fetcher: [`HttpFetcher::new`] without the app's
@@ -231,24 +232,21 @@ impl HttpFetcher {
     /// its client made at its first request (`client.rs`), or now when
     /// the config has extra roots.
     pub(crate) fn for_pipeline(config: &FetchConfig) -> Result<Self, BuildError> {
-        let client = Client::at_first_use(config, &::http::HeaderMap::new());
-        Self::with_client(config, client)
+        let client = Client::at_first_use(config, &::http::HeaderMap::new())?;
+        Ok(Self::with_client(config, client))
     }
 
-    /// A fetcher whose client's default headers are thumbpipe's and
-    /// `app`'s, made by `client`.
-    fn with_client(
-        config: &FetchConfig,
-        client: Result<Client, BuildError>,
-    ) -> Result<Self, BuildError> {
-        Ok(Self {
-            client: Arc::new(client?),
+    /// A fetcher over `client`, with `config`'s timeouts and redirect
+    /// limit.
+    fn with_client(config: &FetchConfig, client: Client) -> Self {
+        Self {
+            client: Arc::new(client),
             limits: Arc::new(FetchLimits {
                 connect_timeout: config.connect_timeout,
                 total_timeout: config.total_timeout,
                 max_redirects: config.max_redirects,
             }),
-        })
+        }
     }
 }
 
