@@ -33,7 +33,7 @@ use thumbpipe::{ListGeometry, Priority, TargetSize};
 /// Rows unless `--rows N` says otherwise.
 const ROWS: usize = 1000;
 /// The window's height when it opens (iced's default window is 1024x768),
-/// until a resize says otherwise.
+/// until the window, opened, or a resize says otherwise.
 const FIRST_HEIGHT: f32 = 768.0;
 const ROW_HEIGHT: f32 = 72.0;
 const CELL: f32 = 96.0;
@@ -46,6 +46,9 @@ enum Message {
     Thumbnails(Ready),
     Scrolled(scrollable::Viewport),
     Resized(Size),
+    /// The window is open, at this size: another height than
+    /// [`FIRST_HEIGHT`] where a window manager chose it.
+    Opened(Size),
     ToggleGrid,
     /// A frame of the window, started then: while `--script` plays, and
     /// until `--first-screen` has said the first.
@@ -66,6 +69,9 @@ struct List {
     grid: bool,
     top: f32,
     height: f32,
+    /// The list's own height came (its viewport, or a resize): the
+    /// window's as it opens is no longer news.
+    height_told: bool,
     /// The embedded server, kept alive while the window is open: its
     /// counters are `--script`'s report.
     server: Option<fixture_server::FixtureServer>,
@@ -136,7 +142,9 @@ impl List {
     /// is asked with the first message that tells where the list is: the
     /// scrollable's viewport, which iced sends while it makes the first
     /// frame, before drawing it (for a list taller than its window: one
-    /// that fits has no screen beyond), or a resize.
+    /// that fits has no screen beyond), or a resize. The window's size as
+    /// it opens, where it is not [`FIRST_HEIGHT`], asks for the rows in
+    /// view only (`Message::Opened`).
     fn showing(
         base: String,
         rows: usize,
@@ -160,6 +168,7 @@ impl List {
             grid,
             top: 0.0,
             height: FIRST_HEIGHT,
+            height_told: false,
             server,
             first_screen: None,
             flick: None,
@@ -248,13 +257,26 @@ impl List {
                 return self.play(now);
             }
             Message::Scrolled(viewport) => {
+                self.height_told = true;
                 self.top = viewport.absolute_offset().y;
                 self.height = viewport.bounds().height;
                 let (line, per_line, _) = self.shape();
                 let list = ListGeometry::grid(line, self.rows, per_line, self.height);
                 self.scrolls.observe(self.top, list);
             }
-            Message::Resized(size) => self.height = size.height,
+            Message::Resized(size) => (self.height, self.height_told) = (size.height, true),
+            // The window's height, until the list has said its own (its
+            // viewport, a resize): a window manager may open it taller
+            // than FIRST_HEIGHT, and the rows below would wait for a
+            // scroll that a list which fits never sends. The rows in view
+            // only, as at start-up.
+            Message::Opened(size) => {
+                if !self.height_told && (size.height - self.height).abs() >= 1.0 {
+                    self.height = size.height;
+                    self.show_rows(false);
+                }
+                return Task::none();
+            }
             Message::ToggleGrid => self.grid = !self.grid,
         }
         self.show_rows(true);
@@ -366,6 +388,12 @@ impl List {
         Subscription::batch([
             self.thumbnails.subscription().map(Message::Thumbnails),
             iced::window::resize_events().map(|(_, size)| Message::Resized(size)),
+            iced::event::listen_with(|event, _, _| match event {
+                iced::Event::Window(iced::window::Event::Opened { size, .. }) => {
+                    Some(Message::Opened(size))
+                }
+                _ => None,
+            }),
             frames,
         ])
     }
@@ -465,6 +493,46 @@ mod tests {
         // and a screen below.
         assert_eq!(requested(&list), 2 * in_view.len() as u64);
         assert!(until_shown(&mut list), "{:?}", list.thumbnails.stats());
+    }
+
+    /// A window that opens taller than the first screen was asked for
+    /// (a window manager's choice): the rows below it are asked for when
+    /// it opens, though a list that fits gets no scroll message, and no
+    /// screen beyond them yet. One that opens at that height asks for
+    /// nothing more, nor does one that opens after the list said its own
+    /// height.
+    #[test]
+    fn a_window_that_opens_taller_asks_for_the_rows_it_shows() {
+        let requested = |list: &List| list.thumbnails.stats().requested;
+        let first = thumbpipe::iced::rows_in_view(0.0, FIRST_HEIGHT, ROW_HEIGHT, ROWS).len();
+        let mut list = served_list(ROWS);
+        let _ = list.update(Message::Opened(Size::new(1024.0, 1200.0)));
+        let taller = thumbpipe::iced::rows_in_view(0.0, 1200.0, ROW_HEIGHT, ROWS).len();
+        assert!(first < taller);
+        assert_eq!((list.height, requested(&list)), (1200.0, taller as u64));
+
+        let mut list = served_list(ROWS);
+        let _ = list.update(Message::Resized(Size::new(1024.0, FIRST_HEIGHT)));
+        let told = requested(&list);
+        let _ = list.update(Message::Opened(Size::new(1024.0, 1200.0)));
+        assert_eq!((list.height, requested(&list)), (FIRST_HEIGHT, told));
+
+        let rows = 15; // 1,080 points: longer than 768, shorter than 1,200.
+        let mut list = served_list(rows);
+        let in_view = thumbpipe::iced::rows_in_view(0.0, FIRST_HEIGHT, ROW_HEIGHT, rows);
+        assert!(in_view.len() < rows);
+        assert_eq!(requested(&list), in_view.len() as u64);
+        let _ = list.update(Message::Opened(Size::new(1024.0, FIRST_HEIGHT)));
+        assert_eq!(requested(&list), in_view.len() as u64);
+        let _ = list.update(Message::Opened(Size::new(1024.0, 1200.0)));
+        assert_eq!(requested(&list), rows as u64);
+        assert!(until_shown(&mut list), "{:?}", list.thumbnails.stats());
+        for row in 0..rows {
+            assert!(
+                matches!(list.thumbnails.get(&row), RowThumbnail::Shown(_)),
+                "row {row}"
+            );
+        }
     }
 
     /// The example as iced's headless simulator lays it out and draws it:

@@ -110,11 +110,19 @@
 //!     }
 //!
 //!     fn subscription(&self) -> Subscription<Message> {
-//!         // With the full `iced` crate, batch the window's resizes in too:
+//!         // With the full `iced` crate, batch the window's resizes in too,
+//!         // and its size as it opens (a window manager may choose another
+//!         // height than WINDOW_HEIGHT, and a list that fits gets no scroll):
 //!         // Subscription::batch([
 //!         //     self.thumbnails.subscription().map(Message::Thumbnails),
 //!         //     iced::window::resize_events()
 //!         //         .map(|(_, size)| Message::Resized { height: size.height }),
+//!         //     iced::event::listen_with(|event, _, _| match event {
+//!         //         iced::Event::Window(iced::window::Event::Opened { size, .. }) => {
+//!         //             Some(Message::Resized { height: size.height })
+//!         //         }
+//!         //         _ => None,
+//!         //     }),
 //!         // ])
 //!         self.thumbnails.subscription().map(Message::Thumbnails)
 //!     }
