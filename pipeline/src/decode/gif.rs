@@ -26,7 +26,9 @@ pub(super) const FORMAT: Format = Format {
     name: "GIF",
     media_types: &["image/gif"],
     // The two versions there are, as `image` tells them.
-    signature: Signature::Told(|bytes| bytes.starts_with(b"GIF87a") || bytes.starts_with(b"GIF89a")),
+    signature: Signature::Told(|bytes| {
+        bytes.starts_with(b"GIF87a") || bytes.starts_with(b"GIF89a")
+    }),
     decoder: Decoder::Image(Raster {
         decoder_bytes: |bytes, _, _| decoder_bytes(bytes),
         recover: without_colour_table,

@@ -36,7 +36,11 @@ mod tests {
             .unwrap();
         let bytes = bytes.into_inner();
         assert_eq!(formats::media_type(&bytes), Some("image/qoi"));
-        assert!(formats::accept_header().split(',').any(|t| t == "image/qoi"));
+        assert!(
+            formats::accept_header()
+                .split(',')
+                .any(|t| t == "image/qoi")
+        );
         let url: Arc<str> = "file:///a.qoi".into();
         let thumbnail = decode_thumbnail(&url, &bytes, TargetSize::square(64), LIMITS).unwrap();
         assert_eq!((thumbnail.width, thumbnail.height), (64, 32));
@@ -44,7 +48,10 @@ mod tests {
         // Its alpha kept; its colour within the resize's rounding.
         let first = &thumbnail.pixels[..4];
         assert_eq!(first[3], 128, "{first:?}");
-        assert!(first[0].abs_diff(200) <= 2 && first[1].abs_diff(40) <= 2, "{first:?}");
+        assert!(
+            first[0].abs_diff(200) <= 2 && first[1].abs_diff(40) <= 2,
+            "{first:?}"
+        );
         let cut = decode_thumbnail(&url, &bytes[..40], TargetSize::square(64), LIMITS);
         assert!(matches!(cut, Err(crate::Error::Decode { .. })), "{cut:?}");
     }

@@ -14,8 +14,8 @@ use image::codecs::webp::WebPDecoder;
 use image::metadata::Orientation;
 use image::{AnimationDecoder, ImageDecoder, ImageFormat};
 
-use super::formats::{Decoder, Format, FrameReader, Raster, Signature};
 use super::fitting;
+use super::formats::{Decoder, Format, FrameReader, Raster, Signature};
 
 /// WebP's row of the format table. `image` decodes it to 8-bit RGB(A).
 pub(super) const FORMAT: Format = Format {

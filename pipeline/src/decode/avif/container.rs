@@ -11,7 +11,6 @@
 //! joined only as it is decoded. Every read is checked: a box that claims
 //! more than it holds is an error, never a panic.
 
-
 use super::sequence;
 use super::still::{Coded, Data, Grid, Still, Transforms};
 use super::tables::{Property, crop_of, read_grid, read_property};

@@ -53,15 +53,15 @@ fn sequence_header(obu: &[u8]) -> Result<Coding, String> {
     // (not empty, checked above).
     let parsed = unsafe {
         dav1d_parse_sequence_header(
-        Some(NonNull::new_unchecked(header.as_mut_ptr())),
-        NonNull::new(obu.as_ptr().cast_mut()),
-        obu.len(),
+            Some(NonNull::new_unchecked(header.as_mut_ptr())),
+            NonNull::new(obu.as_ptr().cast_mut()),
+            obu.len(),
         )
     };
     if parsed.0 != 0 {
         return Err(format!(
-        "the AV1 sequence header does not read ({})",
-        av1_error(parsed)
+            "the AV1 sequence header does not read ({})",
+            av1_error(parsed)
         ));
     }
     // SAFETY: written by the successful call above.
@@ -70,8 +70,8 @@ fn sequence_header(obu: &[u8]) -> Result<Coding, String> {
         layout: layout_of(header.layout),
         high_bitdepth: header.hbd > 0,
         max_size: (
-        header.max_width.unsigned_abs(),
-        header.max_height.unsigned_abs(),
+            header.max_width.unsigned_abs(),
+            header.max_height.unsigned_abs(),
         ),
         frames: 0,
     };

@@ -7,8 +7,8 @@
 //! Runs inside a decode, on the decode thread; borrows the file's bytes and
 //! keeps nothing.
 
-use crate::decode::bmff::{Boxes, Reader, full_box};
 use super::still::{Coded, Data, Still, Transforms};
+use crate::decode::bmff::{Boxes, Reader, full_box};
 
 /// The first frame of the first track in `moov` whose samples are AV1.
 pub(super) fn first_frame<'a>(file: &'a [u8], moov: &'a [u8]) -> Result<Still<'a>, String> {

@@ -59,7 +59,10 @@ unsafe extern "C" {
     pub(super) fn heif_init(params: *mut c_void) -> HeifError;
     pub(super) fn heif_context_alloc() -> *mut HeifContext;
     pub(super) fn heif_context_free(context: *mut HeifContext);
-    pub(super) fn heif_context_set_maximum_image_size_limit(context: *mut HeifContext, maximum: c_int);
+    pub(super) fn heif_context_set_maximum_image_size_limit(
+        context: *mut HeifContext,
+        maximum: c_int,
+    );
     pub(super) fn heif_context_set_max_decoding_threads(context: *mut HeifContext, threads: c_int);
     pub(super) fn heif_context_read_from_memory_without_copy(
         context: *mut HeifContext,
@@ -81,9 +84,14 @@ unsafe extern "C" {
     pub(super) fn heif_image_handle_get_ispe_width(handle: *const HeifImageHandle) -> c_int;
     pub(super) fn heif_image_handle_get_ispe_height(handle: *const HeifImageHandle) -> c_int;
     pub(super) fn heif_image_handle_has_alpha_channel(handle: *const HeifImageHandle) -> c_int;
-    pub(super) fn heif_image_handle_is_premultiplied_alpha(handle: *const HeifImageHandle) -> c_int;
-    pub(super) fn heif_image_handle_get_luma_bits_per_pixel(handle: *const HeifImageHandle) -> c_int;
-    pub(super) fn heif_image_handle_get_number_of_thumbnails(handle: *const HeifImageHandle) -> c_int;
+    pub(super) fn heif_image_handle_is_premultiplied_alpha(handle: *const HeifImageHandle)
+    -> c_int;
+    pub(super) fn heif_image_handle_get_luma_bits_per_pixel(
+        handle: *const HeifImageHandle,
+    ) -> c_int;
+    pub(super) fn heif_image_handle_get_number_of_thumbnails(
+        handle: *const HeifImageHandle,
+    ) -> c_int;
     pub(super) fn heif_image_handle_get_list_of_thumbnail_IDs(
         handle: *const HeifImageHandle,
         ids: *mut u32,

@@ -71,7 +71,12 @@ fn failed(error: HeifError) -> Option<Failure> {
     let too_large = error.subcode == SECURITY_LIMIT_EXCEEDED
         && message.to_ascii_lowercase().contains("image size");
     Some(Failure {
-        message: format!("libheif: {} (error {}.{})", message.trim_end(), error.code, error.subcode),
+        message: format!(
+            "libheif: {} (error {}.{})",
+            message.trim_end(),
+            error.code,
+            error.subcode
+        ),
         too_large,
     })
 }
@@ -181,8 +186,12 @@ impl Image<'_> {
     /// file says.
     pub(super) fn size(&self) -> (u32, u32) {
         // SAFETY: the handle is live until `self` is dropped.
-        let (width, height) =
-            unsafe { (heif_image_handle_get_width(self.ptr()), heif_image_handle_get_height(self.ptr())) };
+        let (width, height) = unsafe {
+            (
+                heif_image_handle_get_width(self.ptr()),
+                heif_image_handle_get_height(self.ptr()),
+            )
+        };
         (side(width), side(height))
     }
 
@@ -226,7 +235,11 @@ impl Image<'_> {
         // SAFETY: `ids` has room for `count` entries, which is what libheif
         // is told it may write.
         let filled = unsafe {
-            heif_image_handle_get_list_of_thumbnail_IDs(self.ptr(), ids.as_mut_ptr(), count as c_int)
+            heif_image_handle_get_list_of_thumbnail_IDs(
+                self.ptr(),
+                ids.as_mut_ptr(),
+                count as c_int,
+            )
         };
         ids.truncate(usize::try_from(filled).unwrap_or(0));
         ids.into_iter()
@@ -234,7 +247,10 @@ impl Image<'_> {
                 let mut handle = ptr::null_mut();
                 // SAFETY: the handle is live; `handle` is written on success.
                 let got = unsafe { heif_image_handle_get_thumbnail(self.ptr(), id, &mut handle) };
-                failed(got).is_none().then(|| Image::own(handle, id).ok()).flatten()
+                failed(got)
+                    .is_none()
+                    .then(|| Image::own(handle, id).ok())
+                    .flatten()
             })
             .collect()
     }

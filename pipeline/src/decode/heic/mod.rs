@@ -26,11 +26,11 @@ use std::sync::Arc;
 use image::metadata::Orientation;
 
 use super::DecodeLimits;
+use super::bmff::{Picture, Streams};
+use super::fitting::{Fitting, fit};
 use super::formats::{self, Decoder, Format, Signature, is_heic};
 use super::header::{self, within_max_dimension};
 use super::resize::{self, Layout, Pixels};
-use super::fitting::{Fitting, fit};
-use super::bmff::{Picture, Streams};
 use crate::error::Error;
 use crate::request::TargetSize;
 use crate::thumbnail::Thumbnail;
@@ -77,7 +77,11 @@ fn thumbnail(
     }
     let fitting = Fitting::new(width, height, asked);
     let thumbnails = photo.thumbnails(MOST_THUMBNAILS);
-    let covering = covering(&thumbnails, (width, height), fitting.scaled_whole(width, height));
+    let covering = covering(
+        &thumbnails,
+        (width, height),
+        fitting.scaled_whole(width, height),
+    );
     // An image decoded within the limits, its colour straight (libheif
     // leaves premultiplied colour so).
     let decode = |image: &libheif::Image<'_>| {
@@ -106,8 +110,14 @@ fn thumbnail(
         data,
     };
     // Upright already: libheif turns the image as the file says.
-    let rgba = fit(pixels, &fitting, (width, height), None, Orientation::NoTransforms)
-        .map_err(decode_error)?;
+    let rgba = fit(
+        pixels,
+        &fitting,
+        (width, height),
+        None,
+        Orientation::NoTransforms,
+    )
+    .map_err(decode_error)?;
     Ok(header::still(url, rgba, (width, height)))
 }
 

@@ -27,7 +27,7 @@ use super::dc_headers::{
 use super::dc_pixels::{Component, Frame, to_pixels};
 use super::huffman::{BitReader, HuffmanTable};
 use super::layout::scale_eighths;
-use super::markers::{FrameHeader, APP0, APP14, DHT, DQT, DRI, SOF2, SOS, is_frame};
+use super::markers::{APP0, APP14, DHT, DQT, DRI, FrameHeader, SOF2, SOS, is_frame};
 use super::walk::BROKEN;
 use crate::decode::{fitting::Fitting, resize::Pixels};
 use crate::request::TargetSize;
@@ -48,7 +48,10 @@ pub(in crate::decode) fn covers(width: u32, height: u32, target: TargetSize) -> 
 /// ([`JpegWalk::segments`](super::walk::JpegWalk::segments)); the scans' data is read from
 /// `bytes`. `None` when its DC scans do not serve (see the module's
 /// header).
-pub(in crate::decode) fn decode_dc(bytes: &[u8], segments: &[(u8, Range<usize>)]) -> Option<Pixels> {
+pub(in crate::decode) fn decode_dc(
+    bytes: &[u8],
+    segments: &[(u8, Range<usize>)],
+) -> Option<Pixels> {
     let mut tables = Tables::default();
     let mut frame: Option<Frame> = None;
     // To the end of what was walked, if no AC scan comes first: the DC

@@ -14,8 +14,8 @@
 use std::ops::Range;
 
 use super::layout::{JpegLayout, ThumbnailAt};
-use crate::decode::ifd::Tiff;
 use crate::decode::fitting::{self, Fitting};
+use crate::decode::ifd::Tiff;
 use crate::request::TargetSize;
 
 /// Whether the embedded `thumbnail` of a `photo_size` photo shows the same

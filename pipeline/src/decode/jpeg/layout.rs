@@ -12,7 +12,6 @@ use image::metadata::Orientation;
 
 use super::markers::FrameHeader;
 
-
 /// Most scans a JPEG may have. A progressive photo has about ten (libjpeg's
 /// default script has 10, mozjpeg's a dozen or so); a file with thousands
 /// of tiny scans, each of which makes the decoder walk every block of the

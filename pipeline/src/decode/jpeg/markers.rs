@@ -249,7 +249,6 @@ mod tests {
         assert_eq!(entropy_coded_end(&data[..8], 0), Err(7));
     }
 
-
     #[test]
     fn a_frame_header_reads_its_size_and_components() {
         // 8-bit, 600 high, 800 wide, three components: 2x2, 1x1, 1x1.

@@ -57,8 +57,8 @@ pub(super) const FORMAT: Format = Format {
 pub(super) use dc_scans::{covers as dc_scans_cover, decode_dc};
 pub(super) use exif::covers as embedded_covers;
 pub(super) use layout::{JpegLayout, scale_eighths, scaled_side};
-#[cfg(feature = "raw")]
-pub(super) use {layout::ThumbnailAt, markers::is_frame as is_frame_marker};
-pub(super) use walk::{JpegWalk, walk_to_frame};
 pub(super) use libjpeg::decode_scaled;
 pub(super) use prefix::{PrefixWatch, watch};
+pub(super) use walk::{JpegWalk, walk_to_frame};
+#[cfg(feature = "raw")]
+pub(super) use {layout::ThumbnailAt, markers::is_frame as is_frame_marker};

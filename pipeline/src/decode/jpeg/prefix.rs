@@ -18,7 +18,7 @@
 use std::ops::ControlFlow;
 
 use super::layout::JpegLayout;
-use super::markers::{FrameHeader, DHT, DQT, DRI, SOF2, SOS, is_frame};
+use super::markers::{DHT, DQT, DRI, FrameHeader, SOF2, SOS, is_frame};
 use super::walk::{JpegWalk, Walked};
 use super::{dc_headers, dc_scans, exif};
 use crate::body::Found;

@@ -24,7 +24,9 @@ use image::metadata::Orientation;
 
 use super::exif;
 use super::layout::{JpegLayout, MAX_SCANS, ThumbnailAt};
-use super::markers::{self, FrameHeader, Segment, entropy_coded_end, find_marker, past_fill, read_segment};
+use super::markers::{
+    self, FrameHeader, Segment, entropy_coded_end, find_marker, past_fill, read_segment,
+};
 use crate::body::{Body, Found};
 
 /// How far a JPEG's markers have been walked, and what they said.
@@ -448,11 +450,17 @@ mod tests {
             _ => ControlFlow::Continue(()),
         });
         let (at, seeking) = (walk.at, walk.seeking);
-        assert!(matches!(seeking, Some((Seeking::ScanData, _))), "left at the scan's data");
+        assert!(
+            matches!(seeking, Some((Seeking::ScanData, _))),
+            "left at the scan's data"
+        );
         assert_eq!(walk.frame_size(&jpeg), Some((64, 48)));
         assert_eq!((walk.at, walk.seeking), (at, seeking));
         // A scan before any frame: no size, and no walk through its data.
-        let sos = jpeg.windows(2).position(|w| w == [0xFF, markers::SOS]).unwrap();
+        let sos = jpeg
+            .windows(2)
+            .position(|w| w == [0xFF, markers::SOS])
+            .unwrap();
         let frame = jpeg.windows(2).position(|w| w == [0xFF, 0xC0]).unwrap();
         let length = usize::from(u16::from_be_bytes([jpeg[frame + 2], jpeg[frame + 3]]));
         let mut frameless = jpeg[..frame].to_vec();
@@ -482,7 +490,10 @@ mod tests {
             assert_eq!(walk.layout.broken, broken, "{junk:?}");
             // What follows is read as ever.
             body.extend_from_slice(&[0xFF, markers::EOI]);
-            assert_eq!(walk.walk_on(&body, |_, _, _| ControlFlow::Continue(())), Walked::Ended);
+            assert_eq!(
+                walk.walk_on(&body, |_, _, _| ControlFlow::Continue(())),
+                Walked::Ended
+            );
         }
     }
 
@@ -526,8 +537,14 @@ mod tests {
         let mut needed = Vec::new();
         walk.walk_on(&jpeg, |marker, segment, _| {
             let kept = markers::is_frame(marker)
-                || [markers::DHT, markers::DQT, markers::DRI, markers::APP0, markers::SOS]
-                    .contains(&marker);
+                || [
+                    markers::DHT,
+                    markers::DQT,
+                    markers::DRI,
+                    markers::APP0,
+                    markers::SOS,
+                ]
+                .contains(&marker);
             if kept {
                 needed.push((marker, segment.to_vec()));
             }
@@ -539,10 +556,19 @@ mod tests {
             .iter()
             .map(|(marker, at)| (*marker, jpeg[at.clone()].to_vec()))
             .collect();
-        assert!(kept.len() >= 4, "{:?}", kept.iter().map(|k| k.0).collect::<Vec<_>>());
+        assert!(
+            kept.len() >= 4,
+            "{:?}",
+            kept.iter().map(|k| k.0).collect::<Vec<_>>()
+        );
         assert_eq!(kept, needed);
         // A scan's data starts where its header's body ends.
-        let (_, scan) = walk.segments().unwrap().iter().find(|(m, _)| *m == markers::SOS).unwrap();
+        let (_, scan) = walk
+            .segments()
+            .unwrap()
+            .iter()
+            .find(|(m, _)| *m == markers::SOS)
+            .unwrap();
         assert_eq!(walk.layout().headers_end, Some(scan.end));
 
         // Bytes that are no marker are marked where they were skipped.
@@ -569,7 +595,10 @@ mod tests {
     #[test]
     fn bytes_that_are_no_jpeg_end_the_walk_as_broken() {
         let mut walk = JpegWalk::default();
-        assert_eq!(walk.walk_on(b"\xFF", |_, _, _| ControlFlow::Continue(())), Walked::ToTheirEnd);
+        assert_eq!(
+            walk.walk_on(b"\xFF", |_, _, _| ControlFlow::Continue(())),
+            Walked::ToTheirEnd
+        );
         assert_eq!(
             walk.walk_on(b"GIF89a", |_, _, _| ControlFlow::Continue(())),
             Walked::Ended

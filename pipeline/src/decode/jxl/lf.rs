@@ -8,12 +8,14 @@
 //!
 //! Runs on a decode thread; keeps nothing.
 
-use jxl_color::{ColorEncodingWithProfile, ColorTransform, ColourEncoding, ColourSpace, RenderingIntent};
-use jxl_oxide::JxlImage;
-use jxl_frame::data::{LfGroup, TocGroupKind};
+use jxl_color::{
+    ColorEncodingWithProfile, ColorTransform, ColourEncoding, ColourSpace, RenderingIntent,
+};
 use jxl_frame::FrameHeader;
-use jxl_oxide::frame::{BlendMode, Encoding, FrameType};
+use jxl_frame::data::{LfGroup, TocGroupKind};
 use jxl_oxide::Frame;
+use jxl_oxide::JxlImage;
+use jxl_oxide::frame::{BlendMode, Encoding, FrameType};
 
 use super::Failure;
 use crate::decode::resize::{Layout, Pixels};
@@ -52,12 +54,15 @@ fn read_as(image: &JxlImage) -> Option<Option<Colour>> {
 /// Whether all of `frame`'s LF is read: its global part and every LF
 /// group (the whole frame, when it is one group).
 pub(super) fn loaded(frame: &Frame) -> bool {
-    frame.toc().iter_bitstream_order().all(|group| match group.kind {
-        TocGroupKind::All | TocGroupKind::LfGlobal | TocGroupKind::LfGroup(_) => frame
-            .data(group.kind)
-            .is_some_and(|data| data.len() == group.size as usize),
-        TocGroupKind::HfGlobal | TocGroupKind::GroupPass { .. } => true,
-    })
+    frame
+        .toc()
+        .iter_bitstream_order()
+        .all(|group| match group.kind {
+            TocGroupKind::All | TocGroupKind::LfGlobal | TocGroupKind::LfGroup(_) => frame
+                .data(group.kind)
+                .is_some_and(|data| data.len() == group.size as usize),
+            TocGroupKind::HfGlobal | TocGroupKind::GroupPass { .. } => true,
+        })
 }
 
 /// The first shown frame's LF image, `ceil(width / 8)` by
@@ -86,17 +91,25 @@ pub(super) fn render(image: &JxlImage) -> Result<Option<Pixels>, Failure> {
         )
         .into());
     }
-    let (width, height) = (header.width.div_ceil(8) as usize, header.height.div_ceil(8) as usize);
+    let (width, height) = (
+        header.width.div_ceil(8) as usize,
+        header.height.div_ceil(8) as usize,
+    );
     let shifts = shifts(header.jpeg_upsampling);
     let subsampled = shifts.iter().any(|&shift| shift != (0, 0));
     if subsampled && !header.flags.skip_adaptive_lf_smoothing() {
-        return Err("its chroma is subsampled and its LF smoothed, which the format forbids".into());
+        return Err(
+            "its chroma is subsampled and its LF smoothed, which the format forbids".into(),
+        );
     }
     let quantizer = &vardct.quantizer;
     let dequant = &lf_global.lf_dequant;
     let scale_inv = f64::from(quantizer.global_scale) * f64::from(quantizer.quant_lf);
-    let steps = [dequant.m_x_lf, dequant.m_y_lf, dequant.m_b_lf].map(|m| (512.0 * f64::from(m) / scale_inv) as f32);
-    let read = |index| frame.try_parse_lf_group::<i32>(Some(vardct), lf_global.gmodular.ma_config(), None, index);
+    let steps = [dequant.m_x_lf, dequant.m_y_lf, dequant.m_b_lf]
+        .map(|m| (512.0 * f64::from(m) / scale_inv) as f32);
+    let read = |index| {
+        frame.try_parse_lf_group::<i32>(Some(vardct), lf_global.gmodular.ma_config(), None, index)
+    };
     let mut planes = dequantized(header, shifts, steps, read)?;
     if !subsampled {
         let correlation = &vardct.lf_chan_corr;
@@ -127,35 +140,55 @@ fn dequantized(
     shifts: [(u32, u32); 3],
     steps: [f32; 3],
     read: impl Fn(u32) -> Option<Result<LfGroup<i32>, jxl_frame::Error>>,
-) -> Result<[Vec<f32>; 3], Failure>
-{
-    let (width, height) = (header.width.div_ceil(8) as usize, header.height.div_ceil(8) as usize);
+) -> Result<[Vec<f32>; 3], Failure> {
+    let (width, height) = (
+        header.width.div_ceil(8) as usize,
+        header.height.div_ceil(8) as usize,
+    );
     // Chroma subsampled (a JPEG's) covers whole blocks of the luma.
     let (padded_width, padded_height) = (
         width.next_multiple_of(1 << shifts.iter().map(|s| s.0).max().unwrap_or(0)),
         height.next_multiple_of(1 << shifts.iter().map(|s| s.1).max().unwrap_or(0)),
     );
-    let mut planes: [Plane; 3] = std::array::from_fn(|c| Plane::new(padded_width, padded_height, shifts[c]));
+    let mut planes: [Plane; 3] =
+        std::array::from_fn(|c| Plane::new(padded_width, padded_height, shifts[c]));
     let group_dim = header.group_dim() as usize;
     let per_row = header.lf_groups_per_row() as usize;
     for index in 0..header.num_lf_groups() {
         let group = read(index).ok_or("the file ends inside its LF")??;
-        let coefficients = group.lf_coeff.as_ref().ok_or("an LF group without its LF")?;
+        let coefficients = group
+            .lf_coeff
+            .as_ref()
+            .ok_or("an LF group without its LF")?;
         let channels = coefficients
             .lf_quant
             .image()
             .map(|image| image.image_channels())
             .filter(|channels| channels.len() == 3)
             .ok_or("an LF group without three channels")?;
-        let at = ((index as usize % per_row) * group_dim, (index as usize / per_row) * group_dim);
+        let at = (
+            (index as usize % per_row) * group_dim,
+            (index as usize / per_row) * group_dim,
+        );
         let extra = 1i32 << coefficients.extra_precision;
         // Stored Y, X, B.
-        for (plane, (channel, step)) in planes.iter_mut().zip([(1, steps[0]), (0, steps[1]), (2, steps[2])]) {
+        for (plane, (channel, step)) in
+            planes
+                .iter_mut()
+                .zip([(1, steps[0]), (0, steps[1]), (2, steps[2])])
+        {
             let grid = &channels[channel];
             plane.put(at, grid.width(), grid.buf(), step / extra as f32);
         }
     }
-    Ok(planes.map(|plane| cropped(plane.whole(padded_width, padded_height), padded_width, width, height)))
+    Ok(planes.map(|plane| {
+        cropped(
+            plane.whole(padded_width, padded_height),
+            padded_width,
+            width,
+            height,
+        )
+    }))
 }
 
 /// The LF's `planes` made the image's colour, in 8-bit samples.
@@ -213,7 +246,9 @@ fn colour_of(image: &JxlImage) -> Option<Colour> {
         ColourEncoding::IccProfile(_) => {
             let parsed = ColorEncodingWithProfile::with_icc(image.original_icc()?).ok()?;
             match parsed.encoding() {
-                ColourEncoding::Enum(encoding) if parsed.icc_profile().is_empty() => encoding.clone(),
+                ColourEncoding::Enum(encoding) if parsed.icc_profile().is_empty() => {
+                    encoding.clone()
+                }
                 _ => return None,
             }
         }
@@ -273,7 +308,10 @@ impl Plane {
         }
         let columns = stride.min(self.width - left);
         for (row, source) in quantized.chunks_exact(stride).enumerate() {
-            let Some(start) = (top + row).checked_mul(self.width).filter(|_| top + row < self.height) else {
+            let Some(start) = (top + row)
+                .checked_mul(self.width)
+                .filter(|_| top + row < self.height)
+            else {
                 break;
             };
             let target = &mut self.samples[start + left..start + left + columns];
@@ -308,7 +346,12 @@ fn cropped(plane: Vec<f32>, stride: usize, width: usize, height: usize) -> Vec<f
         plane.truncate(width * height);
         return plane;
     }
-    plane.chunks_exact(stride).take(height).flat_map(|row| &row[..width]).copied().collect()
+    plane
+        .chunks_exact(stride)
+        .take(height)
+        .flat_map(|row| &row[..width])
+        .copied()
+        .collect()
 }
 
 /// X and B given their parts from Y, by the frame's LF correlation:
@@ -340,8 +383,10 @@ fn smooth(planes: &mut [Vec<f32>; 3], width: usize, height: usize, steps: [f32; 
             let mut gap = 0.5f32;
             for (c, plane) in source.iter().enumerate() {
                 let side = plane[at - 1] + plane[at + 1] + plane[at - width] + plane[at + width];
-                let diagonal =
-                    plane[at - width - 1] + plane[at - width + 1] + plane[at + width - 1] + plane[at + width + 1];
+                let diagonal = plane[at - width - 1]
+                    + plane[at - width + 1]
+                    + plane[at + width - 1]
+                    + plane[at + width + 1];
                 means[c] = plane[at] * SELF + side * SIDE + diagonal * DIAGONAL;
                 gap = gap.max((means[c] - plane[at]).abs() / steps[c]);
             }

@@ -18,14 +18,16 @@ use std::sync::Arc;
 
 use image::metadata::Orientation;
 use jxl_bitstream::{Bitstream, ContainerParser, ParseEvent};
-use jxl_oxide::{AllocTracker, ExtraChannelType, ImageHeader, InitializeResult, JxlImage, JxlThreadPool};
+use jxl_oxide::{
+    AllocTracker, ExtraChannelType, ImageHeader, InitializeResult, JxlImage, JxlThreadPool,
+};
 use jxl_oxide_common::Bundle as _;
 
 use super::DecodeLimits;
+use super::fitting::{Fitting, fit, quarter_turn, swapped};
 use super::formats::{self, Decoder, Format, Signature};
 use super::header::{self, within_max_dimension};
 use super::resize::{self, Layout, Pixels};
-use super::fitting::{Fitting, fit, quarter_turn, swapped};
 use crate::error::Error;
 use crate::request::TargetSize;
 use crate::thumbnail::Thumbnail;
@@ -120,10 +122,16 @@ fn whole(
             format.channels()
         )));
     }
-    let mut data = vec![0u8; stream_width as usize * stream_height as usize * stream.channels() as usize];
+    let mut data =
+        vec![0u8; stream_width as usize * stream_height as usize * stream.channels() as usize];
     stream.write_to_buffer(&mut data);
-    let (layout, data) = straight(data, format.channels(), format.has_black(), premultiplied(&image))
-        .ok_or_else(|| decode_error(format!("{} channels", format.channels())))?;
+    let (layout, data) = straight(
+        data,
+        format.channels(),
+        format.has_black(),
+        premultiplied(&image),
+    )
+    .ok_or_else(|| decode_error(format!("{} channels", format.channels())))?;
     let pixels = Pixels {
         width: stream_width,
         height: stream_height,
@@ -176,7 +184,8 @@ fn from_lf(
     };
     // As far as the bytes go: a fetch may have stopped at the LF.
     let image = read_start(bytes, tracked).map_err(|failure| failed(url, plan, limits, failure))?;
-    let Some(pixels) = lf::render(&image).map_err(|failure| failed(url, plan, limits, failure))? else {
+    let Some(pixels) = lf::render(&image).map_err(|failure| failed(url, plan, limits, failure))?
+    else {
         return Ok(None);
     };
     if (pixels.width, pixels.height) != lf_size {
@@ -229,19 +238,26 @@ fn lf_fit(plan: &Plan, asked: TargetSize) -> Option<LfFit> {
 
 /// Whether the image's alpha is associated (its colour premultiplied).
 fn premultiplied(image: &JxlImage) -> bool {
-    image
-        .image_header()
-        .metadata
-        .ec_info
-        .iter()
-        .any(|info| matches!(info.ty, jxl_oxide::ExtraChannelType::Alpha { alpha_associated: true }))
+    image.image_header().metadata.ec_info.iter().any(|info| {
+        matches!(
+            info.ty,
+            jxl_oxide::ExtraChannelType::Alpha {
+                alpha_associated: true
+            }
+        )
+    })
 }
 
 /// Interleaved samples of `channels` (colour, then black if `black`, then
 /// alpha) as one of the resize's layouts: CMYK made RGB by its black
 /// (each colour sample scaled by the black channel's, which is 1 where no
 /// black ink is), premultiplied colour divided by its alpha.
-fn straight(data: Vec<u8>, channels: usize, black: bool, premultiplied: bool) -> Option<(Layout, Vec<u8>)> {
+fn straight(
+    data: Vec<u8>,
+    channels: usize,
+    black: bool,
+    premultiplied: bool,
+) -> Option<(Layout, Vec<u8>)> {
     let (layout, mut data) = match (channels, black) {
         (1, _) => (Layout::Luma, data),
         (2, _) => (Layout::LumaAlpha, data),
@@ -251,7 +267,14 @@ fn straight(data: Vec<u8>, channels: usize, black: bool, premultiplied: bool) ->
             let scale = |c: u8, k: u8| ((u16::from(c) * u16::from(k) + 127) / 255) as u8;
             let rgba = data
                 .chunks_exact(channels)
-                .flat_map(|p| [scale(p[0], p[3]), scale(p[1], p[3]), scale(p[2], p[3]), *p.get(4).unwrap_or(&255)])
+                .flat_map(|p| {
+                    [
+                        scale(p[0], p[3]),
+                        scale(p[1], p[3]),
+                        scale(p[2], p[3]),
+                        *p.get(4).unwrap_or(&255),
+                    ]
+                })
                 .collect();
             (Layout::Rgba, rgba)
         }
@@ -308,12 +331,16 @@ fn plan(bytes: &[u8], limits: &DecodeLimits) -> Result<Plan, String> {
     };
     let mut bitstream = Bitstream::new(&codestream);
     let header = ImageHeader::parse(&mut bitstream, ()).map_err(|error| error.to_string())?;
-    let channels = header.metadata.ec_info.iter().fold(3, |channels, info| match info.ty {
-        ExtraChannelType::Alpha { .. } => channels + 1,
-        // Black, and the RGBA the colour is made into with it.
-        ExtraChannelType::Black => channels + 1 + 4,
-        _ => channels,
-    });
+    let channels = header
+        .metadata
+        .ec_info
+        .iter()
+        .fold(3, |channels, info| match info.ty {
+            ExtraChannelType::Alpha { .. } => channels + 1,
+            // Black, and the RGBA the colour is made into with it.
+            ExtraChannelType::Black => channels + 1 + 4,
+            _ => channels,
+        });
     let mut icc_bytes = 0;
     if header.metadata.colour_encoding.want_icc() {
         let encoded = bitstream
@@ -323,7 +350,9 @@ fn plan(bytes: &[u8], limits: &DecodeLimits) -> Result<Plan, String> {
         // Read here only within the limits: it is allocated as declared.
         let most = MAX_ICC_BYTES.min(limits.max_alloc);
         if encoded > most {
-            return Err(format!("its ICC profile is {encoded} bytes encoded, over {most}"));
+            return Err(format!(
+                "its ICC profile is {encoded} bytes encoded, over {most}"
+            ));
         }
         let icc = jxl_color::icc::read_icc(&mut bitstream).map_err(|error| error.to_string())?;
         // The decoded size leads the encoded profile, as a varint of at
@@ -336,12 +365,17 @@ fn plan(bytes: &[u8], limits: &DecodeLimits) -> Result<Plan, String> {
             }
         }
         if decoded > MAX_ICC_BYTES {
-            return Err(format!("its ICC profile is {decoded} bytes decoded, over {MAX_ICC_BYTES}"));
+            return Err(format!(
+                "its ICC profile is {decoded} bytes decoded, over {MAX_ICC_BYTES}"
+            ));
         }
         icc_bytes = encoded + decoded;
     }
     Ok(Plan {
-        size: (header.width_with_orientation(), header.height_with_orientation()),
+        size: (
+            header.width_with_orientation(),
+            header.height_with_orientation(),
+        ),
         bytes_per_pixel: channels,
         icc_bytes,
         orientation: u8::try_from(header.metadata.orientation).unwrap_or(1),
@@ -452,9 +486,16 @@ mod tests {
     #[test]
     fn a_jpeg_xl_is_told_accepted_and_made_into_its_thumbnail() {
         assert_eq!(formats::media_type(LOSSY), Some("image/jxl"));
-        assert!(formats::accept_header().split(',').any(|t| t == "image/jxl"));
+        assert!(
+            formats::accept_header()
+                .split(',')
+                .any(|t| t == "image/jxl")
+        );
         let small = decoded(LOSSY, 64, LIMITS).unwrap();
-        assert_eq!((small.width, small.height, small.source_size), (64, 43, (300, 200)));
+        assert_eq!(
+            (small.width, small.height, small.source_size),
+            (64, 43, (300, 200))
+        );
         assert_eq!(picture_of(&decoded(LOSSY, 150, LIMITS).unwrap()), Some(9));
         // Never scaled up.
         let whole = decoded(LOSSLESS, 256, LIMITS).unwrap();
@@ -479,9 +520,15 @@ mod tests {
         for (name, bytes) in [("XYB", LARGE), ("a JPEG's", FROM_JPEG), ("turned", TURNED)] {
             let plan = plan(bytes, &LIMITS).unwrap();
             let asked = TargetSize::square(128);
-            let from_lf = from_lf(&url, bytes, asked, &LIMITS, &plan).unwrap().expect(name);
+            let from_lf = from_lf(&url, bytes, asked, &LIMITS, &plan)
+                .unwrap()
+                .expect(name);
             let whole = whole(&url, bytes, asked, &LIMITS, &plan).unwrap();
-            assert_eq!((from_lf.width, from_lf.height, from_lf.source_size), (128, 85, (1200, 800)), "{name}");
+            assert_eq!(
+                (from_lf.width, from_lf.height, from_lf.source_size),
+                (128, 85, (1200, 800)),
+                "{name}"
+            );
             assert_eq!((whole.width, whole.height), (128, 85), "{name}");
             // Upright: the picture's id reads only the right way up.
             assert_eq!(picture_of(&from_lf), Some(9), "{name}");
@@ -494,10 +541,20 @@ mod tests {
     fn the_lf_is_read_only_where_it_covers_the_thumbnail_and_the_frame_has_one() {
         let url: Arc<str> = "file:///a.jxl".into();
         let lf = |bytes: &[u8], side| {
-            from_lf(&url, bytes, TargetSize::square(side), &LIMITS, &plan(bytes, &LIMITS).unwrap()).unwrap()
+            from_lf(
+                &url,
+                bytes,
+                TargetSize::square(side),
+                &LIMITS,
+                &plan(bytes, &LIMITS).unwrap(),
+            )
+            .unwrap()
         };
         // The LF is 150x100: it covers a thumbnail of 150x100, not 151x101.
-        assert!(lf(LARGE, 150).is_some_and(|thumbnail| (thumbnail.width, thumbnail.height) == (150, 100)));
+        assert!(
+            lf(LARGE, 150)
+                .is_some_and(|thumbnail| (thumbnail.width, thumbnail.height) == (150, 100))
+        );
         assert!(lf(LARGE, 151).is_none());
         assert!(lf(TURNED, 151).is_none());
         // A lossless (modular) frame has no LF, and patches are drawn
@@ -505,13 +562,19 @@ mod tests {
         assert!(lf(LOSSLESS, 8).is_none());
         assert!(lf(PATCHES, 128).is_none());
         assert_eq!(picture_of(&decoded(PATCHES, 128, LIMITS).unwrap()), Some(9));
-        assert_eq!(picture_of(&decoded(LOSSLESS, 100, LIMITS).unwrap()), Some(10));
+        assert_eq!(
+            picture_of(&decoded(LOSSLESS, 100, LIMITS).unwrap()),
+            Some(10)
+        );
         // Room for the LF, not for the whole render's planes: a thumbnail
         // its LF covers is made, a larger one refused.
         let mut tight = LIMITS;
         tight.max_alloc = 2 * 1024 * 1024;
         assert_eq!(picture_of(&decoded(LARGE, 128, tight).unwrap()), Some(9));
-        assert!(matches!(decoded(LARGE, 400, tight), Err(Error::TooLarge { .. })));
+        assert!(matches!(
+            decoded(LARGE, 400, tight),
+            Err(Error::TooLarge { .. })
+        ));
     }
 
     /// How many of `bytes` hold the first frame's LF: the shortest start
@@ -523,7 +586,9 @@ mod tests {
                 .and_then(|image| image.frame_by_keyframe(0).map(|frame| lf::loaded(frame)))
                 == Some(true)
         };
-        (0..=bytes.len()).collect::<Vec<_>>().partition_point(|&end| !holds_lf(end))
+        (0..=bytes.len())
+            .collect::<Vec<_>>()
+            .partition_point(|&end| !holds_lf(end))
     }
 
     #[test]
@@ -531,14 +596,28 @@ mod tests {
         let url: Arc<str> = "file:///a.jxl".into();
         for (name, bytes) in [("XYB", LARGE), ("a JPEG's", FROM_JPEG), ("turned", TURNED)] {
             let end = lf_end(bytes);
-            assert!(end < bytes.len(), "{name}: the LF ends at {end} of {}", bytes.len());
+            assert!(
+                end < bytes.len(),
+                "{name}: the LF ends at {end} of {}",
+                bytes.len()
+            );
             // However the body arrives, each part is given to jxl-oxide once.
             let body = fetched(bytes, TargetSize::square(128), 512);
-            assert!(!body.complete && (end..end + 16 * 1024).contains(&body.len()), "{name}: {}", body.len());
+            assert!(
+                !body.complete && (end..end + 16 * 1024).contains(&body.len()),
+                "{name}: {}",
+                body.len()
+            );
             let in_pieces = fetched(bytes, TargetSize::square(128), 7);
-            assert_eq!((in_pieces.complete, in_pieces.len() >= end), (false, true), "{name}");
+            assert_eq!(
+                (in_pieces.complete, in_pieces.len() >= end),
+                (false, true),
+                "{name}"
+            );
             // The thumbnail of the start read is the whole file's.
-            let from_start = crate::decode::route::decode_body(&url, &body, TargetSize::square(128), LIMITS).unwrap();
+            let from_start =
+                crate::decode::route::decode_body(&url, &body, TargetSize::square(128), LIMITS)
+                    .unwrap();
             let from_whole = decoded(bytes, 128, LIMITS).unwrap();
             assert!(from_start.pixels == from_whole.pixels, "{name}");
             assert_eq!(from_start.source_size, from_whole.source_size, "{name}");
@@ -561,8 +640,20 @@ mod tests {
         let mut tight = LIMITS;
         tight.max_alloc = area * 3 + held + LARGE.len() as u64 + area * 12;
         let error = decoded(LARGE, 400, tight).unwrap_err();
-        assert!(matches!(&error, Error::TooLarge { setting: "decode.max_alloc_bytes", .. }), "{error}");
-        assert!(error.to_string().contains("was over what was left"), "{error}");
+        assert!(
+            matches!(
+                &error,
+                Error::TooLarge {
+                    setting: "decode.max_alloc_bytes",
+                    ..
+                }
+            ),
+            "{error}"
+        );
+        assert!(
+            error.to_string().contains("was over what was left"),
+            "{error}"
+        );
     }
 
     #[test]
@@ -630,38 +721,62 @@ mod tests {
     fn an_icc_profile_is_sized_before_jxl_oxide_allocates_it() {
         // The header is read as written: a small profile is then read,
         // and found missing.
-        let small = plan(&declaring_an_icc_profile_of(4096), &LIMITS).err().unwrap_or_default();
+        let small = plan(&declaring_an_icc_profile_of(4096), &LIMITS)
+            .err()
+            .unwrap_or_default();
         assert!(!small.contains("over"), "{small}");
         // One past the bound is refused before jxl-oxide reads the file
         // (it would allocate the declared size, untracked).
         let large = declaring_an_icc_profile_of(MAX_ICC_BYTES + 1);
         let refused = plan(&large, &LIMITS).err().unwrap_or_default();
-        assert!(refused.contains(&format!("{} bytes encoded, over", MAX_ICC_BYTES + 1)), "{refused}");
+        assert!(
+            refused.contains(&format!("{} bytes encoded, over", MAX_ICC_BYTES + 1)),
+            "{refused}"
+        );
         let error = decoded(&large, 64, LIMITS).unwrap_err();
-        assert!(matches!(error, Error::Decode { .. }) && error.to_string().contains("ICC"), "{error}");
+        assert!(
+            matches!(error, Error::Decode { .. }) && error.to_string().contains("ICC"),
+            "{error}"
+        );
         // A file without one: its size, and nothing reckoned for a profile.
         let plain = plan(LOSSY, &LIMITS).unwrap();
-        assert_eq!((plain.size, plain.icc_bytes, plain.bytes_per_pixel), ((300, 200), 0, 3));
+        assert_eq!(
+            (plain.size, plain.icc_bytes, plain.bytes_per_pixel),
+            ((300, 200), 0, 3)
+        );
     }
 
     #[test]
     fn past_the_limits_or_damaged_is_an_error_never_a_panic() {
         let mut small = LIMITS;
         small.max_dimension = 200;
-        assert!(matches!(decoded(LOSSY, 64, small), Err(Error::TooLarge { .. })));
+        assert!(matches!(
+            decoded(LOSSY, 64, small),
+            Err(Error::TooLarge { .. })
+        ));
         let mut tight = LIMITS;
         tight.max_alloc = 64 * 1024;
-        assert!(matches!(decoded(LOSSY, 64, tight), Err(Error::TooLarge { .. })));
+        assert!(matches!(
+            decoded(LOSSY, 64, tight),
+            Err(Error::TooLarge { .. })
+        ));
         // Room for the pixels and all held outside the tracker, but not for
         // the render's colour planes: refused before jxl-oxide runs.
         tight.max_alloc = 300 * 200 * 3 * 4;
-        assert!(matches!(decoded(LOSSY, 64, tight), Err(Error::TooLarge { .. })));
+        assert!(matches!(
+            decoded(LOSSY, 64, tight),
+            Err(Error::TooLarge { .. })
+        ));
         // Cut or damaged, read whole or from the LF (each JPEG XL here
         // at 128 px): an error, or a thumbnail, never a panic. Cut after
         // its LF, a frame read from its LF is shown, as a JPEG cut after
         // its DC scans is.
         for bytes in [LOSSY, LARGE, FROM_JPEG] {
-            let shown_from = if bytes == LOSSY { bytes.len() } else { lf_end(bytes) };
+            let shown_from = if bytes == LOSSY {
+                bytes.len()
+            } else {
+                lf_end(bytes)
+            };
             // About 80 places in each.
             let step = bytes.len() / 80;
             for cut in (0..bytes.len()).step_by(step) {

@@ -45,7 +45,11 @@ enum Reading {
     /// jxl-oxide has been given the body's first `fed` bytes; `readable`
     /// once the first frame's header says its LF is read (asked once: it
     /// builds the colour transform).
-    Fed { image: Fed, fed: usize, readable: bool },
+    Fed {
+        image: Fed,
+        fed: usize,
+        readable: bool,
+    },
     /// The answer is known: the body is read whole.
     Whole,
 }
@@ -128,7 +132,12 @@ fn look(reading: &mut Reading, read: &[u8], target: TargetSize, limits: &DecodeL
             readable: false,
         };
     }
-    let Reading::Fed { image, fed, readable } = reading else {
+    let Reading::Fed {
+        image,
+        fed,
+        readable,
+    } = reading
+    else {
         return Enough::Never;
     };
     // Only what is new: each part of the body is given to jxl-oxide once.

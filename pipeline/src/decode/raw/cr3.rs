@@ -140,7 +140,14 @@ fn uuid(bytes: &[u8], boxed: &Boxed) -> Option<[u8; 16]> {
 /// its start marker, within its first 32 bytes, to the box's end.
 fn jpeg_in(bytes: &[u8], boxed: &Boxed) -> Option<Range<usize>> {
     let start = boxed.body.start;
-    let head = bytes.get(start..boxed.body.end.min(start.saturating_add(32)).min(bytes.len()))?;
+    let head = bytes.get(
+        start
+            ..boxed
+                .body
+                .end
+                .min(start.saturating_add(32))
+                .min(bytes.len()),
+    )?;
     let at = head.windows(3).position(|w| w == [0xFF, 0xD8, 0xFF])?;
     Some(start + at..boxed.body.end)
 }

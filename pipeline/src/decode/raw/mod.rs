@@ -80,7 +80,9 @@ fn previews(bytes: &[u8]) -> Previews {
     } else if cr3::is_cr3(bytes) {
         cr3::read(bytes)
     } else {
-        tiff::read(bytes).map(|read| read.previews).unwrap_or_default()
+        tiff::read(bytes)
+            .map(|read| read.previews)
+            .unwrap_or_default()
     }
 }
 
@@ -147,11 +149,19 @@ fn sized(bytes: &[u8], range: &Range<usize>, whole: bool) -> Result<Checked, Uns
     let Some((width, height)) = walk.frame_size(jpeg) else {
         let started = jpeg.len() < 2 || jpeg.starts_with(&[0xFF, 0xD8]);
         let short = end < range.end && started && walk.layout().frames == 0;
-        return Err(if short { Unsized::Short } else { Unsized::Refused });
+        return Err(if short {
+            Unsized::Short
+        } else {
+            Unsized::Refused
+        });
     };
     let frame = walk
         .segments()
-        .and_then(|segments| segments.iter().find(|(marker, _)| jpeg::is_frame_marker(*marker)))
+        .and_then(|segments| {
+            segments
+                .iter()
+                .find(|(marker, _)| jpeg::is_frame_marker(*marker))
+        })
         .map(|(marker, _)| *marker);
     match frame {
         Some(0xC0..=0xC2) => Ok(Checked {
@@ -167,11 +177,19 @@ fn sized(bytes: &[u8], range: &Range<usize>, whole: bool) -> Result<Checked, Uns
 /// The preview to decode for `target`: the smallest that makes the
 /// thumbnail the size the largest would (the same picture, never scaled
 /// up), else the largest.
-fn choose(checked: Vec<Checked>, orientation: Option<Orientation>, target: TargetSize) -> Option<(Checked, (u32, u32))> {
+fn choose(
+    checked: Vec<Checked>,
+    orientation: Option<Orientation>,
+    target: TargetSize,
+) -> Option<(Checked, (u32, u32))> {
     let largest = checked.last()?;
     let size = (largest.width, largest.height);
     let turned = orientation.is_some_and(fitting::quarter_turn);
-    let target = if turned { fitting::swapped(target) } else { target };
+    let target = if turned {
+        fitting::swapped(target)
+    } else {
+        target
+    };
     let at = checked
         .iter()
         .position(|preview| {

@@ -12,9 +12,9 @@ use image::metadata::Orientation;
 
 use super::{MAX_RGB_SIDE, RgbPreview};
 use crate::decode::DecodeLimits;
+use crate::decode::fitting::{Fitting, fit, quarter_turn, swapped};
 use crate::decode::header::{self, within_max_dimension};
 use crate::decode::resize::{self, Layout, Pixels};
-use crate::decode::fitting::{Fitting, fit, quarter_turn, swapped};
 use crate::error::Error;
 use crate::request::TargetSize;
 use crate::thumbnail::Thumbnail;
@@ -38,7 +38,11 @@ pub(super) fn decode(
         .get(preview.bytes.clone())
         .filter(|samples| samples.len() as u64 == u64::from(width) * u64::from(height) * 3)
         .filter(|_| width.max(height) <= MAX_RGB_SIDE && width > 0 && height > 0)
-        .ok_or_else(|| decode_error(format!("its {width}x{height} RGB preview is not all in the file")))?;
+        .ok_or_else(|| {
+            decode_error(format!(
+                "its {width}x{height} RGB preview is not all in the file"
+            ))
+        })?;
     let orientation = orientation.unwrap_or(Orientation::NoTransforms);
     let (stored_target, upright_size) = if quarter_turn(orientation) {
         (swapped(target), (height, width))
@@ -46,11 +50,14 @@ pub(super) fn decode(
         (target, (width, height))
     };
     let fitting = Fitting::new(width, height, stored_target);
-    let needed = u64::from(width) * u64::from(height) * 3 + resize::working_bytes((width, height), fitting.size);
+    let needed = u64::from(width) * u64::from(height) * 3
+        + resize::working_bytes((width, height), fitting.size);
     if needed > limits.max_alloc {
         return Err(Error::TooLarge {
             url: url.to_string(),
-            what: format!("its {width}x{height} preview takes {needed} bytes to make into a thumbnail"),
+            what: format!(
+                "its {width}x{height} preview takes {needed} bytes to make into a thumbnail"
+            ),
             setting: "decode.max_alloc_bytes",
         });
     }

@@ -131,7 +131,8 @@ impl Directory {
         let (mut strip_at, mut strip_length) = (None, None);
         let mut subfile_type = None;
         let mut slices = false;
-        let (mut width, mut height, mut eight_bits, mut samples, mut planar) = (None, None, false, None, None);
+        let (mut width, mut height, mut eight_bits, mut samples, mut planar) =
+            (None, None, false, None, None);
         for entry in tiff.entries(ifd)? {
             match entry.tag {
                 NEW_SUBFILE_TYPE => subfile_type = entry.number(tiff),
@@ -140,7 +141,8 @@ impl Directory {
                 BITS_PER_SAMPLE => {
                     // One per sample, or one for all.
                     let bits: Vec<u32> = entry.numbers(tiff, 3).collect();
-                    let counted = matches!(entry.count(), 1 | 3) && bits.len() == entry.count() as usize;
+                    let counted =
+                        matches!(entry.count(), 1 | 3) && bits.len() == entry.count() as usize;
                     eight_bits = counted && bits.iter().all(|&bits| bits == 8);
                 }
                 SAMPLES_PER_PIXEL => samples = entry.number(tiff),
@@ -171,7 +173,8 @@ impl Directory {
                 _ => {}
             }
         }
-        directory.sensor_data = slices || photometric.is_some_and(|p| SENSOR_PHOTOMETRICS.contains(&p));
+        directory.sensor_data =
+            slices || photometric.is_some_and(|p| SENSOR_PHOTOMETRICS.contains(&p));
         if let (Some(at), Some(length)) = (jpeg_at, jpeg_length) {
             directory.jpegs.extend(range(at, length));
         }
@@ -199,13 +202,20 @@ impl Directory {
             && planar.is_none_or(|planar| planar == 1)
             && !directory.sensor_data;
         if rgb
-            && let (Some(width), Some(height), Some(at), Some(length)) = (width, height, strip_at, strip_length)
+            && let (Some(width), Some(height), Some(at), Some(length)) =
+                (width, height, strip_at, strip_length)
             && (1..=MAX_RGB_SIDE).contains(&width.max(height))
             && width.min(height) > 0
-            && let Some(needed) = width.checked_mul(height).and_then(|area| area.checked_mul(3))
+            && let Some(needed) = width
+                .checked_mul(height)
+                .and_then(|area| area.checked_mul(3))
             && length >= needed
         {
-            directory.rgb = range(at, needed).map(|bytes| RgbPreview { bytes, width, height });
+            directory.rgb = range(at, needed).map(|bytes| RgbPreview {
+                bytes,
+                width,
+                height,
+            });
         }
         Some(directory)
     }

@@ -7,9 +7,7 @@
 //! Made by the fetch stage's stop rule (`decode/watch.rs`) for each body,
 //! run on the task that reads it; ends with the read.
 
-use super::{
-    Checked, MAX_PREVIEWS, Unsized, choose, is_raw, largest_rgb, previews, sized, tiff,
-};
+use super::{Checked, MAX_PREVIEWS, Unsized, choose, is_raw, largest_rgb, previews, sized, tiff};
 use crate::decode::formats::is_tiff;
 use crate::fetch::stop::{Enough, Looks};
 use crate::request::TargetSize;
@@ -46,8 +44,8 @@ fn look(read: &[u8], target: TargetSize) -> Enough {
     if !is_raw(read) {
         // A TIFF whose directories are not all read yet may still
         // prove a RAW (its sensor data in a later sub-IFD).
-        let partial_tiff = is_tiff(read)
-            && tiff::read(read).is_some_and(|tiff| !tiff.previews.complete);
+        let partial_tiff =
+            is_tiff(read) && tiff::read(read).is_some_and(|tiff| !tiff.previews.complete);
         return if partial_tiff {
             Enough::NotYet
         } else {

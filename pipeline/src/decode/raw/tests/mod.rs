@@ -107,9 +107,16 @@ fn cr2(orientation: u32, sensor: usize) -> Vec<u8> {
                 ],
                 Some(1),
             ),
-            (vec![(0x0201, LONG, V::At(1)), (0x0202, LONG, V::Len(1))], Some(2)),
             (
-                vec![(0x0103, SHORT, V::N(6)), (0x0111, LONG, V::At(2)), (0x0117, LONG, V::Len(2))],
+                vec![(0x0201, LONG, V::At(1)), (0x0202, LONG, V::Len(1))],
+                Some(2),
+            ),
+            (
+                vec![
+                    (0x0103, SHORT, V::N(6)),
+                    (0x0111, LONG, V::At(2)),
+                    (0x0117, LONG, V::Len(2)),
+                ],
                 None,
             ),
         ],
@@ -131,7 +138,10 @@ fn a_cr2_is_told_and_shown_from_the_smallest_preview_that_serves() {
     assert_eq!(formats::media_type(&file), Some("image/x-dcraw"));
     // 64 px: EXIF's thumbnail makes it as the full preview would.
     let small = decoded(&file, 64).unwrap();
-    assert_eq!((small.width, small.height, small.source_size), (64, 43, (600, 400)));
+    assert_eq!(
+        (small.width, small.height, small.source_size),
+        (64, 43, (600, 400))
+    );
     assert_eq!(picture_of(&small), Some(2));
     // 256 px: only the full preview has the pixels.
     let large = decoded(&file, 256).unwrap();
@@ -154,15 +164,25 @@ fn a_plain_tiff_raw_is_told_by_its_sensor_data_and_a_plain_tiff_is_not() {
         b"II*\0\0\0\0\0",
         &[&preview],
         &[
-            (vec![(0x00FE, LONG, V::N(1)), (0x014A, LONG, V::Ifd(1))], None),
-            (vec![(0x0201, LONG, V::At(0)), (0x0202, LONG, V::Len(0))], Some(2)),
+            (
+                vec![(0x00FE, LONG, V::N(1)), (0x014A, LONG, V::Ifd(1))],
+                None,
+            ),
+            (
+                vec![(0x0201, LONG, V::At(0)), (0x0202, LONG, V::Len(0))],
+                Some(2),
+            ),
             (vec![(0x0106, SHORT, V::N(32803))], None),
         ],
     );
     assert_eq!(formats::media_type(&nef), Some("image/x-dcraw"));
     assert_eq!(picture_of(&decoded(&nef, 128).unwrap()), Some(4));
     // Without the sensor data, the TIFF's row reads it as ever.
-    let plain = tiff_file(b"II*\0\0\0\0\0", &[], &[(vec![(0x0106, SHORT, V::N(2))], None)]);
+    let plain = tiff_file(
+        b"II*\0\0\0\0\0",
+        &[],
+        &[(vec![(0x0106, SHORT, V::N(2))], None)],
+    );
     assert_eq!(formats::media_type(&plain), Some("image/tiff"));
 }
 
@@ -177,11 +197,25 @@ fn boxed(kind: &[u8; 4], body: &[u8]) -> Vec<u8> {
 /// A CR3 as Canon lays it out: `CMT1` saying `orientation`, `THMB`
 /// (picture 5, 160x107) and `PRVW` (picture 6, 600x400) before `mdat`.
 fn cr3(orientation: u32) -> Vec<u8> {
-    let cmt1 = tiff_file(b"II*\0\0\0\0\0", &[], &[(vec![(0x0112, SHORT, V::N(orientation))], None)]);
+    let cmt1 = tiff_file(
+        b"II*\0\0\0\0\0",
+        &[],
+        &[(vec![(0x0112, SHORT, V::N(orientation))], None)],
+    );
     let thmb = [&[0u8; 16][..], &jpeg(5, 160, 107)].concat();
-    let canon = [&super::cr3::CANON_UUID[..], &boxed(b"CMT1", &cmt1), &boxed(b"THMB", &thmb)].concat();
+    let canon = [
+        &super::cr3::CANON_UUID[..],
+        &boxed(b"CMT1", &cmt1),
+        &boxed(b"THMB", &thmb),
+    ]
+    .concat();
     let prvw = [&[0u8; 12][..], &jpeg(6, 600, 400)].concat();
-    let preview = [&super::cr3::PREVIEW_UUID[..], &[0u8; 8], &boxed(b"PRVW", &prvw)].concat();
+    let preview = [
+        &super::cr3::PREVIEW_UUID[..],
+        &[0u8; 8],
+        &boxed(b"PRVW", &prvw),
+    ]
+    .concat();
     [
         boxed(b"ftyp", b"crx \0\0\0\x01crx isom"),
         boxed(b"moov", &boxed(b"uuid", &canon)),
@@ -198,7 +232,10 @@ fn a_cr3_is_shown_from_prvw_or_thmb_turned_as_cmt1_says() {
     assert_eq!(picture_of(&decoded(&file, 64).unwrap()), Some(5));
     assert_eq!(picture_of(&decoded(&file, 256).unwrap()), Some(6));
     let turned = decoded(&cr3(8), 256).unwrap();
-    assert_eq!((turned.width, turned.height, turned.source_size), (171, 256, (400, 600)));
+    assert_eq!(
+        (turned.width, turned.height, turned.source_size),
+        (171, 256, (400, 600))
+    );
 }
 
 #[test]
@@ -255,10 +292,19 @@ fn hostile_structures_are_an_error_never_a_panic_or_a_hang() {
     let looping = tiff_file(
         b"II*\0\0\0\0\0CR\x02\0\0\0\0\0",
         &[],
-        &[(vec![(0x0201, LONG, V::N(u32::MAX)), (0x0202, LONG, V::N(u32::MAX))], Some(0))],
+        &[(
+            vec![
+                (0x0201, LONG, V::N(u32::MAX)),
+                (0x0202, LONG, V::N(u32::MAX)),
+            ],
+            Some(0),
+        )],
     );
     let error = decoded(&looping, 64).unwrap_err();
-    assert!(error.to_string().contains("no preview thumbpipe reads"), "{error}");
+    assert!(
+        error.to_string().contains("no preview thumbpipe reads"),
+        "{error}"
+    );
     for cut in (0..file.len()).step_by(97) {
         let _ = decoded(&file[..cut], 64);
     }
@@ -277,7 +323,12 @@ fn a_structure_cut_short_is_never_complete() {
     let file = cr2(1, 0);
     // The three directories lie between the 16-byte head and the first JPEG.
     let directories_end = 16 + (2 + 4 * 12 + 4) + (2 + 2 * 12 + 4) + (2 + 3 * 12 + 4);
-    assert!(tiff::read(&file[..directories_end]).unwrap().previews.complete);
+    assert!(
+        tiff::read(&file[..directories_end])
+            .unwrap()
+            .previews
+            .complete
+    );
     for cut in 8..directories_end {
         let read = tiff::read(&file[..cut]);
         assert!(read.is_none_or(|read| !read.previews.complete), "{cut}");
@@ -291,7 +342,11 @@ fn a_structure_cut_short_is_never_complete() {
     }
     // Boxes past as many as are looked at are never read: with those all
     // there, nothing more is waited for.
-    let many = [boxed(b"ftyp", b"crx \0\0\0\x01crx isom"), boxed(b"free", &[0; 8]).repeat(80)].concat();
+    let many = [
+        boxed(b"ftyp", b"crx \0\0\0\x01crx isom"),
+        boxed(b"free", &[0; 8]).repeat(80),
+    ]
+    .concat();
     assert!(cr3::read(&many).complete);
     assert!(!cr3::read(&many[..many.len() / 2]).complete);
 }
@@ -303,7 +358,12 @@ fn a_fetch_reads_a_raw_no_further_than_its_chosen_preview() {
         let target = TargetSize::square(side);
         let body = fetched(&file, target, 4096);
         assert!(!body.complete, "{side}");
-        assert!(body.len() * 20 < file.len(), "{side}: {} of {}", body.len(), file.len());
+        assert!(
+            body.len() * 20 < file.len(),
+            "{side}: {} of {}",
+            body.len(),
+            file.len()
+        );
         let url: Arc<str> = "file:///photo.cr2".into();
         let thumbnail = route::decode_body(&url, &body, target, LIMITS).unwrap();
         assert_eq!(picture_of(&thumbnail), Some(picture), "{side}");
@@ -324,12 +384,24 @@ fn a_fetch_stops_before_a_cr2_s_sensor_data_told_by_its_slices() {
         &[&preview, &thumbnail, &rgb, &sensor],
         &[
             (
-                vec![(0x0103, SHORT, V::N(6)), (0x0111, LONG, V::At(0)), (0x0117, LONG, V::Len(0))],
+                vec![
+                    (0x0103, SHORT, V::N(6)),
+                    (0x0111, LONG, V::At(0)),
+                    (0x0117, LONG, V::Len(0)),
+                ],
                 Some(1),
             ),
-            (vec![(0x0201, LONG, V::At(1)), (0x0202, LONG, V::Len(1))], Some(2)),
             (
-                vec![(0x0103, SHORT, V::N(6)), (0x0111, LONG, V::At(3)), (0x0117, LONG, V::Len(3)), (0xC640, SHORT, V::N(1))],
+                vec![(0x0201, LONG, V::At(1)), (0x0202, LONG, V::Len(1))],
+                Some(2),
+            ),
+            (
+                vec![
+                    (0x0103, SHORT, V::N(6)),
+                    (0x0111, LONG, V::At(3)),
+                    (0x0117, LONG, V::Len(3)),
+                    (0xC640, SHORT, V::N(1)),
+                ],
                 None,
             ),
         ],
@@ -338,7 +410,12 @@ fn a_fetch_stops_before_a_cr2_s_sensor_data_told_by_its_slices() {
     for (side, picture) in [(64, 2), (256, 1)] {
         let target = TargetSize::square(side);
         let body = fetched(&file, target, 4096);
-        assert!(!body.complete && body.len() < sensor_at, "{side}: {} of {}", body.len(), file.len());
+        assert!(
+            !body.complete && body.len() < sensor_at,
+            "{side}: {} of {}",
+            body.len(),
+            file.len()
+        );
         let url: Arc<str> = "file:///photo.cr2".into();
         let thumbnail = route::decode_body(&url, &body, target, LIMITS).unwrap();
         assert_eq!(picture_of(&thumbnail), Some(picture), "{side}");
@@ -358,15 +435,27 @@ fn a_fetch_waits_for_a_larger_preview_that_lies_after_a_smaller_one() {
         &[&thumbnail, &gap, &preview, &sensor],
         &[
             (
-                vec![(0x0103, SHORT, V::N(6)), (0x0111, LONG, V::At(2)), (0x0117, LONG, V::Len(2))],
+                vec![
+                    (0x0103, SHORT, V::N(6)),
+                    (0x0111, LONG, V::At(2)),
+                    (0x0117, LONG, V::Len(2)),
+                ],
                 Some(1),
             ),
-            (vec![(0x0201, LONG, V::At(0)), (0x0202, LONG, V::Len(0))], None),
+            (
+                vec![(0x0201, LONG, V::At(0)), (0x0202, LONG, V::Len(0))],
+                None,
+            ),
         ],
     );
     let target = TargetSize::square(256);
     let body = fetched(&file, target, 1024);
-    assert!(!body.complete && body.len() < file.len() / 4, "{} of {}", body.len(), file.len());
+    assert!(
+        !body.complete && body.len() < file.len() / 4,
+        "{} of {}",
+        body.len(),
+        file.len()
+    );
     let url: Arc<str> = "file:///photo.cr2".into();
     let thumbnail = route::decode_body(&url, &body, target, LIMITS).unwrap();
     assert_eq!(picture_of(&thumbnail), Some(1));

@@ -36,7 +36,12 @@ fn dng_with_rgb_thumbnail(sensor: usize) -> Vec<u8> {
                 None,
             ),
             (
-                vec![(0x0103, SHORT, V::N(52546)), (0x0106, SHORT, V::N(32803)), (0x0111, LONG, V::At(1)), (0x0117, LONG, V::Len(1))],
+                vec![
+                    (0x0103, SHORT, V::N(52546)),
+                    (0x0106, SHORT, V::N(32803)),
+                    (0x0111, LONG, V::At(1)),
+                    (0x0117, LONG, V::Len(1)),
+                ],
                 None,
             ),
         ],
@@ -49,13 +54,21 @@ fn a_raw_without_a_jpeg_preview_is_shown_from_its_rgb_one_and_read_no_further() 
     assert_eq!(formats::media_type(&file), Some("image/x-dcraw"));
     // Upright, at the preview's own size at most.
     let small = decoded(&file, 64).unwrap();
-    assert_eq!((small.width, small.height, small.source_size), (64, 43, (240, 160)));
+    assert_eq!(
+        (small.width, small.height, small.source_size),
+        (64, 43, (240, 160))
+    );
     assert_eq!(picture_of(&small), Some(4));
     let whole = decoded(&file, 512).unwrap();
     assert_eq!((whole.width, whole.height), (240, 160));
     // A fetch stops once the preview is read.
     let body = fetched(&file, TargetSize::square(128), 4096);
-    assert!(!body.complete && body.len() * 10 < file.len(), "{} of {}", body.len(), file.len());
+    assert!(
+        !body.complete && body.len() * 10 < file.len(),
+        "{} of {}",
+        body.len(),
+        file.len()
+    );
     let url: Arc<str> = "file:///photo.dng".into();
     let thumbnail = route::decode_body(&url, &body, TargetSize::square(128), LIMITS).unwrap();
     assert_eq!(picture_of(&thumbnail), Some(4));
@@ -85,7 +98,10 @@ fn a_raw_without_a_jpeg_preview_is_shown_from_its_rgb_one_and_read_no_further() 
     assert!(tiff::read(&too_wide).unwrap().previews.rgb.is_empty());
     assert_eq!(tiff::read(&file).unwrap().previews.rgb.len(), 1);
     let mut lying = file.clone();
-    let width_at = lying.windows(4).position(|w| w == [0x00, 0x01, 0x04, 0x00]).unwrap();
+    let width_at = lying
+        .windows(4)
+        .position(|w| w == [0x00, 0x01, 0x04, 0x00])
+        .unwrap();
     lying[width_at + 6..width_at + 10].copy_from_slice(&4000u32.to_le_bytes());
     assert!(decoded(&lying, 64).is_err());
 }
