@@ -1,15 +1,14 @@
 //! The headers of a progressive JPEG as the DC-scan decoder
 //! (`dc_scans.rs`) reads them, besides the segments and the frame
 //! (`markers.rs`): the DHT and DQT tables, the restart interval and the
-//! scan headers. The fetch's watch (`prefix.rs`) reads them with the same
-//! functions, so that it stops a fetch only where the decode will take what
-//! was read.
+//! scan headers. The fetch's watch (`prefix.rs`) reads the tables with the
+//! same functions, keeping only which were defined, so that it stops a
+//! fetch only where the decode will take what was read.
 //!
 //! Plain functions over bytes, run by whichever caller reads them (a decode
 //! thread, or the fetch task); they keep nothing.
 
 use super::huffman::HuffmanTable;
-use super::markers::{DHT, DQT};
 
 /// The state of the markers read so far.
 #[derive(Default)]
@@ -19,40 +18,6 @@ pub(super) struct Tables {
     pub(super) restart_interval: usize,
     pub(super) jfif: bool,
     pub(super) adobe_transform: Option<u8>,
-}
-
-/// Which DC Huffman tables and quantisation tables the segments read so
-/// far define, each segment read as the decode reads it: what the fetch's
-/// watch needs to know that a DC scan will decode, without the tables.
-#[derive(Clone, Copy, Debug, Default)]
-pub(super) struct TablesSeen {
-    huffman_dc: [bool; 4],
-    quant: [bool; 4],
-}
-
-impl TablesSeen {
-    /// Takes a DHT or DQT segment; `None` if the decode
-    /// refuses it. Other markers are not tables: nothing changes.
-    pub(super) fn read(&mut self, marker: u8, segment: &[u8]) -> Option<()> {
-        let mut tables = Tables::default();
-        match marker {
-            DHT => read_huffman(segment, &mut tables)?,
-            DQT => read_quant(segment, &mut tables)?,
-            _ => return Some(()),
-        }
-        for id in 0..4 {
-            self.huffman_dc[id] |= tables.huffman_dc[id].is_some();
-            self.quant[id] |= tables.quant_dc[id].is_some();
-        }
-        Some(())
-    }
-
-    /// Whether a DC scan's first pass over a component of quantisation
-    /// table `quant` with DC table `huffman` finds both, as the decode
-    /// needs them.
-    pub(super) fn serve(&self, quant: usize, huffman: usize) -> bool {
-        self.quant.get(quant) == Some(&true) && self.huffman_dc.get(huffman) == Some(&true)
-    }
 }
 
 pub(super) fn read_huffman(mut segment: &[u8], tables: &mut Tables) -> Option<()> {

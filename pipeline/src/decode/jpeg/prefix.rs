@@ -128,7 +128,7 @@ struct DcWatch {
     /// its DC has come with (`None` before its first DC scan).
     components: Vec<(u8, usize, Option<u8>)>,
     /// The tables defined so far.
-    tables: dc_headers::TablesSeen,
+    tables: TablesSeen,
 }
 
 impl DcWatch {
@@ -210,6 +210,40 @@ impl DcWatch {
             let components = header.components.iter();
             components.map(|c| (c.id, c.quant, None)).collect()
         })
+    }
+}
+
+/// Which DC Huffman tables and quantisation tables the segments read so
+/// far define, each segment read as the decode reads it: what the fetch's
+/// watch needs to know that a DC scan will decode, without the tables.
+#[derive(Clone, Copy, Debug, Default)]
+struct TablesSeen {
+    huffman_dc: [bool; 4],
+    quant: [bool; 4],
+}
+
+impl TablesSeen {
+    /// Takes a DHT or DQT segment; `None` if the decode
+    /// refuses it. Other markers are not tables: nothing changes.
+    fn read(&mut self, marker: u8, segment: &[u8]) -> Option<()> {
+        let mut tables = dc_headers::Tables::default();
+        match marker {
+            DHT => dc_headers::read_huffman(segment, &mut tables)?,
+            DQT => dc_headers::read_quant(segment, &mut tables)?,
+            _ => return Some(()),
+        }
+        for id in 0..4 {
+            self.huffman_dc[id] |= tables.huffman_dc[id].is_some();
+            self.quant[id] |= tables.quant_dc[id].is_some();
+        }
+        Some(())
+    }
+
+    /// Whether a DC scan's first pass over a component of quantisation
+    /// table `quant` with DC table `huffman` finds both, as the decode
+    /// needs them.
+    fn serve(&self, quant: usize, huffman: usize) -> bool {
+        self.quant.get(quant) == Some(&true) && self.huffman_dc.get(huffman) == Some(&true)
     }
 }
 
