@@ -110,6 +110,16 @@ fn run(args: Args) -> anyhow::Result<()> {
     let total = MODES.len() * (3 * args.flick.runs + usize::from(window))
         + FLING_COLUMNS.len() * args.flick.runs;
     let bar = progress(total)?;
+    // One run of the demo in `mode` with `script`, at `refresh`.
+    let flick = |mode, script, refresh| Flick {
+        demo: &demo,
+        server: server.base_url(),
+        mode,
+        script,
+        args: &args,
+        refresh,
+        coast_prediction: None,
+    };
     let settings = [None, Some(args.flick.refresh_ms)];
     let mut tables = Vec::new();
     for refresh in settings {
@@ -118,16 +128,7 @@ fn run(args: Args) -> anyhow::Result<()> {
             let mut runs = Vec::new();
             for run in 0..args.flick.runs {
                 bar.set_message(format!("{mode}, run {}{}", run + 1, refresh_label(refresh)));
-                let flick = Flick {
-                    demo: &demo,
-                    server: server.base_url(),
-                    mode,
-                    script: "flick",
-                    args: &args,
-                    refresh,
-                    coast_prediction: None,
-                };
-                runs.push(flick.run(false)?);
+                runs.push(flick(mode, "flick", refresh).run(false)?);
                 bar.inc(1);
             }
             columns.push(Column { mode, runs });
@@ -139,16 +140,7 @@ fn run(args: Args) -> anyhow::Result<()> {
         let mut runs = Vec::new();
         for run in 0..args.flick.runs {
             bar.set_message(format!("{mode}, browse {}", run + 1));
-            let browse = Flick {
-                demo: &demo,
-                server: server.base_url(),
-                mode,
-                script: "browse",
-                args: &args,
-                refresh: None,
-                coast_prediction: None,
-            };
-            runs.push(browse.run(false)?);
+            runs.push(flick(mode, "browse", None).run(false)?);
             bar.inc(1);
         }
         browsing.push(Column { mode, runs });
@@ -157,18 +149,10 @@ fn run(args: Args) -> anyhow::Result<()> {
     if window {
         for mode in MODES {
             bar.set_message(format!("{mode} in a window"));
-            let flick = Flick {
-                demo: &demo,
-                server: server.base_url(),
-                mode,
-                script: "flick",
-                args: &args,
-                refresh: Some(args.flick.refresh_ms),
-                coast_prediction: None,
-            };
+            let run = flick(mode, "flick", Some(args.flick.refresh_ms)).run(true)?;
             windowed.push(Column {
                 mode,
-                runs: vec![flick.run(true)?],
+                runs: vec![run],
             });
             bar.inc(1);
         }

@@ -21,6 +21,21 @@ fn nominal_flick_s(rows: usize) -> f64 {
     (438 * rows).div_ceil(200) as f64 / 60.0
 }
 
+/// Two figures of each run, side by side: `a`'s spread, `between`, `b`'s.
+fn both(
+    runs: &[RunReport],
+    digits: usize,
+    a: impl Fn(&RunReport) -> f64,
+    between: &str,
+    b: impl Fn(&RunReport) -> f64,
+) -> String {
+    format!(
+        "{}{between}{}",
+        spread(runs, digits, a),
+        spread(runs, digits, b)
+    )
+}
+
 pub(crate) type Row = (&'static str, Box<dyn Fn(&[RunReport]) -> String>);
 
 /// The table's rows, in the order of the design's before/after table.
@@ -29,11 +44,13 @@ pub(crate) fn rows(nominal: f64, refreshing: bool) -> Vec<Row> {
         (
             "peak threads (baseline)",
             Box::new(|r| {
-                format!(
-                    "{} ({})",
-                    spread(r, 0, |x| x.peak_threads as f64),
-                    spread(r, 0, |x| x.baseline_threads as f64)
-                )
+                both(
+                    r,
+                    0,
+                    |x| x.peak_threads as f64,
+                    " (",
+                    |x| x.baseline_threads as f64,
+                ) + ")"
             }),
         ),
         (
@@ -55,10 +72,12 @@ pub(crate) fn rows(nominal: f64, refreshing: bool) -> Vec<Row> {
         (
             "stalls over 50 ms: count, total ms",
             Box::new(|r| {
-                format!(
-                    "{}, {}",
-                    spread(r, 0, |x| x.stalls_over_50ms as f64),
-                    spread(r, 0, |x| x.stall_total_ms)
+                both(
+                    r,
+                    0,
+                    |x| x.stalls_over_50ms as f64,
+                    ", ",
+                    |x| x.stall_total_ms,
                 )
             }),
         ),
@@ -71,31 +90,29 @@ pub(crate) fn rows(nominal: f64, refreshing: bool) -> Vec<Row> {
         ),
         (
             "RSS start -> peak, MB",
-            Box::new(|r| {
-                format!(
-                    "{} -> {}",
-                    spread(r, 1, |x| x.rss_start_mb),
-                    spread(r, 1, |x| x.rss_peak_mb)
-                )
-            }),
+            Box::new(|r| both(r, 1, |x| x.rss_start_mb, " -> ", |x| x.rss_peak_mb)),
         ),
         (
             "requests completed / cancelled",
             Box::new(|r| {
-                format!(
-                    "{} / {}",
-                    spread(r, 0, |x| x.requests_completed as f64),
-                    spread(r, 0, |x| x.requests_cancelled as f64)
+                both(
+                    r,
+                    0,
+                    |x| x.requests_completed as f64,
+                    " / ",
+                    |x| x.requests_cancelled as f64,
                 )
             }),
         ),
         (
             "server: completed / aborted",
             Box::new(|r| {
-                format!(
-                    "{} / {}",
-                    spread(r, 0, |x| x.server_completed as f64),
-                    spread(r, 0, |x| x.server_aborted as f64)
+                both(
+                    r,
+                    0,
+                    |x| x.server_completed as f64,
+                    " / ",
+                    |x| x.server_aborted as f64,
                 )
             }),
         ),
@@ -112,13 +129,7 @@ pub(crate) fn rows(nominal: f64, refreshing: bool) -> Vec<Row> {
     if refreshing {
         rows.push((
             "wrong-row images, of images shown",
-            Box::new(|r| {
-                format!(
-                    "{} of {}",
-                    spread(r, 0, wrong_rows),
-                    spread(r, 0, |x| x.images_shown as f64)
-                )
-            }),
+            Box::new(|r| both(r, 0, wrong_rows, " of ", |x| x.images_shown as f64)),
         ));
     }
     rows.push((
